@@ -1,0 +1,154 @@
+/*
+ * fold: reduction collectives (allreduce, reduce) at the UCX/libfabric level.
+ *
+ * Typical use by a runtime:
+ *
+ *     fold_context_h ctx;
+ *     fold_init(NULL, &ctx);                 // bootstrap through PMIx
+ *     fold_comm_h world = fold_comm_world(ctx);
+ *     fold_allreduce(FOLD_IN_PLACE, buf, n, FOLD_FLOAT32, FOLD_OP_SUM, world);
+ *     fold_finalize(ctx);
+ *
+ * Every function returns a fold_status_t (0 on success, negative on error) unless
+ * documented otherwise. Outputs are written only on success.
+ *
+ * Threading: a context and its communicators may be used by one thread at a time.
+ * Counts are numbers of elements, as size_t; a count of 0 is valid and does nothing.
+ */
+#ifndef FOLD_H
+#define FOLD_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <fold/fold_status.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define FOLD_VERSION_MAJOR 0
+#define FOLD_VERSION_MINOR 1
+#define FOLD_VERSION_PATCH 0
+
+typedef struct fold_context *fold_context_h;
+typedef struct fold_comm    *fold_comm_h;
+typedef struct fold_request *fold_request_h;
+
+/* Pass as sendbuf to reduce in place: the input is taken from recvbuf (at the root
+ * for fold_reduce; at non-roots recvbuf then holds the input and is not modified). */
+#define FOLD_IN_PLACE ((const void *)(intptr_t)1)
+
+/* fold_comm_split(): a color that puts the caller in no new communicator. */
+#define FOLD_UNDEFINED (-32766)
+
+typedef enum fold_dtype {
+    FOLD_INT8, FOLD_INT16, FOLD_INT32, FOLD_INT64,
+    FOLD_UINT8, FOLD_UINT16, FOLD_UINT32, FOLD_UINT64,
+    FOLD_FLOAT16,   /* IEEE binary16; each reduction step computes in float32 */
+    FOLD_BFLOAT16,  /* bfloat16; each reduction step computes in float32 */
+    FOLD_FLOAT32, FOLD_FLOAT64,
+    FOLD_DTYPE_COUNT
+} fold_dtype_t;
+
+/* Predefined operations. Bitwise ops (band, bor, bxor) take integer types only.
+ * Logical ops treat nonzero as true and produce 0 or 1. min/max propagate NaN
+ * and order -0 below +0, so every algorithm gives the same bits. Integer sum and
+ * prod wrap around modulo 2^bits. User ops (fold_op_create) have values from
+ * FOLD_OP_USER_FIRST on. */
+typedef enum fold_op {
+    FOLD_OP_SUM, FOLD_OP_PROD, FOLD_OP_MIN, FOLD_OP_MAX,
+    FOLD_OP_BAND, FOLD_OP_BOR, FOLD_OP_BXOR,
+    FOLD_OP_LAND, FOLD_OP_LOR, FOLD_OP_LXOR,
+    FOLD_OP_PREDEFINED_COUNT,
+    FOLD_OP_USER_FIRST = 64
+} fold_op_t;
+
+/* A user operation, with MPI's semantics: inout[i] = in[i] op inout[i], where `in`
+ * holds the contribution of lower ranks. */
+typedef void (*fold_user_op_fn)(const void *in, void *inout, size_t count,
+                                fold_dtype_t dtype, void *arg);
+
+/* Registers a user op. A non-commutative op (commutative == 0) gets the
+ * rank-ordered result x0 op x1 op ... op x(p-1) from every algorithm. */
+int fold_op_create(fold_user_op_fn fn, void *arg, int commutative, fold_op_t *op);
+int fold_op_free(fold_op_t op);
+
+size_t      fold_dtype_size(fold_dtype_t dtype);    /* 0 for an unknown datatype */
+const char *fold_dtype_name(fold_dtype_t dtype);    /* "float32", ...; "unknown" */
+const char *fold_op_name(fold_op_t op);             /* "sum", ...; "user"; "unknown" */
+int         fold_dtype_from_name(const char *name, fold_dtype_t *dtype);
+int         fold_op_from_name(const char *name, fold_op_t *op);
+
+/* Out-of-band allgather supplied by a hosting runtime (MPI, a job manager, ...):
+ * gathers `len` bytes from every rank, in rank order, into recvbuf (size * len).
+ * It is blocking and collective over all ranks of the context; returns 0 on success. */
+typedef int (*fold_oob_allgather_fn)(const void *sendbuf, void *recvbuf, size_t len,
+                                     void *arg);
+
+typedef struct fold_context_params {
+    const char *transport;           /* NULL: FOLD_TRANSPORT, default "ucp" */
+    struct {
+        fold_oob_allgather_fn allgather; /* NULL: bootstrap through PMIx */
+        void *arg;
+        int   rank;
+        int   size;
+    } oob;
+} fold_context_params_t;
+
+void fold_context_params_init(fold_context_params_t *params);
+
+/* params may be NULL (PMIx bootstrap, configuration from FOLD_* variables). */
+int fold_init(const fold_context_params_t *params, fold_context_h *ctx);
+/* Collective over the context's ranks. Frees every communicator; requests must be
+ * completed and freed before. */
+int fold_finalize(fold_context_h ctx);
+
+/* Overrides a configuration variable for this context, by its name with or without
+ * the FOLD_ prefix ("ALLREDUCE_ALG", "ring"). Affects later calls only. */
+int fold_config_set(fold_context_h ctx, const char *name, const char *value);
+/* Reads the current value; the string stays valid until the next fold_config_set. */
+int fold_config_get(fold_context_h ctx, const char *name, const char **value);
+
+/* Communicators. fold_comm_world() returns NULL for an invalid context. */
+fold_comm_h fold_comm_world(fold_context_h ctx);
+int fold_comm_rank(fold_comm_h comm, int *rank);
+int fold_comm_size(fold_comm_h comm, int *size);
+/* Collective over comm. Ranks with the same color form a communicator, ordered by
+ * key then by rank in comm. color FOLD_UNDEFINED gives *newcomm = NULL. */
+int fold_comm_split(fold_comm_h comm, int color, int key, fold_comm_h *newcomm);
+/* Frees a communicator made by fold_comm_split (not the world); sets *comm = NULL. */
+int fold_comm_free(fold_comm_h *comm);
+
+/* Blocking collectives. sendbuf may be FOLD_IN_PLACE. For fold_reduce, recvbuf is
+ * significant at the root only and may be NULL elsewhere. */
+int fold_allreduce(const void *sendbuf, void *recvbuf, size_t count,
+                   fold_dtype_t dtype, fold_op_t op, fold_comm_h comm);
+int fold_reduce(const void *sendbuf, void *recvbuf, size_t count,
+                fold_dtype_t dtype, fold_op_t op, int root, fold_comm_h comm);
+int fold_bcast(void *buf, size_t count, fold_dtype_t dtype, int root, fold_comm_h comm);
+int fold_barrier(fold_comm_h comm);
+
+/* Non-blocking collectives: the buffers must stay untouched until fold_test returns
+ * FOLD_OK or fold_wait returns. Collectives on one communicator must be started in
+ * the same order on every rank. A request is released with fold_request_free. */
+int fold_iallreduce(const void *sendbuf, void *recvbuf, size_t count,
+                    fold_dtype_t dtype, fold_op_t op, fold_comm_h comm,
+                    fold_request_h *req);
+int fold_ireduce(const void *sendbuf, void *recvbuf, size_t count,
+                 fold_dtype_t dtype, fold_op_t op, int root, fold_comm_h comm,
+                 fold_request_h *req);
+/* FOLD_OK when complete, FOLD_INPROGRESS when not yet, or the collective's error. */
+int fold_test(fold_request_h req);
+int fold_wait(fold_request_h req);
+int fold_request_free(fold_request_h req);
+
+/* The algorithm a call of this kind would use ("ring", ...), for tools and logs. */
+const char *fold_selected_algorithm(fold_comm_h comm, const char *collective,
+                                    size_t count, fold_dtype_t dtype);
+
+const char *fold_version_string(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

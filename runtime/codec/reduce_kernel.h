@@ -1,0 +1,34 @@
+/*
+ * Local reduction kernels: dst = left op right, elementwise, for every datatype x op.
+ * `left` is the contribution of lower ranks (it matters for non-commutative user
+ * ops). dst may be the same pointer as left or right (never a partial overlap).
+ * Pure functions over buffers with explicit lengths.
+ */
+#ifndef FOLD_REDUCE_KERNEL_H
+#define FOLD_REDUCE_KERNEL_H
+
+#include <fold/fold.h>
+#include <stddef.h>
+
+/* Returns FOLD_OK, or FOLD_ERR_INVALID_ARG for an unknown datatype/op or a bitwise
+ * op on a floating type. nthreads > 1 splits the work across OpenMP threads when
+ * count * elem_size >= thread_threshold bytes. */
+int fold_reduce_local(fold_op_t op, fold_dtype_t dtype, const void *left,
+                      const void *right, void *dst, size_t count,
+                      int nthreads, size_t thread_threshold);
+
+/* Whether (op, dtype) is a valid pair; user ops are valid for every datatype. */
+int fold_op_dtype_valid(fold_op_t op, fold_dtype_t dtype);
+/* 1 for predefined ops and commutative user ops. */
+int fold_op_is_commutative(fold_op_t op);
+
+/* User-op registry (runtime/op.c): returns 0 and fills fn/arg/commutative. */
+int fold_user_op_lookup(fold_op_t op, fold_user_op_fn *fn, void **arg, int *commutative);
+
+/* float16 / bfloat16 <-> float32 (round to nearest even, NaN preserved). */
+float    fold_half_to_float(uint16_t h);
+uint16_t fold_float_to_half(float f);
+float    fold_bf16_to_float(uint16_t b);
+uint16_t fold_float_to_bf16(float f);
+
+#endif

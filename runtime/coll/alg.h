@@ -1,0 +1,43 @@
+/*
+ * The algorithm registry. One algorithm per file, each exporting a fold_alg_t; the
+ * table in alg_table.c lists them in the order fold_info prints them.
+ */
+#ifndef FOLD_ALG_H
+#define FOLD_ALG_H
+
+#include "sched.h"
+
+typedef int (*fold_alg_build_fn)(const fold_coll_args_t *args, fold_sched_t *s);
+
+enum {
+    /* Gives the rank-ordered result x0 op x1 op ... op x(p-1), so it serves
+     * non-commutative ops; otherwise the selection falls back to one that does. */
+    FOLD_ALG_ORDERED = 1u << 0,
+};
+
+typedef struct fold_alg {
+    const char        *name;
+    const char        *description;   /* one line, for fold_info */
+    fold_alg_build_fn  allreduce;     /* NULL: not an allreduce algorithm */
+    fold_alg_build_fn  reduce;        /* NULL: not a reduce algorithm */
+    unsigned           flags;
+} fold_alg_t;
+
+extern const fold_alg_t fold_alg_binomial;
+extern const fold_alg_t fold_alg_rabenseifner;
+extern const fold_alg_t fold_alg_ring;
+extern const fold_alg_t fold_alg_chain;
+extern const fold_alg_t fold_alg_bintree;
+extern const fold_alg_t fold_alg_greedy;
+extern const fold_alg_t fold_alg_recursive_doubling;
+
+extern const fold_alg_t *const fold_alg_all[];   /* NULL-terminated */
+const fold_alg_t *fold_alg_find(const char *name);
+fold_alg_build_fn fold_alg_builder(const fold_alg_t *alg, fold_coll_t coll);
+
+/* Internal collectives used by the runtime itself. */
+int fold_build_bcast_binomial(const fold_coll_args_t *args, fold_sched_t *s);
+int fold_build_barrier_dissemination(const fold_coll_args_t *args, fold_sched_t *s);
+int fold_build_allgather_ring(const fold_coll_args_t *args, fold_sched_t *s);
+
+#endif

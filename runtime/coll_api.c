@@ -1,0 +1,296 @@
+/*
+ * The collective entry points. Each one validates its arguments, short-circuits
+ * what needs no communication (count 0, one rank), selects an algorithm and hands
+ * the schedule to the executor; blocking calls then wait on it.
+ */
+#include "core.h"
+#include "log.h"
+#include "codec/reduce_kernel.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static int check_comm(const fold_comm_t *comm, const char *fn)
+{
+    if (!fold_comm_valid(comm)) {
+        fold_error("%s: invalid communicator (never created, freed, or after fold_finalize)",
+                   fn);
+        return FOLD_ERR_NOT_INITIALIZED;
+    }
+    return FOLD_OK;
+}
+
+static int check_dtype_op(fold_dtype_t dtype, fold_op_t op, int reduction, const char *fn)
+{
+    if (fold_dtype_size(dtype) == 0) {
+        fold_error("%s: unknown datatype %d", fn, (int)dtype);
+        return FOLD_ERR_INVALID_ARG;
+    }
+    if (reduction && !fold_op_dtype_valid(op, dtype)) {
+        fold_error("%s: op %d (%s) is not defined for %s", fn, (int)op, fold_op_name(op),
+                   fold_dtype_name(dtype));
+        return FOLD_ERR_INVALID_ARG;
+    }
+    return FOLD_OK;
+}
+
+static int check_root(const fold_comm_t *comm, int root, const char *fn)
+{
+    if (root < 0 || root >= comm->size) {
+        fold_error("%s: root %d is out of range for a communicator of %d ranks", fn, root,
+                   comm->size);
+        return FOLD_ERR_INVALID_ARG;
+    }
+    return FOLD_OK;
+}
+
+static size_t segment_count(const fold_context_t *ctx, const fold_alg_t *alg, size_t bytes,
+                            size_t esize)
+{
+    size_t seg = ctx->config.segment_size ? ctx->config.segment_size
+                                          : fold_default_segment(alg, bytes);
+    seg /= esize;
+    return seg ? seg : 1;
+}
+
+/* A request that is complete from the start (nothing to communicate). */
+static int completed_request(fold_request_t **req_p)
+{
+    fold_request_t *req = calloc(1, sizeof(*req));
+    if (req == NULL) {
+        return FOLD_ERR_NO_MEMORY;
+    }
+    req->magic  = FOLD_REQUEST_MAGIC;
+    req->status = FOLD_OK;
+    *req_p      = req;
+    return FOLD_OK;
+}
+
+/* Starts a reduction; *req_p is NULL when it completed without communication. */
+static int reduction_start(fold_coll_t coll, const void *sendbuf, void *recvbuf, size_t count,
+                           fold_dtype_t dtype, fold_op_t op, int root, fold_comm_t *comm,
+                           fold_request_t **req_p)
+{
+    const char *fn = fold_coll_name(coll);
+    int status;
+    *req_p = NULL;
+    if ((status = check_comm(comm, fn)) != FOLD_OK ||
+        (status = check_dtype_op(dtype, op, 1, fn)) != FOLD_OK ||
+        (coll == FOLD_COLL_REDUCE && (status = check_root(comm, root, fn)) != FOLD_OK)) {
+        return status;
+    }
+    int has_out = coll == FOLD_COLL_ALLREDUCE || comm->rank == root;
+    int inplace = sendbuf == FOLD_IN_PLACE || (sendbuf == recvbuf && has_out);
+    const void *in = sendbuf == FOLD_IN_PLACE ? recvbuf : sendbuf;
+    if (count > 0 && (in == NULL || (has_out && recvbuf == NULL))) {
+        fold_error("%s: NULL %s buffer with count %zu", fn, in == NULL ? "send" : "receive",
+                   count);
+        return FOLD_ERR_INVALID_ARG;
+    }
+    if (count == 0) {
+        return FOLD_OK;
+    }
+    size_t esize = fold_dtype_size(dtype);
+    if (comm->size == 1) {
+        if (!inplace) {
+            memcpy(recvbuf, in, count * esize);
+        }
+        return FOLD_OK;
+    }
+
+    const fold_alg_t *alg;
+    if ((status = fold_select(comm, coll, count, dtype, op, &alg)) != FOLD_OK) {
+        return status;
+    }
+    fold_context_t *ctx = comm->ctx;
+    fold_exec_args_t args = {
+        .coll  = coll,
+        .alg   = alg,
+        .build = fold_alg_builder(alg, coll),
+        .cargs = {.coll = coll, .rank = comm->rank, .size = comm->size, .root = root,
+                  .count = count, .seg_count = segment_count(ctx, alg, count * esize, esize),
+                  .depth = (int)ctx->config.pipeline_depth, .inplace = has_out && inplace,
+                  .commutative = fold_op_is_commutative(op)},
+        .in    = in,
+        .out   = has_out ? recvbuf : NULL,
+        .dtype = dtype,
+        .op    = op,
+    };
+    return fold_exec_start(comm, &args, req_p);
+}
+
+static int run_blocking(fold_request_t *req)
+{
+    if (req == NULL) {
+        return FOLD_OK;
+    }
+    int status = fold_exec_wait(req);
+    fold_exec_release(req);
+    return status;
+}
+
+int fold_allreduce(const void *sendbuf, void *recvbuf, size_t count, fold_dtype_t dtype,
+                   fold_op_t op, fold_comm_h comm)
+{
+    fold_request_t *req;
+    int status = reduction_start(FOLD_COLL_ALLREDUCE, sendbuf, recvbuf, count, dtype, op, 0,
+                                 comm, &req);
+    return status == FOLD_OK ? run_blocking(req) : status;
+}
+
+int fold_reduce(const void *sendbuf, void *recvbuf, size_t count, fold_dtype_t dtype,
+                fold_op_t op, int root, fold_comm_h comm)
+{
+    fold_request_t *req;
+    int status = reduction_start(FOLD_COLL_REDUCE, sendbuf, recvbuf, count, dtype, op, root,
+                                 comm, &req);
+    return status == FOLD_OK ? run_blocking(req) : status;
+}
+
+static int nonblocking(int status, fold_request_t *req, fold_request_h *req_p)
+{
+    if (status != FOLD_OK) {
+        return status;
+    }
+    if (req == NULL && (status = completed_request(&req)) != FOLD_OK) {
+        return status;
+    }
+    req->user_owned = 1;
+    *req_p = req;
+    return FOLD_OK;
+}
+
+int fold_iallreduce(const void *sendbuf, void *recvbuf, size_t count, fold_dtype_t dtype,
+                    fold_op_t op, fold_comm_h comm, fold_request_h *req_p)
+{
+    if (req_p == NULL) {
+        return FOLD_ERR_INVALID_ARG;
+    }
+    fold_request_t *req;
+    int status = reduction_start(FOLD_COLL_ALLREDUCE, sendbuf, recvbuf, count, dtype, op, 0,
+                                 comm, &req);
+    return nonblocking(status, req, req_p);
+}
+
+int fold_ireduce(const void *sendbuf, void *recvbuf, size_t count, fold_dtype_t dtype,
+                 fold_op_t op, int root, fold_comm_h comm, fold_request_h *req_p)
+{
+    if (req_p == NULL) {
+        return FOLD_ERR_INVALID_ARG;
+    }
+    fold_request_t *req;
+    int status = reduction_start(FOLD_COLL_REDUCE, sendbuf, recvbuf, count, dtype, op, root,
+                                 comm, &req);
+    return nonblocking(status, req, req_p);
+}
+
+static int check_request(fold_request_t *req)
+{
+    return (req != NULL && req->magic == FOLD_REQUEST_MAGIC && req->user_owned)
+               ? FOLD_OK : FOLD_ERR_INVALID_ARG;
+}
+
+int fold_test(fold_request_h req)
+{
+    if (check_request(req) != FOLD_OK) {
+        return FOLD_ERR_INVALID_ARG;
+    }
+    return req->entry ? fold_exec_progress(req) : req->status;
+}
+
+int fold_wait(fold_request_h req)
+{
+    if (check_request(req) != FOLD_OK) {
+        return FOLD_ERR_INVALID_ARG;
+    }
+    return req->entry ? fold_exec_wait(req) : req->status;
+}
+
+int fold_request_free(fold_request_h req)
+{
+    if (check_request(req) != FOLD_OK) {
+        return FOLD_ERR_INVALID_ARG;
+    }
+    if (req->status == FOLD_INPROGRESS) {
+        fold_error("fold_request_free: the collective is still running; wait for it first");
+        return FOLD_ERR_BUSY;
+    }
+    if (req->entry == NULL) {
+        req->magic = 0;
+        free(req);
+    } else {
+        fold_exec_release(req);
+    }
+    return FOLD_OK;
+}
+
+/* ---- bcast and barrier --------------------------------------------------------- */
+
+static int internal_run(fold_comm_t *comm, fold_coll_t coll, fold_alg_build_fn build,
+                        void *buf, size_t count, fold_dtype_t dtype, int root)
+{
+    size_t esize = fold_dtype_size(dtype);
+    fold_exec_args_t args = {
+        .coll  = coll,
+        .build = build,
+        .cargs = {.coll = coll, .rank = comm->rank, .size = comm->size, .root = root,
+                  .count = count,
+                  .seg_count = segment_count(comm->ctx, NULL, count * esize, esize),
+                  .depth = 1, .commutative = 1},
+        .in    = buf,
+        .out   = buf,
+        .dtype = dtype,
+        .op    = FOLD_OP_SUM,
+    };
+    fold_request_t *req;
+    int status = fold_exec_start(comm, &args, &req);
+    return status == FOLD_OK ? run_blocking(req) : status;
+}
+
+int fold_bcast(void *buf, size_t count, fold_dtype_t dtype, int root, fold_comm_h comm)
+{
+    int status;
+    if ((status = check_comm(comm, "bcast")) != FOLD_OK ||
+        (status = check_dtype_op(dtype, FOLD_OP_SUM, 0, "bcast")) != FOLD_OK ||
+        (status = check_root(comm, root, "bcast")) != FOLD_OK) {
+        return status;
+    }
+    if (count > 0 && buf == NULL) {
+        fold_error("bcast: NULL buffer with count %zu", count);
+        return FOLD_ERR_INVALID_ARG;
+    }
+    if (count == 0 || comm->size == 1) {
+        return FOLD_OK;
+    }
+    return internal_run(comm, FOLD_COLL_BCAST, fold_build_bcast_binomial, buf, count, dtype,
+                        root);
+}
+
+int fold_barrier(fold_comm_h comm)
+{
+    int status = check_comm(comm, "barrier");
+    if (status != FOLD_OK || comm->size == 1) {
+        return status;
+    }
+    return internal_run(comm, FOLD_COLL_BARRIER, fold_build_barrier_dissemination, NULL, 0,
+                        FOLD_UINT8, 0);
+}
+
+const char *fold_selected_algorithm(fold_comm_h comm, const char *collective, size_t count,
+                                    fold_dtype_t dtype)
+{
+    fold_coll_t coll;
+    const fold_alg_t *alg;
+    if (!fold_comm_valid(comm) || collective == NULL || fold_dtype_size(dtype) == 0) {
+        return NULL;
+    }
+    if (strcmp(collective, "allreduce") == 0) {
+        coll = FOLD_COLL_ALLREDUCE;
+    } else if (strcmp(collective, "reduce") == 0) {
+        coll = FOLD_COLL_REDUCE;
+    } else {
+        return NULL;
+    }
+    return fold_select(comm, coll, count, dtype, FOLD_OP_SUM, &alg) == FOLD_OK ? alg->name
+                                                                               : NULL;
+}

@@ -1,0 +1,231 @@
+/*
+ * Communicators: a rank map into the context, an id for message tags, a schedule
+ * cache and a scratch pool. Split agrees on the new id and membership with one
+ * allgather over the parent.
+ */
+#include "core.h"
+#include "log.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Stores ctx_ranks compactly: an arithmetic progression needs no table. */
+static int rank_map_init(fold_rank_map_t *m, int size, const int *ctx_ranks)
+{
+    memset(m, 0, sizeof(*m));
+    if (ctx_ranks == NULL) {
+        m->start  = 0;
+        m->stride = 1;
+        return FOLD_OK;
+    }
+    int stride = size > 1 ? ctx_ranks[1] - ctx_ranks[0] : 1;
+    int progression = stride != 0;
+    for (int i = 2; i < size && progression; i++) {
+        progression = ctx_ranks[i] - ctx_ranks[i - 1] == stride;
+    }
+    if (progression) {
+        m->start  = ctx_ranks[0];
+        m->stride = stride;
+        return FOLD_OK;
+    }
+    m->table = malloc((size_t)size * sizeof(int));
+    if (m->table == NULL) {
+        return FOLD_ERR_NO_MEMORY;
+    }
+    memcpy(m->table, ctx_ranks, (size_t)size * sizeof(int));
+    return FOLD_OK;
+}
+
+int fold_comm_create(fold_context_t *ctx, int size, int rank, const int *ctx_ranks,
+                     uint32_t id, fold_comm_t **comm_p)
+{
+    fold_comm_t *comm = calloc(1, sizeof(*comm));
+    if (comm == NULL) {
+        return FOLD_ERR_NO_MEMORY;
+    }
+    int status = rank_map_init(&comm->map, size, ctx_ranks);
+    if (status != FOLD_OK) {
+        free(comm);
+        return status;
+    }
+    comm->magic = FOLD_COMM_MAGIC;
+    comm->ctx   = ctx;
+    comm->size  = size;
+    comm->rank  = rank;
+    comm->id    = id;
+    status = fold_context_add_comm(ctx, comm);
+    if (status != FOLD_OK) {
+        free(comm->map.table);
+        free(comm);
+        return status;
+    }
+    *comm_p = comm;
+    return FOLD_OK;
+}
+
+void fold_comm_destroy(fold_comm_t *comm)
+{
+    fold_context_remove_comm(comm->ctx, comm);
+    for (int i = 0; i < FOLD_SCHED_CACHE_SIZE; i++) {
+        fold_sched_cleanup(&comm->cache[i].sched);
+        free(comm->cache[i].spare);
+    }
+    for (size_t i = 0; i < sizeof(comm->scratch) / sizeof(comm->scratch[0]); i++) {
+        free(comm->scratch[i].buf);
+    }
+    free(comm->map.table);
+    comm->magic = 0;
+    free(comm);
+}
+
+/* ---- public API ------------------------------------------------------------- */
+
+fold_comm_h fold_comm_world(fold_context_h ctx)
+{
+    return fold_context_valid(ctx) ? ctx->world : NULL;
+}
+
+int fold_comm_rank(fold_comm_h comm, int *rank)
+{
+    if (!fold_comm_valid(comm)) {
+        return FOLD_ERR_NOT_INITIALIZED;
+    }
+    if (rank == NULL) {
+        return FOLD_ERR_INVALID_ARG;
+    }
+    *rank = comm->rank;
+    return FOLD_OK;
+}
+
+int fold_comm_size(fold_comm_h comm, int *size)
+{
+    if (!fold_comm_valid(comm)) {
+        return FOLD_ERR_NOT_INITIALIZED;
+    }
+    if (size == NULL) {
+        return FOLD_ERR_INVALID_ARG;
+    }
+    *size = comm->size;
+    return FOLD_OK;
+}
+
+typedef struct split_entry {
+    int32_t color;
+    int32_t key;
+    int32_t next_id;
+    int32_t rank;
+} split_entry_t;
+
+static int by_key_then_rank(const void *a, const void *b)
+{
+    const split_entry_t *x = a, *y = b;
+    if (x->key != y->key) {
+        return x->key < y->key ? -1 : 1;
+    }
+    return x->rank < y->rank ? -1 : (x->rank > y->rank);
+}
+
+/* Every rank learns every (color, key, next free id) of the parent. */
+static int split_allgather(fold_comm_t *comm, const split_entry_t *mine, split_entry_t *all)
+{
+    fold_exec_args_t args = {
+        .coll  = FOLD_COLL_ALLGATHER,
+        .build = fold_build_allgather_ring,
+        .cargs = {.coll = FOLD_COLL_ALLGATHER, .rank = comm->rank, .size = comm->size,
+                  .count = 4, .seg_count = 4, .depth = 1, .commutative = 1},
+        .in    = mine,
+        .out   = all,
+        .dtype = FOLD_INT32,
+        .op    = FOLD_OP_SUM,
+    };
+    fold_request_t *req;
+    int status = fold_exec_start(comm, &args, &req);
+    if (status != FOLD_OK) {
+        return status;
+    }
+    status = fold_exec_wait(req);
+    fold_exec_release(req);
+    return status;
+}
+
+int fold_comm_split(fold_comm_h comm, int color, int key, fold_comm_h *newcomm)
+{
+    if (!fold_comm_valid(comm)) {
+        return FOLD_ERR_NOT_INITIALIZED;
+    }
+    if (newcomm == NULL || (color < 0 && color != FOLD_UNDEFINED)) {
+        fold_error("fold_comm_split: color must be >= 0 or FOLD_UNDEFINED");
+        return FOLD_ERR_INVALID_ARG;
+    }
+    fold_context_t *ctx = comm->ctx;
+    split_entry_t mine = {color, key, (int32_t)ctx->next_comm_id, comm->rank};
+    split_entry_t *all = malloc((size_t)comm->size * sizeof(*all));
+    int *ctx_ranks = malloc((size_t)comm->size * sizeof(int));
+    int status = FOLD_ERR_NO_MEMORY;
+    if (all == NULL || ctx_ranks == NULL) {
+        goto out;
+    }
+    if ((status = split_allgather(comm, &mine, all)) != FOLD_OK) {
+        goto out;
+    }
+
+    /* An id no member uses yet: above every member's next free id. */
+    uint32_t id = 0;
+    for (int r = 0; r < comm->size; r++) {
+        id = (uint32_t)all[r].next_id > id ? (uint32_t)all[r].next_id : id;
+    }
+    if (id >= (1u << 16)) {
+        fold_error("fold_comm_split: out of communicator ids");
+        status = FOLD_ERR_BUSY;
+        goto out;
+    }
+    ctx->next_comm_id = id + 1;
+    if (color == FOLD_UNDEFINED) {
+        *newcomm = NULL;
+        status   = FOLD_OK;
+        goto out;
+    }
+
+    int n = 0;
+    for (int r = 0; r < comm->size; r++) {
+        if (all[r].color == color) {
+            all[n++] = all[r];
+        }
+    }
+    qsort(all, (size_t)n, sizeof(*all), by_key_then_rank);
+    int myrank = -1;
+    for (int i = 0; i < n; i++) {
+        ctx_ranks[i] = fold_rank_map_get(&comm->map, all[i].rank);
+        if (all[i].rank == comm->rank) {
+            myrank = i;
+        }
+    }
+    fold_comm_t *c;
+    status = fold_comm_create(ctx, n, myrank, ctx_ranks, id, &c);
+    if (status == FOLD_OK) {
+        *newcomm = c;
+    }
+out:
+    free(all);
+    free(ctx_ranks);
+    return status;
+}
+
+int fold_comm_free(fold_comm_h *comm)
+{
+    if (comm == NULL || !fold_comm_valid(*comm)) {
+        return FOLD_ERR_NOT_INITIALIZED;
+    }
+    if (*comm == (*comm)->ctx->world) {
+        fold_error("fold_comm_free: the world communicator is freed by fold_finalize");
+        return FOLD_ERR_INVALID_ARG;
+    }
+    if ((*comm)->active_requests > 0) {
+        fold_error("fold_comm_free: %d collectives still running on this communicator",
+                   (*comm)->active_requests);
+        return FOLD_ERR_BUSY;
+    }
+    fold_comm_destroy(*comm);
+    *comm = NULL;
+    return FOLD_OK;
+}

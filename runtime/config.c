@@ -1,0 +1,197 @@
+#include "config.h"
+#include "log.h"
+
+#include <fold/fold_status.h>
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+const fold_config_var_t fold_config_vars[FOLD_CFG_COUNT] = {
+    [FOLD_CFG_TRANSPORT] = {"TRANSPORT", "ucp", FOLD_CONFIG_STRING,
+        "Transport backend: ucp (UCX tag + RMA); loopback is for in-process tests"},
+    [FOLD_CFG_LOG_LEVEL] = {"LOG_LEVEL", "warn", FOLD_CONFIG_STRING,
+        "Log level: error, warn, info, debug, trace"},
+    [FOLD_CFG_TIMEOUT] = {"TIMEOUT", "120", FOLD_CONFIG_SECONDS,
+        "Seconds a collective may go without progress before it fails, naming the peer "
+        "and step it waits for"},
+    [FOLD_CFG_SPIN_COUNT] = {"SPIN_COUNT", "200", FOLD_CONFIG_INT,
+        "Idle progress polls before a waiting rank yields the core (sched_yield), so "
+        "that runs with more ranks than cores still move"},
+    [FOLD_CFG_ALLREDUCE_ALG] = {"ALLREDUCE_ALG", "auto", FOLD_CONFIG_STRING,
+        "Force an allreduce algorithm by name (see fold_info -a), or auto"},
+    [FOLD_CFG_REDUCE_ALG] = {"REDUCE_ALG", "auto", FOLD_CONFIG_STRING,
+        "Force a reduce algorithm by name (see fold_info -a), or auto"},
+    [FOLD_CFG_TUNE] = {"TUNE", "", FOLD_CONFIG_STRING,
+        "Selection rules tried before the defaults, '#'-separated, each "
+        "coll:size-range[:ranks-range]:alg, e.g. "
+        "allreduce:0-4k:recursive_doubling#allreduce:4k-inf:p3-inf:ring"},
+    [FOLD_CFG_SEGMENT_SIZE] = {"SEGMENT_SIZE", "auto", FOLD_CONFIG_SIZE,
+        "Pipeline segment size in bytes (k/M/G suffixes), or auto"},
+    [FOLD_CFG_PIPELINE_DEPTH] = {"PIPELINE_DEPTH", "4", FOLD_CONFIG_INT,
+        "Segments in flight per stream (scratch slots) in pipelined algorithms"},
+    [FOLD_CFG_NUM_THREADS] = {"NUM_THREADS", "0", FOLD_CONFIG_INT,
+        "OpenMP threads for the local reduction; 0 = cores of the node / ranks on it"},
+    [FOLD_CFG_THREAD_THRESHOLD] = {"THREAD_THRESHOLD", "256k", FOLD_CONFIG_SIZE,
+        "Smallest local reduction (bytes) split across threads"},
+};
+
+int fold_parse_size(const char *text, size_t *out)
+{
+    if (text == NULL || *text == '\0') {
+        return -1;
+    }
+    if (strcasecmp(text, "inf") == 0) {
+        *out = SIZE_MAX;
+        return 0;
+    }
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(text, &end, 10);
+    if (end == text || errno != 0 || *text == '-') {
+        return -1;
+    }
+    unsigned shift = 0;
+    switch (tolower((unsigned char)*end)) {
+    case '\0': break;
+    case 'k': shift = 10; end++; break;
+    case 'm': shift = 20; end++; break;
+    case 'g': shift = 30; end++; break;
+    default: return -1;
+    }
+    if (*end == 'b' || *end == 'B') {
+        end++;
+    }
+    if (*end != '\0' || (shift && v > (SIZE_MAX >> shift))) {
+        return -1;
+    }
+    *out = (size_t)(v << shift);
+    return 0;
+}
+
+int fold_config_index(const char *name)
+{
+    if (name == NULL) {
+        return -1;
+    }
+    if (strncasecmp(name, "FOLD_", 5) == 0) {
+        name += 5;
+    }
+    for (int i = 0; i < FOLD_CFG_COUNT; i++) {
+        if (strcasecmp(name, fold_config_vars[i].name) == 0) {
+            return i;
+        }
+    }
+    return -1;
+}
+
+static int parse_long(const char *text, long min, long *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(text, &end, 10);
+    if (end == text || *end != '\0' || errno != 0 || v < min) {
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+/* Parses values[idx] into its typed field; returns 0 or -1 for a bad value. */
+static int config_parse(fold_config_t *cfg, int idx)
+{
+    const char *v = cfg->values[idx];
+    switch (idx) {
+    case FOLD_CFG_TIMEOUT: {
+        char *end;
+        double t = strtod(v, &end);
+        if (end == v || *end != '\0' || !(t > 0)) {
+            return -1;
+        }
+        cfg->timeout_sec = t;
+        return 0;
+    }
+    case FOLD_CFG_SPIN_COUNT:
+        return parse_long(v, 0, &cfg->spin_count);
+    case FOLD_CFG_PIPELINE_DEPTH:
+        return parse_long(v, 1, &cfg->pipeline_depth);
+    case FOLD_CFG_NUM_THREADS:
+        return parse_long(v, 0, &cfg->num_threads);
+    case FOLD_CFG_SEGMENT_SIZE:
+        if (strcasecmp(v, "auto") == 0) {
+            cfg->segment_size = 0;
+            return 0;
+        }
+        return (fold_parse_size(v, &cfg->segment_size) == 0 && cfg->segment_size > 0) ? 0 : -1;
+    case FOLD_CFG_THREAD_THRESHOLD:
+        return fold_parse_size(v, &cfg->thread_threshold);
+    case FOLD_CFG_LOG_LEVEL:
+        return fold_log_level_from_name(v, &cfg->log_level);
+    default:
+        return 0;
+    }
+}
+
+int fold_config_update(fold_config_t *cfg, const char *name, const char *value)
+{
+    int idx = fold_config_index(name);
+    if (idx < 0) {
+        fold_error("unknown configuration variable '%s' (fold_info -c lists them)",
+                   name ? name : "(null)");
+        return FOLD_ERR_NOT_FOUND;
+    }
+    if (value == NULL) {
+        return FOLD_ERR_INVALID_ARG;
+    }
+    char *copy = strdup(value);
+    if (copy == NULL) {
+        return FOLD_ERR_NO_MEMORY;
+    }
+    char *old = cfg->values[idx];
+    cfg->values[idx] = copy;
+    if (config_parse(cfg, idx) != 0) {
+        fold_error("invalid value '%s' for FOLD_%s", value, fold_config_vars[idx].name);
+        cfg->values[idx] = old;
+        free(copy);
+        config_parse(cfg, idx);
+        return FOLD_ERR_INVALID_ARG;
+    }
+    free(old);
+    return FOLD_OK;
+}
+
+int fold_config_load(fold_config_t *cfg)
+{
+    memset(cfg, 0, sizeof(*cfg));
+    for (int i = 0; i < FOLD_CFG_COUNT; i++) {
+        cfg->values[i] = strdup(fold_config_vars[i].default_value);
+        if (cfg->values[i] == NULL || config_parse(cfg, i) != 0) {
+            fold_config_release(cfg);
+            return FOLD_ERR_NO_MEMORY;
+        }
+    }
+    for (int i = 0; i < FOLD_CFG_COUNT; i++) {
+        char env[64];
+        snprintf(env, sizeof(env), "FOLD_%s", fold_config_vars[i].name);
+        const char *v = getenv(env);
+        if (v != NULL) {
+            int status = fold_config_update(cfg, fold_config_vars[i].name, v);
+            if (status != FOLD_OK) {
+                fold_config_release(cfg);
+                return status;
+            }
+        }
+    }
+    return FOLD_OK;
+}
+
+void fold_config_release(fold_config_t *cfg)
+{
+    for (int i = 0; i < FOLD_CFG_COUNT; i++) {
+        free(cfg->values[i]);
+        cfg->values[i] = NULL;
+    }
+}

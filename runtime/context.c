@@ -1,0 +1,387 @@
+/*
+ * Context: bootstrap, node locality, transport with address exchange, the world
+ * communicator, and the registry of live handles (so that a call after
+ * fold_finalize gets FOLD_ERR_NOT_INITIALIZED instead of touching freed memory).
+ */
+#define _GNU_SOURCE
+#include "core.h"
+#include "log.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* ---- live handle registry -------------------------------------------------- */
+
+static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
+static const void **registry;
+static size_t registry_len, registry_cap;
+
+static int registry_add(const void *handle)
+{
+    pthread_mutex_lock(&registry_lock);
+    if (registry_len == registry_cap) {
+        size_t cap = registry_cap ? 2 * registry_cap : 64;
+        const void **r = realloc(registry, cap * sizeof(*r));
+        if (r == NULL) {
+            pthread_mutex_unlock(&registry_lock);
+            return FOLD_ERR_NO_MEMORY;
+        }
+        registry     = r;
+        registry_cap = cap;
+    }
+    registry[registry_len++] = handle;
+    pthread_mutex_unlock(&registry_lock);
+    return FOLD_OK;
+}
+
+static void registry_remove(const void *handle)
+{
+    pthread_mutex_lock(&registry_lock);
+    for (size_t i = 0; i < registry_len; i++) {
+        if (registry[i] == handle) {
+            registry[i] = registry[--registry_len];
+            break;
+        }
+    }
+    if (registry_len == 0) {
+        free(registry);
+        registry     = NULL;
+        registry_cap = 0;
+    }
+    pthread_mutex_unlock(&registry_lock);
+}
+
+static int registry_has(const void *handle)
+{
+    int found = 0;
+    pthread_mutex_lock(&registry_lock);
+    for (size_t i = 0; i < registry_len && !found; i++) {
+        found = registry[i] == handle;
+    }
+    pthread_mutex_unlock(&registry_lock);
+    return found;
+}
+
+int fold_context_valid(const fold_context_t *ctx)
+{
+    return ctx != NULL && registry_has(ctx) && ctx->magic == FOLD_CONTEXT_MAGIC;
+}
+
+int fold_comm_valid(const fold_comm_t *comm)
+{
+    return comm != NULL && registry_has(comm) && comm->magic == FOLD_COMM_MAGIC;
+}
+
+int fold_context_add_comm(fold_context_t *ctx, fold_comm_t *comm)
+{
+    if (ctx->ncomms == ctx->comms_cap) {
+        int cap = ctx->comms_cap ? 2 * ctx->comms_cap : 8;
+        fold_comm_t **c = realloc(ctx->comms, (size_t)cap * sizeof(*c));
+        if (c == NULL) {
+            return FOLD_ERR_NO_MEMORY;
+        }
+        ctx->comms     = c;
+        ctx->comms_cap = cap;
+    }
+    int status = registry_add(comm);
+    if (status == FOLD_OK) {
+        ctx->comms[ctx->ncomms++] = comm;
+    }
+    return status;
+}
+
+void fold_context_remove_comm(fold_context_t *ctx, fold_comm_t *comm)
+{
+    registry_remove(comm);
+    for (int i = 0; i < ctx->ncomms; i++) {
+        if (ctx->comms[i] == comm) {
+            ctx->comms[i] = ctx->comms[--ctx->ncomms];
+            break;
+        }
+    }
+}
+
+/* ---- init ------------------------------------------------------------------- */
+
+/* Node index per rank from the gathered node names, and this rank's place on it. */
+static int context_locality(fold_context_t *ctx)
+{
+    int p = ctx->bs.size;
+    size_t len = sizeof(ctx->bs.node_name);
+    char *names = malloc((size_t)p * len);
+    ctx->node_of = malloc((size_t)p * sizeof(int));
+    if (names == NULL || ctx->node_of == NULL) {
+        free(names);
+        return FOLD_ERR_NO_MEMORY;
+    }
+    int status = ctx->bs.allgather(&ctx->bs, ctx->bs.node_name, names, len);
+    if (status != FOLD_OK) {
+        free(names);
+        return FOLD_ERR_BOOTSTRAP;
+    }
+    ctx->nnodes = 0;
+    for (int r = 0; r < p; r++) {
+        int node = -1;
+        for (int q = 0; q < r && node < 0; q++) {
+            if (strncmp(names + (size_t)q * len, names + (size_t)r * len, len) == 0) {
+                node = ctx->node_of[q];
+            }
+        }
+        ctx->node_of[r] = node >= 0 ? node : ctx->nnodes++;
+    }
+    ctx->local_rank = ctx->local_size = 0;
+    for (int r = 0; r < p; r++) {
+        if (ctx->node_of[r] == ctx->node_of[ctx->bs.rank]) {
+            ctx->local_rank += r < ctx->bs.rank;
+            ctx->local_size++;
+        }
+    }
+    free(names);
+    return FOLD_OK;
+}
+
+static int available_cores(void)
+{
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof(set), &set) == 0) {
+        return CPU_COUNT(&set);
+    }
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)n : 1;
+}
+
+static void context_resolve_threads(fold_context_t *ctx)
+{
+    long n = ctx->config.num_threads;
+    if (n == 0) {
+        /* Ranks share the node's cores; each takes its share for the reduction. */
+        n = (long)available_cores() / (ctx->local_size > 0 ? ctx->local_size : 1);
+    }
+    ctx->nthreads = n < 1 ? 1 : (int)n;
+}
+
+/* Every rank's transport address, through the bootstrap: lengths, then padded blobs. */
+static int context_connect(fold_context_t *ctx)
+{
+    int p = ctx->bs.size;
+    const void *addr;
+    size_t len;
+    int status = ctx->tl_ops->address(ctx->tl, &addr, &len);
+    if (status != FOLD_OK) {
+        return status;
+    }
+    size_t *lens = malloc((size_t)p * sizeof(size_t));
+    const void **addrs = malloc((size_t)p * sizeof(void *));
+    char *blob = NULL, *mine = NULL;
+    if (lens == NULL || addrs == NULL) {
+        status = FOLD_ERR_NO_MEMORY;
+        goto out;
+    }
+    if (ctx->bs.allgather(&ctx->bs, &len, lens, sizeof(len)) != FOLD_OK) {
+        status = FOLD_ERR_BOOTSTRAP;
+        goto out;
+    }
+    size_t max = 0;
+    for (int r = 0; r < p; r++) {
+        max = lens[r] > max ? lens[r] : max;
+    }
+    blob = malloc((size_t)p * max + 1);
+    mine = calloc(1, max + 1);
+    if (blob == NULL || mine == NULL) {
+        status = FOLD_ERR_NO_MEMORY;
+        goto out;
+    }
+    memcpy(mine, addr, len);
+    if (ctx->bs.allgather(&ctx->bs, mine, blob, max) != FOLD_OK) {
+        status = FOLD_ERR_BOOTSTRAP;
+        goto out;
+    }
+    for (int r = 0; r < p; r++) {
+        addrs[r] = blob + (size_t)r * max;
+    }
+    status = ctx->tl_ops->set_peers(ctx->tl, addrs, lens);
+out:
+    free(mine);
+    free(blob);
+    free(addrs);
+    free(lens);
+    return status;
+}
+
+static void context_destroy(fold_context_t *ctx)
+{
+    while (ctx->ncomms > 0) {
+        fold_comm_destroy(ctx->comms[ctx->ncomms - 1]);
+    }
+    free(ctx->comms);
+    if (ctx->tl != NULL) {
+        ctx->tl_ops->close(ctx->tl);
+    }
+    if (ctx->bs.finalize != NULL) {
+        ctx->bs.finalize(&ctx->bs);
+    }
+    fold_tune_release(&ctx->tune);
+    fold_config_release(&ctx->config);
+    free(ctx->node_of);
+    ctx->magic = 0;
+    free(ctx);
+}
+
+int fold_context_create(fold_bootstrap_t *bs, const char *transport, void *loopback_fabric,
+                        fold_context_t **ctx_p)
+{
+    fold_context_t *ctx = calloc(1, sizeof(*ctx));
+    if (ctx == NULL) {
+        bs->finalize(bs);
+        return FOLD_ERR_NO_MEMORY;
+    }
+    ctx->bs = *bs;
+    int status = fold_config_load(&ctx->config);
+    if (status != FOLD_OK) {
+        goto err;
+    }
+    fold_log_level = ctx->config.log_level;
+    fold_log_set_rank(ctx->bs.rank);
+    if ((status = fold_select_configure(ctx)) != FOLD_OK) {
+        goto err;
+    }
+
+    const char *tl_name = transport ? transport : ctx->config.values[FOLD_CFG_TRANSPORT];
+    ctx->tl_ops = fold_tl_find(tl_name);
+    if (ctx->tl_ops == NULL) {
+        fold_error("unknown transport '%s' (fold_info lists the transports)", tl_name);
+        status = FOLD_ERR_NOT_FOUND;
+        goto err;
+    }
+    if ((status = context_locality(ctx)) != FOLD_OK) {
+        goto err;
+    }
+    context_resolve_threads(ctx);
+
+    fold_tl_params_t params = {ctx->bs.rank, ctx->bs.size, loopback_fabric};
+    if ((status = ctx->tl_ops->open(&params, &ctx->tl)) != FOLD_OK) {
+        ctx->tl = NULL;
+        goto err;
+    }
+    if ((status = context_connect(ctx)) != FOLD_OK) {
+        goto err;
+    }
+    ctx->magic = FOLD_CONTEXT_MAGIC;
+    if ((status = registry_add(ctx)) != FOLD_OK) {
+        goto err;
+    }
+    status = fold_comm_create(ctx, ctx->bs.size, ctx->bs.rank, NULL, 0, &ctx->world);
+    if (status != FOLD_OK) {
+        registry_remove(ctx);
+        goto err;
+    }
+    ctx->next_comm_id = 1;
+    fold_debug("context up: rank %d of %d, node %d of %d (local rank %d of %d), "
+               "transport %s, %d reduction threads", ctx->bs.rank, ctx->bs.size,
+               ctx->node_of[ctx->bs.rank], ctx->nnodes, ctx->local_rank, ctx->local_size,
+               ctx->tl_ops->name, ctx->nthreads);
+    *ctx_p = ctx;
+    return FOLD_OK;
+
+err:
+    context_destroy(ctx);
+    return status;
+}
+
+/* ---- public API ------------------------------------------------------------- */
+
+void fold_context_params_init(fold_context_params_t *params)
+{
+    memset(params, 0, sizeof(*params));
+}
+
+int fold_init(const fold_context_params_t *params, fold_context_h *ctx_p)
+{
+    if (ctx_p == NULL) {
+        return FOLD_ERR_INVALID_ARG;
+    }
+    fold_bootstrap_t bs;
+    int status;
+    if (params != NULL && params->oob.allgather != NULL) {
+        if (params->oob.size < 1 || params->oob.rank < 0 ||
+            params->oob.rank >= params->oob.size) {
+            fold_error("out-of-band bootstrap: rank %d / size %d is not valid",
+                       params->oob.rank, params->oob.size);
+            return FOLD_ERR_INVALID_ARG;
+        }
+        status = fold_bootstrap_oob_init(&bs, params->oob.allgather, params->oob.arg,
+                                         params->oob.rank, params->oob.size);
+    } else {
+        status = fold_bootstrap_pmix_init(&bs);
+    }
+    if (status != FOLD_OK) {
+        return status;
+    }
+    fold_context_t *ctx;
+    status = fold_context_create(&bs, params ? params->transport : NULL, NULL, &ctx);
+    if (status == FOLD_OK) {
+        *ctx_p = ctx;
+    }
+    return status;
+}
+
+int fold_finalize(fold_context_h ctx)
+{
+    if (!fold_context_valid(ctx)) {
+        return FOLD_ERR_NOT_INITIALIZED;
+    }
+    /* Nobody closes its endpoints while a peer may still be sending to it. */
+    char token = 0, *all = malloc((size_t)ctx->bs.size);
+    int status = (all != NULL && ctx->bs.allgather(&ctx->bs, &token, all, 1) == FOLD_OK)
+                     ? FOLD_OK : FOLD_ERR_BOOTSTRAP;
+    free(all);
+    registry_remove(ctx);
+    context_destroy(ctx);
+    return status;
+}
+
+int fold_config_set(fold_context_h ctx, const char *name, const char *value)
+{
+    if (!fold_context_valid(ctx)) {
+        return FOLD_ERR_NOT_INITIALIZED;
+    }
+    int idx = fold_config_index(name);
+    if (idx == FOLD_CFG_TRANSPORT) {
+        fold_error("FOLD_TRANSPORT cannot change after fold_init");
+        return FOLD_ERR_INVALID_ARG;
+    }
+    char *old = (idx >= 0 && ctx->config.values[idx]) ? strdup(ctx->config.values[idx]) : NULL;
+    int status = fold_config_update(&ctx->config, name, value);
+    if (status == FOLD_OK && (idx == FOLD_CFG_ALLREDUCE_ALG || idx == FOLD_CFG_REDUCE_ALG ||
+                              idx == FOLD_CFG_TUNE)) {
+        status = fold_select_configure(ctx);
+        if (status != FOLD_OK && old != NULL) {
+            fold_config_update(&ctx->config, name, old);
+            fold_select_configure(ctx);
+        }
+    }
+    if (status == FOLD_OK && idx == FOLD_CFG_NUM_THREADS) {
+        context_resolve_threads(ctx);
+    }
+    if (status == FOLD_OK && idx == FOLD_CFG_LOG_LEVEL) {
+        fold_log_level = ctx->config.log_level;
+    }
+    free(old);
+    return status;
+}
+
+int fold_config_get(fold_context_h ctx, const char *name, const char **value)
+{
+    if (!fold_context_valid(ctx)) {
+        return FOLD_ERR_NOT_INITIALIZED;
+    }
+    int idx = fold_config_index(name);
+    if (idx < 0 || value == NULL) {
+        return idx < 0 ? FOLD_ERR_NOT_FOUND : FOLD_ERR_INVALID_ARG;
+    }
+    *value = ctx->config.values[idx];
+    return FOLD_OK;
+}

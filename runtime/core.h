@@ -1,0 +1,173 @@
+/*
+ * The runtime's core objects: context, communicator, request. Internal only.
+ */
+#ifndef FOLD_CORE_H
+#define FOLD_CORE_H
+
+#include <fold/fold.h>
+
+#include "bootstrap.h"
+#include "config.h"
+#include "coll/alg.h"
+#include "coll/sched.h"
+#include "transport/transport.h"
+
+#include <stdint.h>
+
+#define FOLD_CONTEXT_MAGIC 0x464f4c44u   /* "FOLD" */
+#define FOLD_COMM_MAGIC    0x434f4d4du   /* "COMM" */
+#define FOLD_REQUEST_MAGIC 0x52455155u   /* "REQU" */
+#define FOLD_SCHED_CACHE_SIZE 16
+
+typedef struct fold_context fold_context_t;
+typedef struct fold_comm    fold_comm_t;
+typedef struct fold_request fold_request_t;
+
+/*
+ * Communicator rank -> context rank. Most communicators are an arithmetic
+ * progression of context ranks (world, rows, columns of a grid), stored in O(1);
+ * others keep a table (the simplest case of Kumar et al.'s compressed mapping).
+ */
+typedef struct fold_rank_map {
+    int  start;
+    int  stride;    /* 0: use table */
+    int *table;
+} fold_rank_map_t;
+
+static inline int fold_rank_map_get(const fold_rank_map_t *m, int rank)
+{
+    return m->stride ? m->start + rank * m->stride : m->table[rank];
+}
+
+typedef struct fold_tune_rule {
+    fold_coll_t       coll;
+    size_t            min_bytes, max_bytes;   /* [min, max) */
+    int               min_ranks, max_ranks;   /* [min, max] */
+    const fold_alg_t *alg;
+} fold_tune_rule_t;
+
+typedef struct fold_tune {
+    fold_tune_rule_t *rules;
+    int               nrules;
+} fold_tune_t;
+
+struct fold_context {
+    uint32_t             magic;
+    fold_tune_t          tune;            /* parsed FOLD_TUNE */
+    const fold_alg_t    *forced[FOLD_COLL_COUNT]; /* FOLD_ALLREDUCE_ALG, FOLD_REDUCE_ALG */
+    fold_bootstrap_t     bs;
+    const fold_tl_ops_t *tl_ops;
+    fold_tl_t           *tl;
+    void                *loopback_fabric;
+    fold_config_t        config;
+    int                  nthreads;        /* resolved FOLD_NUM_THREADS */
+    int                 *node_of;         /* node index of every context rank */
+    int                  nnodes;
+    int                  local_rank;
+    int                  local_size;
+    fold_comm_t         *world;
+    fold_comm_t        **comms;           /* every live communicator, world first */
+    int                  ncomms;
+    int                  comms_cap;
+    uint32_t             next_comm_id;
+};
+
+typedef struct fold_sched_entry {
+    fold_coll_args_t  args;
+    const fold_alg_t *alg;        /* NULL for internal collectives */
+    fold_sched_t      sched;
+    uint64_t          last_use;
+    int               refs;       /* requests running it */
+    fold_request_t   *spare;      /* a finished request kept for reuse */
+} fold_sched_entry_t;
+
+typedef struct fold_scratch {
+    void  *buf;
+    size_t size;
+    int    busy;
+} fold_scratch_t;
+
+struct fold_comm {
+    uint32_t            magic;
+    fold_context_t     *ctx;
+    int                 rank;
+    int                 size;
+    fold_rank_map_t     map;
+    uint32_t            id;
+    uint8_t             coll_seq;
+    int                 active_requests;
+    uint64_t            use_clock;
+    fold_sched_entry_t  cache[FOLD_SCHED_CACHE_SIZE];
+    fold_scratch_t      scratch[4];
+};
+
+struct fold_request {
+    uint32_t            magic;
+    fold_comm_t        *comm;
+    fold_sched_entry_t *entry;
+    const fold_sched_t *sched;
+    size_t              nsteps_cap;   /* arrays below are sized for this many steps */
+    char               *buf[3];       /* IN, OUT, TMP */
+    fold_scratch_t     *scratch;
+    fold_dtype_t        dtype;
+    fold_op_t           op;
+    size_t              esize;
+    uint64_t            tag_base;
+    uint32_t           *pending;      /* per step: predecessors not yet done */
+    uint32_t           *queue;        /* ready steps (FIFO) */
+    size_t              qhead, qtail;
+    uint32_t           *active;       /* posted transport steps */
+    size_t              nactive;
+    fold_tl_req_t      *tlreq;        /* per step */
+    size_t              ndone;
+    int                 status;
+    unsigned            idle_polls;
+    double              last_progress;
+    const char         *alg_name;
+    fold_coll_t         coll;
+    int                 user_owned;   /* handed out by an i-call, freed by the user */
+};
+
+/* context.c */
+int  fold_context_create(fold_bootstrap_t *bs, const char *transport, void *loopback_fabric,
+                         fold_context_t **ctx_p);
+int  fold_context_valid(const fold_context_t *ctx);
+int  fold_comm_valid(const fold_comm_t *comm);
+int  fold_context_add_comm(fold_context_t *ctx, fold_comm_t *comm);
+void fold_context_remove_comm(fold_context_t *ctx, fold_comm_t *comm);
+
+/* comm.c */
+int  fold_comm_create(fold_context_t *ctx, int size, int rank, const int *ctx_ranks,
+                      uint32_t id, fold_comm_t **comm_p);
+void fold_comm_destroy(fold_comm_t *comm);
+
+/* exec.c: start a schedule (blocking callers then wait on it). */
+typedef struct fold_exec_args {
+    fold_coll_t       coll;
+    const fold_alg_t *alg;           /* NULL: internal collective with `build` */
+    fold_alg_build_fn build;
+    fold_coll_args_t  cargs;
+    const void       *in;
+    void             *out;
+    fold_dtype_t      dtype;
+    fold_op_t         op;
+} fold_exec_args_t;
+
+int  fold_exec_start(fold_comm_t *comm, const fold_exec_args_t *args, fold_request_t **req_p);
+int  fold_exec_progress(fold_request_t *req);
+int  fold_exec_wait(fold_request_t *req);
+void fold_exec_release(fold_request_t *req);
+double fold_time_now(void);
+
+/* select.c */
+int fold_select(fold_comm_t *comm, fold_coll_t coll, size_t count, fold_dtype_t dtype,
+                fold_op_t op, const fold_alg_t **alg);
+/* Parses a tuning string; logs and returns FOLD_ERR_INVALID_ARG/NOT_FOUND if bad. */
+int  fold_tune_parse(const char *text, fold_tune_t *tune);
+void fold_tune_release(fold_tune_t *tune);
+/* Re-reads FOLD_TUNE / FOLD_*_ALG from ctx->config into the parsed forms. */
+int  fold_select_configure(fold_context_t *ctx);
+extern const char fold_default_tune[];
+size_t fold_default_segment(const fold_alg_t *alg, size_t bytes);
+
+#endif

@@ -1,0 +1,367 @@
+/*
+ * Loopback transport: many ranks inside one process (threads), for tests. Each rank
+ * has a mailbox of posted receives and unexpected messages; a send copies straight
+ * into a matching posted receive or into an unexpected message (eager), so sends
+ * always complete at once. RMA is memcpy on the registered address.
+ */
+#include "transport.h"
+#include "log.h"
+
+#include <fold/fold_status.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct lb_msg {
+    struct lb_msg *next;
+    int            src;
+    uint64_t       tag;
+    size_t         len;
+    char           data[];
+} lb_msg_t;
+
+typedef struct lb_recv {
+    struct lb_recv *next;
+    int             src;
+    uint64_t        tag;
+    void           *buf;
+    size_t          len;
+    fold_tl_req_t  *req;
+} lb_recv_t;
+
+typedef struct lb_mailbox {
+    pthread_mutex_t lock;
+    lb_msg_t       *unexpected;   /* FIFO: matching takes the oldest */
+    lb_msg_t      **unexpected_tail;
+    lb_recv_t      *posted;
+} lb_mailbox_t;
+
+typedef struct lb_fabric {
+    int           size;
+    lb_mailbox_t *boxes;
+} lb_fabric_t;
+
+struct fold_tl {
+    lb_fabric_t *fabric;
+    int          rank;
+};
+
+struct fold_tl_mem {
+    void  *addr;
+    size_t len;
+};
+
+struct fold_tl_rkey {
+    uint64_t base;
+    size_t   len;
+};
+
+static void req_complete(fold_tl_req_t *req, int status, size_t len)
+{
+    req->length = len;
+    __atomic_store_n(&req->status, status, __ATOMIC_RELEASE);
+}
+
+void *fold_loopback_fabric_create(int size)
+{
+    lb_fabric_t *f = calloc(1, sizeof(*f));
+    if (f == NULL) {
+        return NULL;
+    }
+    f->boxes = calloc((size_t)size, sizeof(*f->boxes));
+    if (f->boxes == NULL) {
+        free(f);
+        return NULL;
+    }
+    f->size = size;
+    for (int i = 0; i < size; i++) {
+        pthread_mutex_init(&f->boxes[i].lock, NULL);
+        f->boxes[i].unexpected_tail = &f->boxes[i].unexpected;
+    }
+    return f;
+}
+
+void fold_loopback_fabric_destroy(void *fabric)
+{
+    lb_fabric_t *f = fabric;
+    if (f == NULL) {
+        return;
+    }
+    for (int i = 0; i < f->size; i++) {
+        lb_msg_t *m = f->boxes[i].unexpected;
+        while (m != NULL) {
+            lb_msg_t *next = m->next;
+            free(m);
+            m = next;
+        }
+        lb_recv_t *r = f->boxes[i].posted;
+        while (r != NULL) {
+            lb_recv_t *next = r->next;
+            free(r);
+            r = next;
+        }
+        pthread_mutex_destroy(&f->boxes[i].lock);
+    }
+    free(f->boxes);
+    free(f);
+}
+
+static int lb_open(const fold_tl_params_t *params, fold_tl_t **tl_p)
+{
+    lb_fabric_t *f = params->loopback_fabric;
+    if (f == NULL || params->size != f->size || params->rank < 0 ||
+        params->rank >= f->size) {
+        fold_error("loopback transport needs an in-process fabric of the context's size");
+        return FOLD_ERR_UNSUPPORTED;
+    }
+    fold_tl_t *tl = calloc(1, sizeof(*tl));
+    if (tl == NULL) {
+        return FOLD_ERR_NO_MEMORY;
+    }
+    tl->fabric = f;
+    tl->rank   = params->rank;
+    *tl_p      = tl;
+    return FOLD_OK;
+}
+
+static void lb_close(fold_tl_t *tl)
+{
+    free(tl);
+}
+
+static int lb_address(fold_tl_t *tl, const void **addr, size_t *len)
+{
+    *addr = &tl->rank;
+    *len  = sizeof(tl->rank);
+    return FOLD_OK;
+}
+
+static int lb_set_peers(fold_tl_t *tl, const void *const *addrs, const size_t *lens)
+{
+    return FOLD_OK;
+}
+
+static int lb_check_peer(fold_tl_t *tl, int peer)
+{
+    return (peer >= 0 && peer < tl->fabric->size) ? FOLD_OK : FOLD_ERR_INVALID_ARG;
+}
+
+static void deliver(lb_recv_t *r, int src, const void *data, size_t len)
+{
+    size_t n = len <= r->len ? len : r->len;
+    if (n > 0) {
+        memcpy(r->buf, data, n);
+    }
+    req_complete(r->req, len <= r->len ? FOLD_OK : FOLD_ERR_TRUNCATED, n);
+}
+
+static int lb_tag_send(fold_tl_t *tl, int peer, uint64_t tag, const void *buf, size_t len,
+                       fold_tl_req_t *req)
+{
+    if (lb_check_peer(tl, peer) != FOLD_OK) {
+        return FOLD_ERR_INVALID_ARG;
+    }
+    lb_mailbox_t *box = &tl->fabric->boxes[peer];
+    pthread_mutex_lock(&box->lock);
+    for (lb_recv_t **pp = &box->posted; *pp != NULL; pp = &(*pp)->next) {
+        lb_recv_t *r = *pp;
+        if (r->src == tl->rank && r->tag == tag) {
+            *pp = r->next;
+            deliver(r, tl->rank, buf, len);
+            pthread_mutex_unlock(&box->lock);
+            free(r);
+            req_complete(req, FOLD_OK, len);
+            return FOLD_OK;
+        }
+    }
+    lb_msg_t *m = malloc(sizeof(*m) + len);
+    if (m == NULL) {
+        pthread_mutex_unlock(&box->lock);
+        return FOLD_ERR_NO_MEMORY;
+    }
+    m->next = NULL;
+    m->src  = tl->rank;
+    m->tag  = tag;
+    m->len  = len;
+    if (len > 0) {
+        memcpy(m->data, buf, len);
+    }
+    *box->unexpected_tail = m;
+    box->unexpected_tail  = &m->next;
+    pthread_mutex_unlock(&box->lock);
+    req_complete(req, FOLD_OK, len);
+    return FOLD_OK;
+}
+
+static int lb_tag_recv(fold_tl_t *tl, int peer, uint64_t tag, void *buf, size_t len,
+                       fold_tl_req_t *req)
+{
+    if (lb_check_peer(tl, peer) != FOLD_OK) {
+        return FOLD_ERR_INVALID_ARG;
+    }
+    lb_mailbox_t *box = &tl->fabric->boxes[tl->rank];
+    lb_recv_t *r = malloc(sizeof(*r));
+    if (r == NULL) {
+        return FOLD_ERR_NO_MEMORY;
+    }
+    *r = (lb_recv_t){NULL, peer, tag, buf, len, req};
+    req->status = FOLD_INPROGRESS;
+    req->handle = r;
+
+    pthread_mutex_lock(&box->lock);
+    lb_msg_t *prev = NULL;
+    for (lb_msg_t *m = box->unexpected; m != NULL; prev = m, m = m->next) {
+        if (m->src == peer && m->tag == tag) {
+            if (prev == NULL) {
+                box->unexpected = m->next;
+            } else {
+                prev->next = m->next;
+            }
+            if (box->unexpected_tail == &m->next) {
+                box->unexpected_tail = prev ? &prev->next : &box->unexpected;
+            }
+            pthread_mutex_unlock(&box->lock);
+            deliver(r, peer, m->data, m->len);
+            free(m);
+            free(r);
+            return FOLD_OK;
+        }
+    }
+    r->next     = box->posted;
+    box->posted = r;
+    pthread_mutex_unlock(&box->lock);
+    return FOLD_OK;
+}
+
+static void lb_cancel(fold_tl_t *tl, fold_tl_req_t *req)
+{
+    lb_mailbox_t *box = &tl->fabric->boxes[tl->rank];
+    pthread_mutex_lock(&box->lock);
+    for (lb_recv_t **pp = &box->posted; *pp != NULL; pp = &(*pp)->next) {
+        if ((*pp)->req == req) {
+            lb_recv_t *r = *pp;
+            *pp = r->next;
+            free(r);
+            req_complete(req, FOLD_ERR_CANCELED, 0);
+            break;
+        }
+    }
+    pthread_mutex_unlock(&box->lock);
+}
+
+static int lb_progress(fold_tl_t *tl)
+{
+    return 0;   /* every operation completes inside the call that matches it */
+}
+
+static int lb_mem_reg(fold_tl_t *tl, void *buf, size_t len, fold_tl_mem_t **mem)
+{
+    fold_tl_mem_t *m = malloc(sizeof(*m));
+    if (m == NULL) {
+        return FOLD_ERR_NO_MEMORY;
+    }
+    m->addr = buf;
+    m->len  = len;
+    *mem    = m;
+    return FOLD_OK;
+}
+
+static void lb_mem_dereg(fold_tl_t *tl, fold_tl_mem_t *mem)
+{
+    free(mem);
+}
+
+static int lb_rkey_pack(fold_tl_t *tl, fold_tl_mem_t *mem, void **rkey_buf, size_t *len)
+{
+    fold_tl_rkey_t *k = malloc(sizeof(*k));
+    if (k == NULL) {
+        return FOLD_ERR_NO_MEMORY;
+    }
+    k->base   = (uint64_t)(uintptr_t)mem->addr;
+    k->len    = mem->len;
+    *rkey_buf = k;
+    *len      = sizeof(*k);
+    return FOLD_OK;
+}
+
+static void lb_rkey_release(fold_tl_t *tl, void *rkey_buf)
+{
+    free(rkey_buf);
+}
+
+static int lb_rkey_unpack(fold_tl_t *tl, int peer, const void *rkey_buf, size_t len,
+                          fold_tl_rkey_t **rkey)
+{
+    if (len != sizeof(fold_tl_rkey_t)) {
+        return FOLD_ERR_MALFORMED;
+    }
+    fold_tl_rkey_t *k = malloc(sizeof(*k));
+    if (k == NULL) {
+        return FOLD_ERR_NO_MEMORY;
+    }
+    memcpy(k, rkey_buf, sizeof(*k));
+    *rkey = k;
+    return FOLD_OK;
+}
+
+static void lb_rkey_destroy(fold_tl_t *tl, fold_tl_rkey_t *rkey)
+{
+    free(rkey);
+}
+
+static int lb_rma_check(const fold_tl_rkey_t *rkey, uint64_t addr, size_t len)
+{
+    return (addr >= rkey->base && addr - rkey->base <= rkey->len &&
+            len <= rkey->len - (addr - rkey->base)) ? FOLD_OK : FOLD_ERR_INVALID_ARG;
+}
+
+static int lb_put(fold_tl_t *tl, int peer, const void *buf, size_t len, uint64_t remote_addr,
+                  fold_tl_rkey_t *rkey, fold_tl_req_t *req)
+{
+    if (lb_rma_check(rkey, remote_addr, len) != FOLD_OK) {
+        return FOLD_ERR_INVALID_ARG;
+    }
+    memcpy((void *)(uintptr_t)remote_addr, buf, len);
+    req_complete(req, FOLD_OK, len);
+    return FOLD_OK;
+}
+
+static int lb_get(fold_tl_t *tl, int peer, void *buf, size_t len, uint64_t remote_addr,
+                  fold_tl_rkey_t *rkey, fold_tl_req_t *req)
+{
+    if (lb_rma_check(rkey, remote_addr, len) != FOLD_OK) {
+        return FOLD_ERR_INVALID_ARG;
+    }
+    memcpy(buf, (const void *)(uintptr_t)remote_addr, len);
+    req_complete(req, FOLD_OK, len);
+    return FOLD_OK;
+}
+
+static int lb_flush(fold_tl_t *tl, int peer, fold_tl_req_t *req)
+{
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    req_complete(req, FOLD_OK, 0);
+    return FOLD_OK;
+}
+
+const fold_tl_ops_t fold_tl_loopback_ops = {
+    .name         = "loopback",
+    .description  = "in-process ranks (threads) sharing one fabric; for tests",
+    .open         = lb_open,
+    .close        = lb_close,
+    .address      = lb_address,
+    .set_peers    = lb_set_peers,
+    .tag_send     = lb_tag_send,
+    .tag_recv     = lb_tag_recv,
+    .cancel       = lb_cancel,
+    .progress     = lb_progress,
+    .mem_reg      = lb_mem_reg,
+    .mem_dereg    = lb_mem_dereg,
+    .rkey_pack    = lb_rkey_pack,
+    .rkey_release = lb_rkey_release,
+    .rkey_unpack  = lb_rkey_unpack,
+    .rkey_destroy = lb_rkey_destroy,
+    .put          = lb_put,
+    .get          = lb_get,
+    .flush        = lb_flush,
+};

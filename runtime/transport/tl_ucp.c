@@ -1,0 +1,767 @@
+/*
+ * UCP transport: tagged messages and RMA over one UCP worker.
+ *
+ * Endpoints are created lazily, on the first operation towards a peer (receives
+ * included, so that a dead sender is noticed), with peer error handling: the error
+ * callback marks the peer failed, later operations towards it fail with
+ * FOLD_ERR_PEER_FAILED, and receives already posted from it complete with that
+ * status.
+ *
+ * Tags on the wire: the caller's FOLD_TL_TAG_BITS-bit tag in the low bits and the
+ * sender's rank in the bits above; receives use a full mask, so a receive matches
+ * exactly (peer, tag).
+ *
+ * Requests: every UCP request carries a tl_ucp_op_t (ucp_params.request_size).
+ * op->req is NULL until the posting call has returned and recorded the request, so
+ * a callback that sees NULL knows UCP completed the operation inside the posting
+ * call; it then stores the status and leaves freeing to the poster. Otherwise the
+ * callback stores the status and frees the request itself.
+ */
+#include "transport/transport.h"
+#include "log.h"
+
+#include <fold/fold_status.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <ucp/api/ucp.h>
+
+#define TL_UCP_RANK_BITS     (64 - FOLD_TL_TAG_BITS)
+#define TL_UCP_MAX_RANKS     (1L << TL_UCP_RANK_BITS)
+#define TL_UCP_USER_TAG_MASK ((UINT64_C(1) << FOLD_TL_TAG_BITS) - 1)
+#define TL_UCP_SENDER_MASK   (~TL_UCP_USER_TAG_MASK)
+/* How long close() waits for endpoints to flush before giving up on them. */
+#define TL_UCP_CLOSE_TIMEOUT_SEC 10.0
+
+typedef struct tl_ucp_op tl_ucp_op_t;
+
+/* Private part of every UCP request. */
+struct tl_ucp_op {
+    fold_tl_req_t *req;          /* caller's request; NULL while not recorded */
+    fold_tl_t     *tl;
+    int            peer;
+    int            is_recv;      /* linked in the peer's posted receives */
+    int            peer_failed;  /* canceled because the peer failed */
+    tl_ucp_op_t   *prev, *next;
+};
+
+typedef struct tl_ucp_peer {
+    fold_tl_t   *tl;
+    int          rank;
+    const void  *addr;
+    ucp_ep_h     ep;            /* NULL until the first operation */
+    int          failed;
+    tl_ucp_op_t *recvs;         /* posted receives from this peer */
+    void        *close_req;     /* endpoint close in progress (close() only) */
+} tl_ucp_peer_t;
+
+struct fold_tl {
+    int            rank;
+    int            size;
+    int            closing;     /* peer errors during close are expected */
+    ucp_context_h  context;
+    ucp_worker_h   worker;
+    ucp_address_t *address;
+    size_t         address_len;
+    tl_ucp_peer_t *peers;       /* NULL until set_peers */
+    char          *peer_addrs;  /* one block holding every peer's address */
+};
+
+struct fold_tl_mem {
+    ucp_mem_h memh;
+};
+
+struct fold_tl_rkey {
+    ucp_rkey_h rkey;
+};
+
+static int tl_ucp_status(ucs_status_t status)
+{
+    switch (status) {
+    case UCS_OK:
+        return FOLD_OK;
+    case UCS_ERR_MESSAGE_TRUNCATED:
+        return FOLD_ERR_TRUNCATED;
+    case UCS_ERR_CANCELED:
+        return FOLD_ERR_CANCELED;
+    case UCS_ERR_NO_MEMORY:
+        return FOLD_ERR_NO_MEMORY;
+    case UCS_ERR_ENDPOINT_TIMEOUT:
+    case UCS_ERR_CONNECTION_RESET:
+    case UCS_ERR_NOT_CONNECTED:
+    case UCS_ERR_UNREACHABLE:
+    case UCS_ERR_REJECTED:
+        return FOLD_ERR_PEER_FAILED;
+    default:
+        return FOLD_ERR_TRANSPORT;
+    }
+}
+
+static inline ucp_tag_t tl_ucp_wire_tag(int sender, uint64_t tag)
+{
+    return ((ucp_tag_t)sender << FOLD_TL_TAG_BITS) | tag;
+}
+
+static void tl_ucp_request_init(void *request)
+{
+    memset(request, 0, sizeof(tl_ucp_op_t));
+}
+
+static void tl_ucp_recv_link(tl_ucp_peer_t *peer, tl_ucp_op_t *op)
+{
+    op->prev = NULL;
+    op->next = peer->recvs;
+    if (peer->recvs != NULL) {
+        peer->recvs->prev = op;
+    }
+    peer->recvs = op;
+}
+
+static void tl_ucp_recv_unlink(tl_ucp_peer_t *peer, tl_ucp_op_t *op)
+{
+    if (op->prev != NULL) {
+        op->prev->next = op->next;
+    } else {
+        peer->recvs = op->next;
+    }
+    if (op->next != NULL) {
+        op->next->prev = op->prev;
+    }
+}
+
+/* Stores the final status of an operation; see the comment at the top. */
+static void tl_ucp_complete(void *request, ucs_status_t ucs_status, fold_tl_req_t *req,
+                            const size_t *recv_length)
+{
+    tl_ucp_op_t *op = request;
+    int status = tl_ucp_status(ucs_status);
+
+    if (op->req == NULL) {
+        if (status == FOLD_OK && recv_length != NULL) {
+            req->length = *recv_length;
+        }
+        req->status = status;
+        return;
+    }
+
+    tl_ucp_peer_t *peer = &op->tl->peers[op->peer];
+    if (op->is_recv) {
+        tl_ucp_recv_unlink(peer, op);
+    }
+    if (status != FOLD_OK && status != FOLD_ERR_TRUNCATED && (op->peer_failed || peer->failed)) {
+        status = FOLD_ERR_PEER_FAILED;
+    }
+    if (status != FOLD_OK) {
+        fold_debug("operation with peer %d completed with %s", op->peer,
+                   ucs_status_string(ucs_status));
+    }
+    op->req = NULL;
+    req->handle = NULL;
+    ucp_request_free(request);
+    if (status == FOLD_OK && recv_length != NULL) {
+        req->length = *recv_length;
+    }
+    req->status = status;
+}
+
+static void tl_ucp_send_done(void *request, ucs_status_t status, void *user_data)
+{
+    tl_ucp_complete(request, status, user_data, NULL);
+}
+
+static void tl_ucp_recv_done(void *request, ucs_status_t status,
+                             const ucp_tag_recv_info_t *info, void *user_data)
+{
+    tl_ucp_complete(request, status, user_data, &info->length);
+}
+
+/* Error callback of a peer's endpoint: the peer is gone for good. */
+static void tl_ucp_peer_failed(void *arg, ucp_ep_h ep, ucs_status_t status)
+{
+    tl_ucp_peer_t *peer = arg;
+    fold_tl_t *tl = peer->tl;
+
+    if (tl->closing) {
+        fold_debug("peer %d endpoint error while closing: %s", peer->rank,
+                   ucs_status_string(status));
+    } else {
+        fold_error("peer %d failed: %s", peer->rank, ucs_status_string(status));
+    }
+    peer->failed = 1;
+
+    /* Cancelation completes each receive (and unlinks it) from inside the call. */
+    tl_ucp_op_t *next;
+    for (tl_ucp_op_t *op = peer->recvs; op != NULL; op = next) {
+        next = op->next;
+        op->peer_failed = 1;
+        ucp_request_cancel(tl->worker, op);
+    }
+}
+
+static int tl_ucp_check_peer(fold_tl_t *tl, int peer)
+{
+    if (tl->peers == NULL) {
+        fold_error("ucp: operation before set_peers");
+        return FOLD_ERR_INVALID_ARG;
+    }
+    if (peer < 0 || peer >= tl->size) {
+        fold_error("ucp: peer %d out of range [0, %d)", peer, tl->size);
+        return FOLD_ERR_INVALID_ARG;
+    }
+    return FOLD_OK;
+}
+
+/* The peer's endpoint, created on first use. */
+static int tl_ucp_connect(fold_tl_t *tl, int rank, ucp_ep_h *ep)
+{
+    int status = tl_ucp_check_peer(tl, rank);
+    if (status != FOLD_OK) {
+        return status;
+    }
+
+    tl_ucp_peer_t *peer = &tl->peers[rank];
+    if (peer->failed) {
+        return FOLD_ERR_PEER_FAILED;
+    }
+    if (peer->ep == NULL) {
+        ucp_ep_params_t params = {
+            .field_mask      = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS |
+                               UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+                               UCP_EP_PARAM_FIELD_ERR_HANDLER,
+            .address         = peer->addr,
+            .err_mode        = UCP_ERR_HANDLING_MODE_PEER,
+            .err_handler.cb  = tl_ucp_peer_failed,
+            .err_handler.arg = peer,
+        };
+        ucs_status_t ucs_status = ucp_ep_create(tl->worker, &params, &peer->ep);
+        if (ucs_status != UCS_OK) {
+            fold_error("ucp: cannot connect to peer %d: %s", rank,
+                       ucs_status_string(ucs_status));
+            return tl_ucp_status(ucs_status);
+        }
+    }
+    *ep = peer->ep;
+    return FOLD_OK;
+}
+
+static int tl_ucp_check_tag(uint64_t tag)
+{
+    if (tag & ~TL_UCP_USER_TAG_MASK) {
+        fold_error("ucp: tag 0x%llx uses more than %d bits", (unsigned long long)tag,
+                   FOLD_TL_TAG_BITS);
+        return FOLD_ERR_INVALID_ARG;
+    }
+    return FOLD_OK;
+}
+
+static ucp_request_param_t tl_ucp_send_param(fold_tl_req_t *req)
+{
+    return (ucp_request_param_t){
+        .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
+                        UCP_OP_ATTR_FIELD_MEMORY_TYPE,
+        .cb.send      = tl_ucp_send_done,
+        .user_data    = req,
+        .memory_type  = UCS_MEMORY_TYPE_HOST,
+    };
+}
+
+/* Records what a posting call returned: immediate completion, a request still in
+ * flight, a request UCP already completed, or a failure to start. */
+static int tl_ucp_posted(fold_tl_t *tl, int rank, int is_recv, ucs_status_ptr_t ptr,
+                         fold_tl_req_t *req, const char *what)
+{
+    if (ptr == NULL) {
+        req->handle = NULL;
+        req->status = FOLD_OK;
+        return FOLD_OK;
+    }
+    if (UCS_PTR_IS_ERR(ptr)) {
+        ucs_status_t ucs_status = UCS_PTR_STATUS(ptr);
+        if (tl->peers[rank].failed) {
+            return FOLD_ERR_PEER_FAILED;
+        }
+        fold_error("ucp: %s with peer %d failed: %s", what, rank,
+                   ucs_status_string(ucs_status));
+        return tl_ucp_status(ucs_status);
+    }
+    if (ucp_request_check_status(ptr) != UCS_INPROGRESS) {
+        /* The callback already ran and stored the final status. */
+        req->handle = NULL;
+        ucp_request_free(ptr);
+        return FOLD_OK;
+    }
+
+    tl_ucp_op_t *op = ptr;
+    op->tl          = tl;
+    op->peer        = rank;
+    op->is_recv     = is_recv;
+    op->peer_failed = 0;
+    if (is_recv) {
+        tl_ucp_recv_link(&tl->peers[rank], op);
+    }
+    req->handle = ptr;
+    req->status = FOLD_INPROGRESS;
+    op->req     = req;
+    return FOLD_OK;
+}
+
+/* UCX warns about a setting that no loaded transport reads, so leave shared-memory
+ * settings alone when UCX_TLS rules shared memory out. */
+static int tl_ucp_tls_may_use_shm(void)
+{
+    static const char *const shm_names[] = {"all", "sm", "mm", "posix", "sysv"};
+    const char *tls = getenv("UCX_TLS");
+
+    if (tls == NULL || tls[0] == '^') {
+        return 1;
+    }
+    for (size_t i = 0; i < sizeof(shm_names) / sizeof(shm_names[0]); i++) {
+        if (strstr(tls, shm_names[i]) != NULL) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Peer error handling excludes every transport that cannot report a peer failure.
+ * In UCX 1.13 that includes the shared-memory ones (posix, sysv) unless their
+ * error handling is switched on, so without this even local peers (and the rank
+ * itself) talk over TCP loopback, several times slower. An explicit UCX_* setting
+ * wins. */
+static void tl_ucp_enable_shm_error_handling(ucp_config_t *config)
+{
+    if (!tl_ucp_tls_may_use_shm() || getenv("UCX_MM_ERROR_HANDLING") != NULL ||
+        getenv("UCX_POSIX_ERROR_HANDLING") != NULL || getenv("UCX_SYSV_ERROR_HANDLING") != NULL) {
+        return;
+    }
+    ucs_status_t ucs_status = ucp_config_modify(config, "MM_ERROR_HANDLING", "y");
+    if (ucs_status != UCS_OK) {
+        fold_debug("ucp: cannot enable shared-memory error handling: %s",
+                   ucs_status_string(ucs_status));
+    }
+}
+
+static int tl_ucp_open(const fold_tl_params_t *params, fold_tl_t **tl_p)
+{
+    ucp_config_t *config;
+    ucs_status_t ucs_status;
+    int status;
+
+    if (params->size <= 0 || params->size > TL_UCP_MAX_RANKS || params->rank < 0 ||
+        params->rank >= params->size) {
+        fold_error("ucp: rank %d of %d is out of range (at most %ld ranks)", params->rank,
+                   params->size, TL_UCP_MAX_RANKS);
+        return FOLD_ERR_INVALID_ARG;
+    }
+
+    fold_tl_t *tl = calloc(1, sizeof(*tl));
+    if (tl == NULL) {
+        fold_error("ucp: out of memory");
+        return FOLD_ERR_NO_MEMORY;
+    }
+    tl->rank = params->rank;
+    tl->size = params->size;
+
+    /* Reads UCX_* variables (UCX_TLS, ...). */
+    ucs_status = ucp_config_read(NULL, NULL, &config);
+    if (ucs_status != UCS_OK) {
+        fold_error("ucp: ucp_config_read failed: %s", ucs_status_string(ucs_status));
+        status = FOLD_ERR_TRANSPORT;
+        goto err_free;
+    }
+    tl_ucp_enable_shm_error_handling(config);
+
+    ucp_params_t ucp_params = {
+        .field_mask        = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_REQUEST_SIZE |
+                             UCP_PARAM_FIELD_REQUEST_INIT | UCP_PARAM_FIELD_TAG_SENDER_MASK |
+                             UCP_PARAM_FIELD_ESTIMATED_NUM_EPS | UCP_PARAM_FIELD_NAME,
+        .features          = UCP_FEATURE_TAG | UCP_FEATURE_RMA,
+        .request_size      = sizeof(tl_ucp_op_t),
+        .request_init      = tl_ucp_request_init,
+        .tag_sender_mask   = TL_UCP_SENDER_MASK,
+        .estimated_num_eps = (size_t)params->size,
+        .name              = "fold",
+    };
+    ucs_status = ucp_init(&ucp_params, config, &tl->context);
+    ucp_config_release(config);
+    if (ucs_status != UCS_OK) {
+        fold_error("ucp: ucp_init failed: %s", ucs_status_string(ucs_status));
+        status = FOLD_ERR_TRANSPORT;
+        goto err_free;
+    }
+
+    ucp_worker_params_t worker_params = {
+        .field_mask  = UCP_WORKER_PARAM_FIELD_THREAD_MODE,
+        .thread_mode = UCS_THREAD_MODE_SINGLE,
+    };
+    ucs_status = ucp_worker_create(tl->context, &worker_params, &tl->worker);
+    if (ucs_status != UCS_OK) {
+        fold_error("ucp: ucp_worker_create failed: %s", ucs_status_string(ucs_status));
+        status = FOLD_ERR_TRANSPORT;
+        goto err_cleanup;
+    }
+
+    ucs_status = ucp_worker_get_address(tl->worker, &tl->address, &tl->address_len);
+    if (ucs_status != UCS_OK) {
+        fold_error("ucp: ucp_worker_get_address failed: %s", ucs_status_string(ucs_status));
+        status = FOLD_ERR_TRANSPORT;
+        goto err_destroy_worker;
+    }
+
+    *tl_p = tl;
+    return FOLD_OK;
+
+err_destroy_worker:
+    ucp_worker_destroy(tl->worker);
+err_cleanup:
+    ucp_cleanup(tl->context);
+err_free:
+    free(tl);
+    return status;
+}
+
+static double tl_ucp_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Closes every endpoint at once (flushing live ones, dropping failed ones) and
+ * progresses until all closes complete or the timeout passes. */
+static void tl_ucp_close_endpoints(fold_tl_t *tl)
+{
+    int pending = 0;
+
+    for (int i = 0; i < tl->size; i++) {
+        tl_ucp_peer_t *peer = &tl->peers[i];
+        if (peer->ep == NULL) {
+            continue;
+        }
+        ucp_request_param_t param = {
+            .op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
+            .flags        = peer->failed ? UCP_EP_CLOSE_FLAG_FORCE : 0,
+        };
+        ucs_status_ptr_t ptr = ucp_ep_close_nbx(peer->ep, &param);
+        peer->ep = NULL;
+        if (UCS_PTR_IS_PTR(ptr)) {
+            peer->close_req = ptr;
+            pending++;
+        } else if (UCS_PTR_IS_ERR(ptr)) {
+            fold_debug("ucp: closing endpoint to peer %d: %s", i,
+                       ucs_status_string(UCS_PTR_STATUS(ptr)));
+        }
+    }
+
+    double deadline = tl_ucp_now() + TL_UCP_CLOSE_TIMEOUT_SEC;
+    while (pending > 0) {
+        if (ucp_worker_progress(tl->worker) == 0) {
+            if (tl_ucp_now() > deadline) {
+                break;
+            }
+            sched_yield();
+        }
+        for (int i = 0; i < tl->size; i++) {
+            tl_ucp_peer_t *peer = &tl->peers[i];
+            if (peer->close_req != NULL &&
+                ucp_request_check_status(peer->close_req) != UCS_INPROGRESS) {
+                ucp_request_free(peer->close_req);
+                peer->close_req = NULL;
+                pending--;
+            }
+        }
+    }
+
+    if (pending > 0) {
+        fold_warn("ucp: %d endpoint(s) did not close within %.0f s", pending,
+                  TL_UCP_CLOSE_TIMEOUT_SEC);
+        for (int i = 0; i < tl->size; i++) {
+            if (tl->peers[i].close_req != NULL) {
+                ucp_request_free(tl->peers[i].close_req);
+                tl->peers[i].close_req = NULL;
+            }
+        }
+    }
+}
+
+static void tl_ucp_close(fold_tl_t *tl)
+{
+    tl->closing = 1;
+    if (tl->peers != NULL) {
+        /* Receives nobody will match: complete them as canceled. */
+        for (int i = 0; i < tl->size; i++) {
+            tl_ucp_op_t *next;
+            for (tl_ucp_op_t *op = tl->peers[i].recvs; op != NULL; op = next) {
+                next = op->next;
+                ucp_request_cancel(tl->worker, op);
+            }
+        }
+        tl_ucp_close_endpoints(tl);
+        free(tl->peers);
+        free(tl->peer_addrs);
+    }
+    ucp_worker_release_address(tl->worker, tl->address);
+    ucp_worker_destroy(tl->worker);
+    ucp_cleanup(tl->context);
+    free(tl);
+}
+
+static int tl_ucp_address(fold_tl_t *tl, const void **addr, size_t *len)
+{
+    *addr = tl->address;
+    *len  = tl->address_len;
+    return FOLD_OK;
+}
+
+static int tl_ucp_set_peers(fold_tl_t *tl, const void *const *addrs, const size_t *lens)
+{
+    if (tl->peers != NULL) {
+        fold_error("ucp: set_peers called twice");
+        return FOLD_ERR_INVALID_ARG;
+    }
+
+    size_t total = 0;
+    for (int i = 0; i < tl->size; i++) {
+        if (addrs[i] == NULL || lens[i] == 0) {
+            fold_error("ucp: no address for peer %d", i);
+            return FOLD_ERR_INVALID_ARG;
+        }
+        total += lens[i];
+    }
+
+    tl_ucp_peer_t *peers = calloc((unsigned)tl->size, sizeof(*peers));
+    char *block = malloc(total);
+    if (peers == NULL || block == NULL) {
+        fold_error("ucp: out of memory for %d peer addresses", tl->size);
+        free(block);
+        free(peers);
+        return FOLD_ERR_NO_MEMORY;
+    }
+
+    size_t offset = 0;
+    for (int i = 0; i < tl->size; i++) {
+        memcpy(block + offset, addrs[i], lens[i]);
+        peers[i].tl   = tl;
+        peers[i].rank = i;
+        peers[i].addr = block + offset;
+        offset += lens[i];
+    }
+    tl->peers      = peers;
+    tl->peer_addrs = block;
+    return FOLD_OK;
+}
+
+static int tl_ucp_tag_send(fold_tl_t *tl, int peer, uint64_t tag, const void *buf, size_t len,
+                           fold_tl_req_t *req)
+{
+    ucp_ep_h ep;
+    int status = tl_ucp_check_tag(tag);
+    if (status == FOLD_OK) {
+        status = tl_ucp_connect(tl, peer, &ep);
+    }
+    if (status != FOLD_OK) {
+        return status;
+    }
+
+    ucp_request_param_t param = tl_ucp_send_param(req);
+    ucs_status_ptr_t ptr = ucp_tag_send_nbx(ep, buf, len, tl_ucp_wire_tag(tl->rank, tag), &param);
+    return tl_ucp_posted(tl, peer, 0, ptr, req, "tag send");
+}
+
+static int tl_ucp_tag_recv(fold_tl_t *tl, int peer, uint64_t tag, void *buf, size_t len,
+                           fold_tl_req_t *req)
+{
+    ucp_ep_h ep;
+    int status = tl_ucp_check_tag(tag);
+    if (status == FOLD_OK) {
+        /* Not needed to receive, but it is what reports the sender's failure. */
+        status = tl_ucp_connect(tl, peer, &ep);
+    }
+    if (status != FOLD_OK) {
+        return status;
+    }
+
+    /* No immediate completion: the callback always reports the length and a
+     * truncation, and tl_ucp_posted handles the request it returns. */
+    ucp_request_param_t param = {
+        .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
+                        UCP_OP_ATTR_FIELD_MEMORY_TYPE | UCP_OP_ATTR_FLAG_NO_IMM_CMPL,
+        .cb.recv      = tl_ucp_recv_done,
+        .user_data    = req,
+        .memory_type  = UCS_MEMORY_TYPE_HOST,
+    };
+    ucs_status_ptr_t ptr = ucp_tag_recv_nbx(tl->worker, buf, len, tl_ucp_wire_tag(peer, tag),
+                                            UINT64_MAX, &param);
+    return tl_ucp_posted(tl, peer, 1, ptr, req, "tag receive");
+}
+
+static void tl_ucp_cancel(fold_tl_t *tl, fold_tl_req_t *req)
+{
+    if (req->status == FOLD_INPROGRESS && req->handle != NULL) {
+        ucp_request_cancel(tl->worker, req->handle);
+    }
+}
+
+static int tl_ucp_progress(fold_tl_t *tl)
+{
+    return (int)ucp_worker_progress(tl->worker);
+}
+
+static int tl_ucp_mem_reg(fold_tl_t *tl, void *buf, size_t len, fold_tl_mem_t **mem_p)
+{
+    fold_tl_mem_t *mem = malloc(sizeof(*mem));
+    if (mem == NULL) {
+        fold_error("ucp: out of memory");
+        return FOLD_ERR_NO_MEMORY;
+    }
+
+    ucp_mem_map_params_t params = {
+        .field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH,
+        .address    = buf,
+        .length     = len,
+    };
+    ucs_status_t ucs_status = ucp_mem_map(tl->context, &params, &mem->memh);
+    if (ucs_status != UCS_OK) {
+        fold_error("ucp: cannot register %zu bytes at %p: %s", len, buf,
+                   ucs_status_string(ucs_status));
+        free(mem);
+        return tl_ucp_status(ucs_status);
+    }
+    *mem_p = mem;
+    return FOLD_OK;
+}
+
+static void tl_ucp_mem_dereg(fold_tl_t *tl, fold_tl_mem_t *mem)
+{
+    ucs_status_t ucs_status = ucp_mem_unmap(tl->context, mem->memh);
+    if (ucs_status != UCS_OK) {
+        fold_warn("ucp: ucp_mem_unmap failed: %s", ucs_status_string(ucs_status));
+    }
+    free(mem);
+}
+
+static int tl_ucp_rkey_pack(fold_tl_t *tl, fold_tl_mem_t *mem, void **rkey_buf, size_t *len)
+{
+    void *buf;
+    size_t size;
+    ucs_status_t ucs_status = ucp_rkey_pack(tl->context, mem->memh, &buf, &size);
+    if (ucs_status != UCS_OK) {
+        fold_error("ucp: ucp_rkey_pack failed: %s", ucs_status_string(ucs_status));
+        return tl_ucp_status(ucs_status);
+    }
+    *rkey_buf = buf;
+    *len      = size;
+    return FOLD_OK;
+}
+
+static void tl_ucp_rkey_release(fold_tl_t *tl, void *rkey_buf)
+{
+    ucp_rkey_buffer_release(rkey_buf);
+}
+
+static int tl_ucp_rkey_unpack(fold_tl_t *tl, int peer, const void *rkey_buf, size_t len,
+                              fold_tl_rkey_t **rkey_p)
+{
+    ucp_ep_h ep;
+    int status = tl_ucp_connect(tl, peer, &ep);
+    if (status != FOLD_OK) {
+        return status;
+    }
+
+    fold_tl_rkey_t *rkey = malloc(sizeof(*rkey));
+    if (rkey == NULL) {
+        fold_error("ucp: out of memory");
+        return FOLD_ERR_NO_MEMORY;
+    }
+    ucs_status_t ucs_status = ucp_ep_rkey_unpack(ep, rkey_buf, &rkey->rkey);
+    if (ucs_status != UCS_OK) {
+        fold_error("ucp: cannot unpack a %zu-byte rkey from peer %d: %s", len, peer,
+                   ucs_status_string(ucs_status));
+        free(rkey);
+        return tl_ucp_status(ucs_status);
+    }
+    *rkey_p = rkey;
+    return FOLD_OK;
+}
+
+static void tl_ucp_rkey_destroy(fold_tl_t *tl, fold_tl_rkey_t *rkey)
+{
+    ucp_rkey_destroy(rkey->rkey);
+    free(rkey);
+}
+
+static int tl_ucp_put(fold_tl_t *tl, int peer, const void *buf, size_t len, uint64_t remote_addr,
+                      fold_tl_rkey_t *rkey, fold_tl_req_t *req)
+{
+    ucp_ep_h ep;
+    int status = tl_ucp_connect(tl, peer, &ep);
+    if (status != FOLD_OK) {
+        return status;
+    }
+
+    ucp_request_param_t param = tl_ucp_send_param(req);
+    ucs_status_ptr_t ptr = ucp_put_nbx(ep, buf, len, remote_addr, rkey->rkey, &param);
+    return tl_ucp_posted(tl, peer, 0, ptr, req, "put");
+}
+
+static int tl_ucp_get(fold_tl_t *tl, int peer, void *buf, size_t len, uint64_t remote_addr,
+                      fold_tl_rkey_t *rkey, fold_tl_req_t *req)
+{
+    ucp_ep_h ep;
+    int status = tl_ucp_connect(tl, peer, &ep);
+    if (status != FOLD_OK) {
+        return status;
+    }
+
+    ucp_request_param_t param = tl_ucp_send_param(req);
+    ucs_status_ptr_t ptr = ucp_get_nbx(ep, buf, len, remote_addr, rkey->rkey, &param);
+    return tl_ucp_posted(tl, peer, 0, ptr, req, "get");
+}
+
+static int tl_ucp_flush(fold_tl_t *tl, int peer, fold_tl_req_t *req)
+{
+    int status = tl_ucp_check_peer(tl, peer);
+    if (status != FOLD_OK) {
+        return status;
+    }
+    if (tl->peers[peer].failed) {
+        return FOLD_ERR_PEER_FAILED;
+    }
+    if (tl->peers[peer].ep == NULL) {
+        /* Never connected: nothing was put or got. */
+        req->handle = NULL;
+        req->status = FOLD_OK;
+        return FOLD_OK;
+    }
+
+    ucp_request_param_t param = {
+        .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA,
+        .cb.send      = tl_ucp_send_done,
+        .user_data    = req,
+    };
+    ucs_status_ptr_t ptr = ucp_ep_flush_nbx(tl->peers[peer].ep, &param);
+    return tl_ucp_posted(tl, peer, 0, ptr, req, "flush");
+}
+
+const fold_tl_ops_t fold_tl_ucp_ops = {
+    .name         = "ucp",
+    .description  = "UCX UCP: tagged messages and RMA over one worker (UCX_TLS selects transports)",
+    .open         = tl_ucp_open,
+    .close        = tl_ucp_close,
+    .address      = tl_ucp_address,
+    .set_peers    = tl_ucp_set_peers,
+    .tag_send     = tl_ucp_tag_send,
+    .tag_recv     = tl_ucp_tag_recv,
+    .cancel       = tl_ucp_cancel,
+    .progress     = tl_ucp_progress,
+    .mem_reg      = tl_ucp_mem_reg,
+    .mem_dereg    = tl_ucp_mem_dereg,
+    .rkey_pack    = tl_ucp_rkey_pack,
+    .rkey_release = tl_ucp_rkey_release,
+    .rkey_unpack  = tl_ucp_rkey_unpack,
+    .rkey_destroy = tl_ucp_rkey_destroy,
+    .put          = tl_ucp_put,
+    .get          = tl_ucp_get,
+    .flush        = tl_ucp_flush,
+};

@@ -1,0 +1,91 @@
+/*
+ * The transport interface: one ops table per backend (ucp, loopback; ofi later).
+ * A transport knows nothing about collectives. Peers are context ranks (0..size-1).
+ *
+ * Completion: every non-blocking call takes a caller-owned fold_tl_req_t. The call
+ * sets req->status to FOLD_INPROGRESS (or straight to the final status when it
+ * completes at once); the backend stores the final status there from progress().
+ * A call that fails to start returns a negative status and leaves req untouched.
+ *
+ * Tags: callers use only the low FOLD_TL_TAG_BITS bits of a tag; a backend may use
+ * the bits above them, e.g. to carry the sender's rank so that a receive matches
+ * exactly (peer, tag).
+ */
+#ifndef FOLD_TRANSPORT_H
+#define FOLD_TRANSPORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define FOLD_TL_TAG_BITS 44
+
+typedef struct fold_tl       fold_tl_t;       /* a backend instance (one per context) */
+typedef struct fold_tl_mem   fold_tl_mem_t;   /* registered local memory */
+typedef struct fold_tl_rkey  fold_tl_rkey_t;  /* unpacked remote key */
+
+typedef struct fold_tl_req {
+    volatile int status;   /* FOLD_INPROGRESS until the operation completes */
+    size_t       length;   /* bytes received (tag_recv) */
+    void        *handle;   /* backend-private */
+} fold_tl_req_t;
+
+typedef struct fold_tl_params {
+    int   rank;
+    int   size;
+    void *loopback_fabric;  /* loopback backend only: the shared in-process fabric */
+} fold_tl_params_t;
+
+typedef struct fold_tl_ops {
+    const char *name;
+    const char *description;
+
+    int  (*open)(const fold_tl_params_t *params, fold_tl_t **tl);
+    void (*close)(fold_tl_t *tl);
+
+    /* This instance's address, to be exchanged through the bootstrap. */
+    int  (*address)(fold_tl_t *tl, const void **addr, size_t *len);
+    /* Every peer's address (index = rank). The backend copies what it keeps and
+     * connects lazily, on the first operation towards a peer. */
+    int  (*set_peers)(fold_tl_t *tl, const void *const *addrs, const size_t *lens);
+
+    /* Tagged messages; a receive matches exactly (peer, tag). A message longer than
+     * the receive buffer completes the receive with FOLD_ERR_TRUNCATED. */
+    int  (*tag_send)(fold_tl_t *tl, int peer, uint64_t tag, const void *buf, size_t len,
+                     fold_tl_req_t *req);
+    int  (*tag_recv)(fold_tl_t *tl, int peer, uint64_t tag, void *buf, size_t len,
+                     fold_tl_req_t *req);
+    /* Cancels an incomplete request; it then completes with FOLD_ERR_CANCELED. */
+    void (*cancel)(fold_tl_t *tl, fold_tl_req_t *req);
+
+    /* Makes progress; returns how many events it handled (0 when idle). */
+    int  (*progress)(fold_tl_t *tl);
+
+    /* RMA on registered memory. rkey_pack gives a buffer to send to peers, to be
+     * released with rkey_release. put/get complete locally; flush completes every
+     * earlier put/get to `peer` remotely. */
+    int  (*mem_reg)(fold_tl_t *tl, void *buf, size_t len, fold_tl_mem_t **mem);
+    void (*mem_dereg)(fold_tl_t *tl, fold_tl_mem_t *mem);
+    int  (*rkey_pack)(fold_tl_t *tl, fold_tl_mem_t *mem, void **rkey_buf, size_t *len);
+    void (*rkey_release)(fold_tl_t *tl, void *rkey_buf);
+    int  (*rkey_unpack)(fold_tl_t *tl, int peer, const void *rkey_buf, size_t len,
+                        fold_tl_rkey_t **rkey);
+    void (*rkey_destroy)(fold_tl_t *tl, fold_tl_rkey_t *rkey);
+    int  (*put)(fold_tl_t *tl, int peer, const void *buf, size_t len,
+                uint64_t remote_addr, fold_tl_rkey_t *rkey, fold_tl_req_t *req);
+    int  (*get)(fold_tl_t *tl, int peer, void *buf, size_t len,
+                uint64_t remote_addr, fold_tl_rkey_t *rkey, fold_tl_req_t *req);
+    int  (*flush)(fold_tl_t *tl, int peer, fold_tl_req_t *req);
+} fold_tl_ops_t;
+
+extern const fold_tl_ops_t fold_tl_ucp_ops;
+extern const fold_tl_ops_t fold_tl_loopback_ops;
+
+/* Every backend compiled in, NULL-terminated. */
+extern const fold_tl_ops_t *const fold_tl_all[];
+const fold_tl_ops_t *fold_tl_find(const char *name);
+
+/* The in-process fabric shared by `size` loopback instances (tests only). */
+void *fold_loopback_fabric_create(int size);
+void  fold_loopback_fabric_destroy(void *fabric);
+
+#endif

@@ -1,0 +1,18 @@
+/*
+ * Runs ranks as threads of the test process, each with its own fold context on a
+ * shared loopback fabric and in-memory bootstrap.
+ */
+#ifndef FOLD_LOOPBACK_HARNESS_H
+#define FOLD_LOOPBACK_HARNESS_H
+
+#include "core.h"
+
+typedef int (*lh_rank_fn)(fold_context_t *ctx, int rank, int size, void *arg);
+
+/* Starts nranks threads, runs fn on each; returns 0 when every fn returned 0. */
+int lh_run(int nranks, lh_rank_fn fn, void *arg);
+
+/* A barrier across the ranks of the current lh_run (through the bootstrap). */
+void lh_barrier(fold_context_t *ctx);
+
+#endif

@@ -1,0 +1,1112 @@
+/*
+ * Local reduction kernels, half-precision conversions, the user-op registry and the
+ * datatype/op names. Every kernel result is checked against a scalar reference
+ * written here from the rules in fold.h (it shares no code with the kernels: even
+ * float16/bfloat16 are decoded and rounded with frexp/ldexp/rint).
+ */
+#include <criterion/criterion.h>
+
+#include "codec/reduce_kernel.h"
+#include "log.h"
+
+#include <fold/fold.h>
+
+#include <float.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- Test data --------------------------------------------------------------- */
+
+static const size_t counts[] = {0, 1, 7, 1024, 1000003};
+
+typedef enum { DST_DISTINCT, DST_IS_LEFT, DST_IS_RIGHT } aliasing_t;
+static const char *const aliasing_names[] = {"distinct", "dst==left", "dst==right"};
+
+static uint64_t rng_next(uint64_t *state)
+{
+    /* xorshift64*: deterministic, good enough to spread bits. */
+    uint64_t x = *state;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    *state = x;
+    return x * 0x2545F4914F6CDD1DULL;
+}
+
+static int is_float_dtype(fold_dtype_t dt)
+{
+    return dt == FOLD_FLOAT16 || dt == FOLD_BFLOAT16 || dt == FOLD_FLOAT32 ||
+           dt == FOLD_FLOAT64;
+}
+
+static int is_signed_int(fold_dtype_t dt)
+{
+    return dt == FOLD_INT8 || dt == FOLD_INT16 || dt == FOLD_INT32 || dt == FOLD_INT64;
+}
+
+static int is_bitwise(fold_op_t op)
+{
+    return op == FOLD_OP_BAND || op == FOLD_OP_BOR || op == FOLD_OP_BXOR;
+}
+
+/* Raw element access by width: every datatype is 1, 2, 4 or 8 bytes of bits. */
+static uint64_t load_bits(const void *buf, size_t i, size_t size)
+{
+    uint64_t v = 0;
+    memcpy(&v, (const char *)buf + i * size, size);   /* little-endian host */
+    return v;
+}
+
+static void store_bits(void *buf, size_t i, size_t size, uint64_t v)
+{
+    memcpy((char *)buf + i * size, &v, size);
+}
+
+/* A random element, biased towards the cases that matter: zeros (logical ops),
+ * values equal to the other operand or its negated zero (min/max ties), small
+ * "nice" numbers, and raw bit patterns (overflow, NaN, inf, subnormals). */
+static uint64_t random_element(uint64_t *rng, fold_dtype_t dt, uint64_t other)
+{
+    size_t size = fold_dtype_size(dt);
+    uint64_t r = rng_next(rng);
+    uint64_t bits = rng_next(rng);
+    uint64_t sign = 1ULL << (size * 8 - 1);
+
+    switch (r % 8) {
+    case 0:
+        return 0;
+    case 1:
+        return other;
+    case 2:
+        return is_float_dtype(dt) ? sign : (uint64_t)-1;   /* -0 or all ones */
+    case 3:
+        if (dt == FOLD_FLOAT32) {
+            float f = (float)((int)(bits % 200) - 100) / 4;
+            uint32_t u;
+            memcpy(&u, &f, 4);
+            return u;
+        }
+        if (dt == FOLD_FLOAT64) {
+            double f = (double)((int)(bits % 200) - 100) / 4;
+            uint64_t u;
+            memcpy(&u, &f, 8);
+            return u;
+        }
+        return bits % 7;
+    default:
+        return bits;
+    }
+}
+
+static void fill(void *buf, const void *other, size_t count, fold_dtype_t dt, uint64_t seed)
+{
+    size_t size = fold_dtype_size(dt);
+    uint64_t rng = seed | 1;
+    for (size_t i = 0; i < count; i++) {
+        uint64_t o = other ? load_bits(other, i, size) : 0;
+        store_bits(buf, i, size, random_element(&rng, dt, o));
+    }
+}
+
+/* ---- Reference: integers ----------------------------------------------------- */
+
+static uint64_t ref_int(fold_op_t op, fold_dtype_t dt, uint64_t a, uint64_t b)
+{
+    unsigned width = (unsigned)fold_dtype_size(dt) * 8;
+    uint64_t mask = width == 64 ? ~0ULL : (1ULL << width) - 1;
+    /* Sign-extend to compare signed values. */
+    int64_t sa = (int64_t)(a << (64 - width)) >> (64 - width);
+    int64_t sb = (int64_t)(b << (64 - width)) >> (64 - width);
+    int a_less = is_signed_int(dt) ? sa < sb : a < b;
+    int ta = a != 0, tb = b != 0;
+
+    switch (op) {
+    case FOLD_OP_SUM:  return (a + b) & mask;
+    case FOLD_OP_PROD: return (a * b) & mask;
+    case FOLD_OP_MIN:  return a_less ? a : b;
+    case FOLD_OP_MAX:  return a_less ? b : a;
+    case FOLD_OP_BAND: return a & b;
+    case FOLD_OP_BOR:  return a | b;
+    case FOLD_OP_BXOR: return a ^ b;
+    case FOLD_OP_LAND: return ta && tb;
+    case FOLD_OP_LOR:  return ta || tb;
+    case FOLD_OP_LXOR: return ta != tb;
+    default:           cr_assert_fail("no reference for op %d", (int)op);
+    }
+    return 0;
+}
+
+/* ---- Reference: floats, in their own type so NaN bits pass through unchanged -- */
+
+#define DEFINE_REF_FLOAT(name, T)                                                \
+    static T name(fold_op_t op, T a, T b)                                        \
+    {                                                                            \
+        switch (op) {                                                            \
+        case FOLD_OP_SUM:  return a + b;                                         \
+        case FOLD_OP_PROD: return a * b;                                         \
+        case FOLD_OP_MIN:                                                        \
+        case FOLD_OP_MAX:                                                        \
+            if (isnan(a)) return a;                                              \
+            if (isnan(b)) return b;                                              \
+            if (a != b) return ((a < b) == (op == FOLD_OP_MIN)) ? a : b;         \
+            if (a != 0) return a;                                                \
+            if (op == FOLD_OP_MIN) return (signbit(a) || signbit(b)) ? -(T)0 : (T)0; \
+            return (signbit(a) && signbit(b)) ? -(T)0 : (T)0;                    \
+        case FOLD_OP_LAND: return (a != 0 && b != 0) ? 1 : 0;                   \
+        case FOLD_OP_LOR:  return (a != 0 || b != 0) ? 1 : 0;                    \
+        case FOLD_OP_LXOR: return ((a != 0) != (b != 0)) ? 1 : 0;                \
+        default:           cr_assert_fail("no reference for op %d", (int)op);   \
+        }                                                                        \
+        return 0;                                                                \
+    }
+
+DEFINE_REF_FLOAT(ref_float32, float)
+DEFINE_REF_FLOAT(ref_float64, double)
+
+/* ---- Reference: float16 / bfloat16 decode and encode from first principles ---- */
+
+typedef struct {
+    int exp_bits;    /* 5 or 8 */
+    int mant_bits;   /* 10 or 7 */
+} small_float_t;
+
+static const small_float_t binary16 = {5, 10};
+static const small_float_t bfloat16 = {8, 7};
+
+static double ref_decode(small_float_t fmt, uint16_t v)
+{
+    int bias = (1 << (fmt.exp_bits - 1)) - 1;
+    int e = (v >> fmt.mant_bits) & ((1 << fmt.exp_bits) - 1);
+    int m = v & ((1 << fmt.mant_bits) - 1);
+    double mag;
+    if (e == (1 << fmt.exp_bits) - 1) {
+        mag = m ? NAN : INFINITY;
+    } else if (e == 0) {
+        mag = ldexp(m, 1 - bias - fmt.mant_bits);
+    } else {
+        mag = ldexp(m + (1 << fmt.mant_bits), e - bias - fmt.mant_bits);
+    }
+    return (v >> 15) ? -mag : mag;
+}
+
+/* Rounds to nearest, ties to even (rint in the default rounding mode). */
+static uint16_t ref_encode(small_float_t fmt, double x)
+{
+    int bias = (1 << (fmt.exp_bits - 1)) - 1;
+    int max_exp = (1 << fmt.exp_bits) - 1;
+    uint16_t sign = signbit(x) ? 0x8000 : 0;
+    double a = fabs(x);
+
+    if (isnan(x)) {
+        return (uint16_t)(sign | (max_exp << fmt.mant_bits) | (1 << (fmt.mant_bits - 1)));
+    }
+    if (a < ldexp(1, 1 - bias)) {   /* subnormal range: units of the smallest step */
+        return (uint16_t)(sign | (uint16_t)rint(ldexp(a, bias - 1 + fmt.mant_bits)));
+    }
+    if (isinf(a)) {
+        return (uint16_t)(sign | (max_exp << fmt.mant_bits));
+    }
+    int e;
+    double m = frexp(a, &e);                       /* a = m * 2^e, m in [0.5, 1) */
+    double q = rint(ldexp(m, fmt.mant_bits + 1));  /* significand with hidden bit */
+    if (q == ldexp(1, fmt.mant_bits + 1)) {
+        q /= 2;
+        e++;
+    }
+    int biased = e - 1 + bias;
+    if (biased >= max_exp) {
+        return (uint16_t)(sign | (max_exp << fmt.mant_bits));
+    }
+    return (uint16_t)(sign | (biased << fmt.mant_bits) |
+                      ((uint16_t)q & ((1 << fmt.mant_bits) - 1)));
+}
+
+static uint64_t ref_element(fold_op_t op, fold_dtype_t dt, uint64_t a, uint64_t b)
+{
+    switch (dt) {
+    case FOLD_FLOAT32: {
+        float fa, fb;
+        uint32_t ua = (uint32_t)a, ub = (uint32_t)b, ur;
+        memcpy(&fa, &ua, 4);
+        memcpy(&fb, &ub, 4);
+        float r = ref_float32(op, fa, fb);
+        memcpy(&ur, &r, 4);
+        return ur;
+    }
+    case FOLD_FLOAT64: {
+        double fa, fb, r;
+        uint64_t ur;
+        memcpy(&fa, &a, 8);
+        memcpy(&fb, &b, 8);
+        r = ref_float64(op, fa, fb);
+        memcpy(&ur, &r, 8);
+        return ur;
+    }
+    case FOLD_FLOAT16:
+    case FOLD_BFLOAT16: {
+        small_float_t fmt = dt == FOLD_FLOAT16 ? binary16 : bfloat16;
+        float fa = (float)ref_decode(fmt, (uint16_t)a);
+        float fb = (float)ref_decode(fmt, (uint16_t)b);
+        return ref_encode(fmt, ref_float32(op, fa, fb));
+    }
+    default:
+        return ref_int(op, dt, a, b);
+    }
+}
+
+static int bits_are_nan(fold_dtype_t dt, uint64_t v)
+{
+    switch (dt) {
+    case FOLD_FLOAT16:  return (v & 0x7fff) > 0x7c00;
+    case FOLD_BFLOAT16: return (v & 0x7fff) > 0x7f80;
+    case FOLD_FLOAT32:  return (v & 0x7fffffff) > 0x7f800000;
+    case FOLD_FLOAT64:  return (v & 0x7fffffffffffffffULL) > 0x7ff0000000000000ULL;
+    default:            return 0;
+    }
+}
+
+/* Bitwise equality, except that sum/prod may return either NaN operand's payload
+ * (the hardware picks) and float16/bfloat16 NaN payloads are not specified. */
+static int same_result(fold_op_t op, fold_dtype_t dt, uint64_t got, uint64_t want)
+{
+    if (got == want) {
+        return 1;
+    }
+    int nan_payload_free = op == FOLD_OP_SUM || op == FOLD_OP_PROD ||
+                           dt == FOLD_FLOAT16 || dt == FOLD_BFLOAT16;
+    return nan_payload_free && bits_are_nan(dt, got) && bits_are_nan(dt, want);
+}
+
+/* ---- Running one case -------------------------------------------------------- */
+
+static void *alloc_bytes(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    cr_assert_not_null(p);
+    return p;
+}
+
+static void check_against_reference(fold_op_t op, fold_dtype_t dt, size_t count,
+                                    aliasing_t aliasing)
+{
+    size_t size = fold_dtype_size(dt);
+    size_t bytes = count * size;
+    char *left = alloc_bytes(bytes), *right = alloc_bytes(bytes);
+    char *left_copy = alloc_bytes(bytes), *right_copy = alloc_bytes(bytes);
+    char *dst = alloc_bytes(bytes);
+
+    fill(left, NULL, count, dt, 0x1234 + count + (uint64_t)op * 7919);
+    fill(right, left, count, dt, 0xbeef + count * 3 + (uint64_t)dt * 104729);
+    memcpy(left_copy, left, bytes);
+    memcpy(right_copy, right, bytes);
+
+    const char *l = left, *r = right;
+    if (aliasing == DST_IS_LEFT) {
+        memcpy(dst, left, bytes);
+        l = dst;
+    } else if (aliasing == DST_IS_RIGHT) {
+        memcpy(dst, right, bytes);
+        r = dst;
+    }
+    int rc = fold_reduce_local(op, dt, l, r, dst, count, 1, 0);
+    cr_assert_eq(rc, FOLD_OK, "%s %s count %zu %s: rc %d", fold_op_name(op),
+                 fold_dtype_name(dt), count, aliasing_names[aliasing], rc);
+
+    for (size_t i = 0; i < count; i++) {
+        uint64_t a = load_bits(left_copy, i, size), b = load_bits(right_copy, i, size);
+        uint64_t want = ref_element(op, dt, a, b);
+        uint64_t got = load_bits(dst, i, size);
+        if (!same_result(op, dt, got, want)) {
+            cr_assert_fail("%s %s count %zu %s: element %zu: %#llx op %#llx gave %#llx, "
+                           "want %#llx", fold_op_name(op), fold_dtype_name(dt), count,
+                           aliasing_names[aliasing], i, (unsigned long long)a,
+                           (unsigned long long)b, (unsigned long long)got,
+                           (unsigned long long)want);
+        }
+    }
+    if (aliasing == DST_DISTINCT) {
+        cr_assert(memcmp(left, left_copy, bytes) == 0, "left operand was modified");
+        cr_assert(memcmp(right, right_copy, bytes) == 0, "right operand was modified");
+    }
+    free(left);
+    free(right);
+    free(left_copy);
+    free(right_copy);
+    free(dst);
+}
+
+static void check_dtype(fold_dtype_t dt)
+{
+    for (int op = 0; op < FOLD_OP_PREDEFINED_COUNT; op++) {
+        if (is_bitwise((fold_op_t)op) && is_float_dtype(dt)) {
+            continue;
+        }
+        for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
+            for (int a = DST_DISTINCT; a <= DST_IS_RIGHT; a++) {
+                check_against_reference((fold_op_t)op, dt, counts[c], (aliasing_t)a);
+            }
+        }
+    }
+}
+
+#define DTYPE_TEST(tag, dt) \
+    Test(reference, tag, .timeout = 300) { check_dtype(dt); }
+
+DTYPE_TEST(int8, FOLD_INT8)
+DTYPE_TEST(int16, FOLD_INT16)
+DTYPE_TEST(int32, FOLD_INT32)
+DTYPE_TEST(int64, FOLD_INT64)
+DTYPE_TEST(uint8, FOLD_UINT8)
+DTYPE_TEST(uint16, FOLD_UINT16)
+DTYPE_TEST(uint32, FOLD_UINT32)
+DTYPE_TEST(uint64, FOLD_UINT64)
+DTYPE_TEST(float16, FOLD_FLOAT16)
+DTYPE_TEST(bfloat16, FOLD_BFLOAT16)
+DTYPE_TEST(float32, FOLD_FLOAT32)
+DTYPE_TEST(float64, FOLD_FLOAT64)
+
+/* ---- Special float values ---------------------------------------------------- */
+
+/* One operation on a single pair, run over a vector-sized array so both the
+ * vector body and the scalar tail of the kernel see it. */
+static uint64_t reduce_pair(fold_op_t op, fold_dtype_t dt, uint64_t a, uint64_t b)
+{
+    enum { N = 37 };
+    size_t size = fold_dtype_size(dt);
+    char left[N * 8], right[N * 8], dst[N * 8];
+    for (size_t i = 0; i < N; i++) {
+        store_bits(left, i, size, a);
+        store_bits(right, i, size, b);
+    }
+    cr_assert_eq(fold_reduce_local(op, dt, left, right, dst, N, 1, 0), FOLD_OK);
+    uint64_t first = load_bits(dst, 0, size);
+    for (size_t i = 1; i < N; i++) {
+        cr_assert_eq(load_bits(dst, i, size), first, "%s %s: element %zu differs",
+                     fold_op_name(op), fold_dtype_name(dt), i);
+    }
+    return first;
+}
+
+static uint64_t f32(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return u;
+}
+
+static uint64_t f64(double f)
+{
+    uint64_t u;
+    memcpy(&u, &f, 8);
+    return u;
+}
+
+Test(specials, zero_signs_and_nan_payloads)
+{
+    uint64_t pz = f32(0.0f), nz = f32(-0.0f);
+    uint64_t nan1 = 0x7fc00001, nan2 = 0xffc00002;
+
+    cr_assert_eq(reduce_pair(FOLD_OP_MIN, FOLD_FLOAT32, pz, nz), nz);
+    cr_assert_eq(reduce_pair(FOLD_OP_MIN, FOLD_FLOAT32, nz, pz), nz);
+    cr_assert_eq(reduce_pair(FOLD_OP_MAX, FOLD_FLOAT32, pz, nz), pz);
+    cr_assert_eq(reduce_pair(FOLD_OP_MAX, FOLD_FLOAT32, nz, pz), pz);
+    cr_assert_eq(reduce_pair(FOLD_OP_MIN, FOLD_FLOAT32, nan1, f32(1)), nan1);
+    cr_assert_eq(reduce_pair(FOLD_OP_MIN, FOLD_FLOAT32, f32(1), nan1), nan1);
+    cr_assert_eq(reduce_pair(FOLD_OP_MAX, FOLD_FLOAT32, nan1, nan2), nan1);
+    cr_assert_eq(reduce_pair(FOLD_OP_MAX, FOLD_FLOAT32, nan2, nan1), nan2);
+
+    cr_assert_eq(reduce_pair(FOLD_OP_MIN, FOLD_FLOAT64, f64(0.0), f64(-0.0)), f64(-0.0));
+    cr_assert_eq(reduce_pair(FOLD_OP_MAX, FOLD_FLOAT64, f64(-0.0), f64(0.0)), f64(0.0));
+    cr_assert_eq(reduce_pair(FOLD_OP_MIN, FOLD_FLOAT64, 0x7ff8000000000003ULL, f64(-INFINITY)),
+                 0x7ff8000000000003ULL);
+
+    /* float16/bfloat16: +-0 and the left NaN (quiet) survive the float32 round trip. */
+    cr_assert_eq(reduce_pair(FOLD_OP_MIN, FOLD_FLOAT16, 0x0000, 0x8000), 0x8000);
+    cr_assert_eq(reduce_pair(FOLD_OP_MAX, FOLD_FLOAT16, 0x8000, 0x0000), 0x0000);
+    cr_assert_eq(reduce_pair(FOLD_OP_MIN, FOLD_FLOAT16, 0x7e01, 0x7e02), 0x7e01);
+    cr_assert_eq(reduce_pair(FOLD_OP_MIN, FOLD_FLOAT16, 0x3c00, 0xfe02), 0xfe02);
+    cr_assert_eq(reduce_pair(FOLD_OP_MIN, FOLD_BFLOAT16, 0x0000, 0x8000), 0x8000);
+    cr_assert_eq(reduce_pair(FOLD_OP_MAX, FOLD_BFLOAT16, 0x7fc1, 0x7fc2), 0x7fc1);
+
+    /* Logical ops: NaN is true, -0 is false; results are encoded 1.0 / 0.0. */
+    cr_assert_eq(reduce_pair(FOLD_OP_LAND, FOLD_FLOAT32, nan1, f32(2)), f32(1));
+    cr_assert_eq(reduce_pair(FOLD_OP_LOR, FOLD_FLOAT32, nz, nz), f32(0));
+    cr_assert_eq(reduce_pair(FOLD_OP_LXOR, FOLD_FLOAT64, f64(-0.0), f64(INFINITY)), f64(1));
+    cr_assert_eq(reduce_pair(FOLD_OP_LAND, FOLD_FLOAT16, 0x3800, 0x7e00), 0x3c00);
+    cr_assert_eq(reduce_pair(FOLD_OP_LOR, FOLD_BFLOAT16, 0x8000, 0x0000), 0x0000);
+    cr_assert_eq(reduce_pair(FOLD_OP_LOR, FOLD_BFLOAT16, 0x8000, 0x0001), 0x3f80);
+
+    /* Arithmetic with infinities. */
+    cr_assert(bits_are_nan(FOLD_FLOAT32,
+                           reduce_pair(FOLD_OP_SUM, FOLD_FLOAT32, f32(INFINITY), f32(-INFINITY))));
+    cr_assert_eq(reduce_pair(FOLD_OP_PROD, FOLD_FLOAT32, f32(-INFINITY), f32(2)),
+                 f32(-INFINITY));
+    cr_assert_eq(reduce_pair(FOLD_OP_SUM, FOLD_FLOAT16, 0x7bff, 0x7bff), 0x7c00);
+}
+
+/* Every pair of special values: min/max give the same bits in either order (the
+ * left NaN when both are NaN), and match the reference. */
+static void check_special_pairs(fold_dtype_t dt, const uint64_t *values, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        for (size_t j = 0; j < n; j++) {
+            for (int op = 0; op < FOLD_OP_PREDEFINED_COUNT; op++) {
+                if (is_bitwise((fold_op_t)op)) {
+                    continue;
+                }
+                uint64_t ab = reduce_pair((fold_op_t)op, dt, values[i], values[j]);
+                uint64_t want = ref_element((fold_op_t)op, dt, values[i], values[j]);
+                cr_assert(same_result((fold_op_t)op, dt, ab, want),
+                          "%s %s %#llx, %#llx gave %#llx want %#llx", fold_op_name(op),
+                          fold_dtype_name(dt), (unsigned long long)values[i],
+                          (unsigned long long)values[j], (unsigned long long)ab,
+                          (unsigned long long)want);
+                if ((op == FOLD_OP_MIN || op == FOLD_OP_MAX) &&
+                    !(bits_are_nan(dt, values[i]) && bits_are_nan(dt, values[j]))) {
+                    uint64_t ba = reduce_pair((fold_op_t)op, dt, values[j], values[i]);
+                    cr_assert_eq(ab, ba, "%s %s not symmetric for %#llx, %#llx",
+                                 fold_op_name(op), fold_dtype_name(dt),
+                                 (unsigned long long)values[i],
+                                 (unsigned long long)values[j]);
+                }
+            }
+        }
+    }
+}
+
+Test(specials, pairs_float32)
+{
+    const uint64_t v[] = {f32(0.0f), f32(-0.0f), f32(1), f32(-1), f32(INFINITY),
+                          f32(-INFINITY), 0x7fc00001, 0xffc00002, 0x7f800005 /* sNaN */,
+                          f32(1e-40f), f32(-1e-40f), f32(FLT_MAX), f32(-FLT_MAX)};
+    check_special_pairs(FOLD_FLOAT32, v, sizeof(v) / sizeof(v[0]));
+}
+
+Test(specials, pairs_float64)
+{
+    const uint64_t v[] = {f64(0.0), f64(-0.0), f64(1), f64(-1), f64(INFINITY), f64(-INFINITY),
+                          0x7ff8000000000001ULL, 0xfff8000000000002ULL, f64(4.9e-324),
+                          f64(-DBL_MAX), f64(DBL_MAX)};
+    check_special_pairs(FOLD_FLOAT64, v, sizeof(v) / sizeof(v[0]));
+}
+
+Test(specials, pairs_float16_bfloat16)
+{
+    const uint64_t h[] = {0x0000, 0x8000, 0x3c00, 0xbc00, 0x7c00, 0xfc00, 0x7e01, 0xfe00,
+                          0x0001, 0x8001, 0x7bff, 0xfbff};
+    check_special_pairs(FOLD_FLOAT16, h, sizeof(h) / sizeof(h[0]));
+    const uint64_t b[] = {0x0000, 0x8000, 0x3f80, 0xbf80, 0x7f80, 0xff80, 0x7fc1, 0xffc0,
+                          0x0001, 0x8001, 0x7f7f, 0xff7f};
+    check_special_pairs(FOLD_BFLOAT16, b, sizeof(b) / sizeof(b[0]));
+}
+
+/* ---- Integer overflow edges -------------------------------------------------- */
+
+static void check_pair(fold_op_t op, fold_dtype_t dt, uint64_t a, uint64_t b, uint64_t want)
+{
+    uint64_t got = reduce_pair(op, dt, a, b);
+    cr_assert_eq(got, want, "%s %s %#llx, %#llx: got %#llx want %#llx", fold_op_name(op),
+                 fold_dtype_name(dt), (unsigned long long)a, (unsigned long long)b,
+                 (unsigned long long)got, (unsigned long long)want);
+}
+
+Test(integers, signed_wraparound_every_width)
+{
+    const fold_dtype_t types[] = {FOLD_INT8, FOLD_INT16, FOLD_INT32, FOLD_INT64};
+    for (size_t t = 0; t < 4; t++) {
+        fold_dtype_t dt = types[t];
+        unsigned width = (unsigned)fold_dtype_size(dt) * 8;
+        uint64_t mask = width == 64 ? ~0ULL : (1ULL << width) - 1;
+        uint64_t max = mask >> 1, min = max + 1, minus1 = mask;
+
+        check_pair(FOLD_OP_SUM, dt, max, 1, min);          /* INT_MAX + 1 = INT_MIN */
+        check_pair(FOLD_OP_SUM, dt, min, minus1, max);     /* INT_MIN - 1 = INT_MAX */
+        check_pair(FOLD_OP_PROD, dt, min, minus1, min);    /* INT_MIN * -1 = INT_MIN */
+        check_pair(FOLD_OP_PROD, dt, max, max, 1);         /* (2^(w-1)-1)^2 mod 2^w */
+        check_pair(FOLD_OP_PROD, dt, max, 2, mask - 1);    /* wraps to -2 */
+        check_pair(FOLD_OP_MIN, dt, min, max, min);
+        check_pair(FOLD_OP_MAX, dt, min, max, max);
+        check_pair(FOLD_OP_MIN, dt, minus1, 0, minus1);
+        check_pair(FOLD_OP_MAX, dt, minus1, 0, 0);
+        check_pair(FOLD_OP_LAND, dt, min, minus1, 1);
+        check_pair(FOLD_OP_LXOR, dt, min, 0, 1);
+        check_pair(FOLD_OP_BXOR, dt, min, minus1, max);
+    }
+}
+
+Test(integers, unsigned_wraparound_every_width)
+{
+    const fold_dtype_t types[] = {FOLD_UINT8, FOLD_UINT16, FOLD_UINT32, FOLD_UINT64};
+    for (size_t t = 0; t < 4; t++) {
+        fold_dtype_t dt = types[t];
+        unsigned width = (unsigned)fold_dtype_size(dt) * 8;
+        uint64_t umax = width == 64 ? ~0ULL : (1ULL << width) - 1;
+        uint64_t top = 1ULL << (width - 1);
+
+        check_pair(FOLD_OP_SUM, dt, umax, 1, 0);
+        check_pair(FOLD_OP_SUM, dt, umax, umax, umax - 1);
+        check_pair(FOLD_OP_PROD, dt, umax, umax, 1);
+        check_pair(FOLD_OP_PROD, dt, top, 2, 0);
+        check_pair(FOLD_OP_MIN, dt, umax, 0, 0);
+        check_pair(FOLD_OP_MAX, dt, umax, top, umax);
+        check_pair(FOLD_OP_MIN, dt, top, top - 1, top - 1);   /* not a signed compare */
+        check_pair(FOLD_OP_LOR, dt, top, 0, 1);
+        check_pair(FOLD_OP_LAND, dt, top, 0, 0);
+        check_pair(FOLD_OP_BAND, dt, umax, top, top);
+    }
+}
+
+/* ---- float16 / bfloat16 conversions ------------------------------------------ */
+
+static uint32_t float_bits(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return u;
+}
+
+static float bits_float(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+Test(conversions, half_all_65536_values)
+{
+    for (uint32_t h = 0; h < 0x10000; h++) {
+        float f = fold_half_to_float((uint16_t)h);
+        double want = ref_decode(binary16, (uint16_t)h);
+        uint16_t back = fold_float_to_half(f);
+        if (isnan(want)) {
+            uint32_t u = float_bits(f);
+            cr_assert(isnan(f), "half %#x decoded to a non-NaN", h);
+            cr_assert(u & 0x00400000u, "half NaN %#x not quiet in float32", h);
+            cr_assert_eq(u >> 31, h >> 15, "half NaN %#x lost its sign", h);
+            cr_assert_eq((u >> 13) & 0x3ff, (h & 0x3ff) | 0x200, "half NaN %#x payload", h);
+            cr_assert_eq(back, h | 0x200, "half NaN %#x round trip gave %#x", h, back);
+        } else {
+            cr_assert_eq(float_bits(f), float_bits((float)want), "half %#x decoded wrong", h);
+            cr_assert_eq(back, h, "half %#x round trip gave %#x", h, back);
+        }
+    }
+}
+
+Test(conversions, bfloat16_all_65536_values)
+{
+    for (uint32_t b = 0; b < 0x10000; b++) {
+        float f = fold_bf16_to_float((uint16_t)b);
+        double want = ref_decode(bfloat16, (uint16_t)b);
+        uint16_t back = fold_float_to_bf16(f);
+        if (isnan(want)) {
+            cr_assert(isnan(f) && (float_bits(f) & 0x00400000u), "bf16 NaN %#x", b);
+            cr_assert_eq(back, b | 0x40, "bf16 NaN %#x round trip gave %#x", b, back);
+        } else {
+            cr_assert_eq(float_bits(f), float_bits((float)want), "bf16 %#x decoded wrong", b);
+            cr_assert_eq(back, b, "bf16 %#x round trip gave %#x", b, back);
+        }
+    }
+}
+
+Test(conversions, known_values)
+{
+    cr_assert_eq(fold_float_to_half(1.0f), 0x3c00);
+    cr_assert_eq(fold_float_to_half(-2.0f), 0xc000);
+    cr_assert_eq(fold_float_to_half(65504.0f), 0x7bff);
+    cr_assert_eq(fold_float_to_half(65519.996f), 0x7bff);
+    cr_assert_eq(fold_float_to_half(65520.0f), 0x7c00);       /* tie goes to even: inf */
+    cr_assert_eq(fold_float_to_half(1e10f), 0x7c00);
+    cr_assert_eq(fold_float_to_half(-INFINITY), 0xfc00);
+    cr_assert_eq(fold_float_to_half(0x1p-24f), 0x0001);       /* smallest subnormal */
+    cr_assert_eq(fold_float_to_half(0x1p-25f), 0x0000);       /* tie to even: 0 */
+    cr_assert_eq(fold_float_to_half(0x1.8p-24f), 0x0002);     /* tie to even: 2 */
+    cr_assert_eq(fold_float_to_half(0x1.000002p-25f), 0x0001);
+    cr_assert_eq(fold_float_to_half(0x1p-14f), 0x0400);       /* smallest normal */
+    cr_assert_eq(fold_float_to_half(0x1.ffcp-15f), 0x03ff);   /* largest subnormal */
+    cr_assert_eq(fold_float_to_half(0x1.ffep-15f), 0x0400);   /* rounds up to normal */
+    cr_assert_eq(fold_float_to_half(1.0f + 0x1p-11f), 0x3c00); /* tie to even */
+    cr_assert_eq(fold_float_to_half(1.0f + 0x1.8p-10f), 0x3c02);
+    cr_assert_eq(fold_float_to_half(0.1f), 0x2e66);
+    cr_assert_eq(fold_float_to_half(1.0f / 3), 0x3555);
+    cr_assert_eq(fold_float_to_half(-0.0f), 0x8000);
+    cr_assert_eq(fold_float_to_half(1e-30f), 0x0000);
+    cr_assert_eq(fold_float_to_half(-1e-45f), 0x8000);
+    cr_assert_eq(float_bits(fold_half_to_float(0x7bff)), float_bits(65504.0f));
+    cr_assert_eq(float_bits(fold_half_to_float(0x0001)), float_bits(0x1p-24f));
+    cr_assert_eq(float_bits(fold_half_to_float(0x8000)), float_bits(-0.0f));
+    cr_assert(isnan(fold_half_to_float(0x7c01)));               /* signalling NaN ... */
+    cr_assert(float_bits(fold_half_to_float(0x7c01)) & 0x00400000u); /* ... comes out quiet */
+
+    cr_assert_eq(fold_float_to_bf16(1.0f), 0x3f80);
+    cr_assert_eq(fold_float_to_bf16(1.0f + 0x1p-8f), 0x3f80);   /* tie to even */
+    cr_assert_eq(fold_float_to_bf16(1.0f + 0x1.8p-7f), 0x3f82);
+    cr_assert_eq(fold_float_to_bf16(FLT_MAX), 0x7f80);          /* rounds to inf */
+    cr_assert_eq(fold_float_to_bf16(-FLT_MAX), 0xff80);
+    cr_assert_eq(fold_float_to_bf16(0x1p-133f), 0x0001);        /* subnormal */
+    cr_assert_eq(fold_float_to_bf16(bits_float(0x7f800001)), 0x7fc0); /* sNaN -> qNaN */
+    cr_assert_eq(fold_float_to_bf16(bits_float(0xffc12345)), 0xffc1);
+    cr_assert_eq(float_bits(fold_bf16_to_float(0x7f81)), 0x7fc10000u);
+}
+
+/* Midpoints between neighbouring values round to the even one; a hair either
+ * side rounds to the nearer one. Covers subnormal->normal and max->inf edges. */
+static void check_ties(small_float_t fmt, uint16_t (*narrow)(float), uint16_t last)
+{
+    for (uint16_t v = 0; v < last; v++) {
+        float lo = (float)ref_decode(fmt, v), hi = (float)ref_decode(fmt, (uint16_t)(v + 1));
+        float mid = (float)(((double)lo + (double)hi) / 2);   /* exact in float32 */
+        uint16_t even = (v & 1) ? (uint16_t)(v + 1) : v;
+        cr_assert_eq(narrow(mid), even, "tie above %#x", v);
+        cr_assert_eq(narrow(nextafterf(mid, 0)), v, "just below the tie above %#x", v);
+        cr_assert_eq(narrow(nextafterf(mid, INFINITY)), v + 1, "just above the tie %#x", v);
+        cr_assert_eq(narrow(-mid), even | 0x8000, "negative tie above %#x", v);
+    }
+}
+
+Test(conversions, ties_to_even)
+{
+    check_ties(binary16, fold_float_to_half, 0x7bff);
+    check_ties(bfloat16, fold_float_to_bf16, 0x7f7f);
+}
+
+/* A sweep over float32 bit patterns against the reference rounding. */
+Test(conversions, float32_sweep)
+{
+    for (uint64_t u = 0; u <= 0xffffffffu; u += 4099) {
+        float f = bits_float((uint32_t)u);
+        uint16_t h = fold_float_to_half(f), b = fold_float_to_bf16(f);
+        uint16_t want_h = ref_encode(binary16, f), want_b = ref_encode(bfloat16, f);
+        if (isnan(f)) {
+            cr_assert((h & 0x7fff) > 0x7c00 && (b & 0x7fff) > 0x7f80, "NaN %#llx", 
+                      (unsigned long long)u);
+        } else {
+            cr_assert_eq(h, want_h, "float %#llx to half: %#x want %#x", (unsigned long long)u,
+                         h, want_h);
+            cr_assert_eq(b, want_b, "float %#llx to bf16: %#x want %#x", (unsigned long long)u,
+                         b, want_b);
+        }
+    }
+}
+
+/* ---- Threaded path ----------------------------------------------------------- */
+
+static void check_threaded(fold_op_t op, fold_dtype_t dt, size_t count, size_t dst_offset,
+                           int nthreads, size_t threshold)
+{
+    size_t size = fold_dtype_size(dt);
+    size_t bytes = count * size;
+    char *left = alloc_bytes(bytes), *right = alloc_bytes(bytes);
+    char *serial = alloc_bytes(bytes), *threaded_buf = alloc_bytes(bytes + 64);
+    char *threaded = threaded_buf + dst_offset * size;
+
+    fill(left, NULL, count, dt, 11 + count);
+    fill(right, left, count, dt, 12 + count);
+    cr_assert_eq(fold_reduce_local(op, dt, left, right, serial, count, 1, 0), FOLD_OK);
+    cr_assert_eq(fold_reduce_local(op, dt, left, right, threaded, count, nthreads, threshold),
+                 FOLD_OK);
+    for (size_t i = 0; i < count; i++) {
+        uint64_t s = load_bits(serial, i, size), t = load_bits(threaded, i, size);
+        cr_assert(same_result(op, dt, t, s), "%s %s count %zu threads %d offset %zu: "
+                  "element %zu differs", fold_op_name(op), fold_dtype_name(dt), count,
+                  nthreads, dst_offset, i);
+    }
+    /* In place, dst == left, as a collective's receive-and-reduce step uses it. */
+    memcpy(threaded, left, bytes);
+    cr_assert_eq(fold_reduce_local(op, dt, threaded, right, threaded, count, nthreads,
+                                   threshold), FOLD_OK);
+    for (size_t i = 0; i < count; i++) {
+        uint64_t s = load_bits(serial, i, size), t = load_bits(threaded, i, size);
+        cr_assert(same_result(op, dt, t, s), "in place: element %zu differs", i);
+    }
+    free(left);
+    free(right);
+    free(serial);
+    free(threaded_buf);
+}
+
+Test(threads, equals_serial, .timeout = 300)
+{
+    const fold_dtype_t types[] = {FOLD_INT8, FOLD_UINT16, FOLD_INT64, FOLD_FLOAT16,
+                                  FOLD_FLOAT32, FOLD_FLOAT64};
+    const fold_op_t ops[] = {FOLD_OP_SUM, FOLD_OP_MIN, FOLD_OP_LXOR};
+    const size_t thread_counts[] = {0, 1, 2, 3, 7, 64, 1000, 1000003};
+    for (size_t t = 0; t < sizeof(types) / sizeof(types[0]); t++) {
+        for (size_t o = 0; o < sizeof(ops) / sizeof(ops[0]); o++) {
+            for (size_t c = 0; c < sizeof(thread_counts) / sizeof(thread_counts[0]); c++) {
+                check_threaded(ops[o], types[t], thread_counts[c], 0, 2, 16);
+                check_threaded(ops[o], types[t], thread_counts[c], 1, 2, 16);
+            }
+        }
+    }
+    /* More threads than cores, and a threshold the buffer does not reach. */
+    check_threaded(FOLD_OP_SUM, FOLD_FLOAT32, 100003, 3, 4, 0);
+    check_threaded(FOLD_OP_PROD, FOLD_INT32, 100003, 0, 3, 64);
+    check_threaded(FOLD_OP_MAX, FOLD_FLOAT64, 1000, 0, 2, 1 << 20);
+}
+
+/* ---- Invalid arguments ------------------------------------------------------- */
+
+static void quiet_logs(void)
+{
+    fold_log_level = FOLD_LOG_ERROR - 1;   /* these tests provoke errors on purpose */
+}
+
+TestSuite(invalid, .init = quiet_logs);
+
+static void check_rejected(fold_op_t op, fold_dtype_t dt, const void *l, const void *r,
+                           void *d, size_t count)
+{
+    char before[64];
+    if (d) {
+        memcpy(before, d, sizeof(before));
+    }
+    cr_assert_eq(fold_reduce_local(op, dt, l, r, d, count, 1, 0), FOLD_ERR_INVALID_ARG,
+                 "op %d dtype %d count %zu accepted", (int)op, (int)dt, count);
+    if (d) {
+        cr_assert(memcmp(before, d, sizeof(before)) == 0, "dst written on error");
+    }
+}
+
+Test(invalid, combinations)
+{
+    double l[8] = {1, 2, 3, 4, 5, 6, 7, 8}, r[8] = {1, 2, 3, 4, 5, 6, 7, 8}, d[8] = {0};
+    const fold_dtype_t floats[] = {FOLD_FLOAT16, FOLD_BFLOAT16, FOLD_FLOAT32, FOLD_FLOAT64};
+    const fold_op_t bitwise[] = {FOLD_OP_BAND, FOLD_OP_BOR, FOLD_OP_BXOR};
+
+    for (size_t t = 0; t < 4; t++) {
+        for (size_t o = 0; o < 3; o++) {
+            cr_assert_not(fold_op_dtype_valid(bitwise[o], floats[t]));
+            check_rejected(bitwise[o], floats[t], l, r, d, 8);
+        }
+    }
+    cr_assert(fold_op_dtype_valid(FOLD_OP_BXOR, FOLD_UINT64));
+    cr_assert(fold_op_dtype_valid(FOLD_OP_LXOR, FOLD_FLOAT16));
+
+    cr_assert_not(fold_op_dtype_valid(FOLD_OP_SUM, (fold_dtype_t)99));
+    cr_assert_not(fold_op_dtype_valid(FOLD_OP_SUM, (fold_dtype_t)-1));
+    check_rejected(FOLD_OP_SUM, (fold_dtype_t)99, l, r, d, 8);
+    check_rejected(FOLD_OP_SUM, (fold_dtype_t)-1, l, r, d, 8);
+    check_rejected(FOLD_OP_SUM, FOLD_DTYPE_COUNT, l, r, d, 0);
+
+    const int bad_ops[] = {-1, FOLD_OP_PREDEFINED_COUNT, 63, FOLD_OP_USER_FIRST, 100000};
+    for (size_t o = 0; o < sizeof(bad_ops) / sizeof(bad_ops[0]); o++) {
+        cr_assert_not(fold_op_dtype_valid((fold_op_t)bad_ops[o], FOLD_INT32));
+        check_rejected((fold_op_t)bad_ops[o], FOLD_INT32, l, r, d, 8);
+    }
+
+    check_rejected(FOLD_OP_SUM, FOLD_FLOAT64, NULL, r, d, 8);
+    check_rejected(FOLD_OP_SUM, FOLD_FLOAT64, l, NULL, d, 8);
+    check_rejected(FOLD_OP_SUM, FOLD_FLOAT64, l, r, NULL, 8);
+}
+
+Test(invalid, zero_count_is_a_no_op)
+{
+    double l[2] = {1, 2}, r[2] = {3, 4}, d[2] = {5, 6};
+    cr_assert_eq(fold_reduce_local(FOLD_OP_SUM, FOLD_FLOAT64, NULL, NULL, NULL, 0, 1, 0), FOLD_OK);
+    cr_assert_eq(fold_reduce_local(FOLD_OP_SUM, FOLD_FLOAT64, l, r, d, 0, 2, 0), FOLD_OK);
+    cr_assert(d[0] == 5 && d[1] == 6);
+}
+
+/* ---- User ops ---------------------------------------------------------------- */
+
+typedef struct {
+    int calls;
+    int saw_alias;          /* the fn got in == inout or overlapping buffers */
+    fold_dtype_t dtype;
+} op_probe_t;
+
+static int ranges_overlap(const void *a, const void *b, size_t bytes)
+{
+    const char *x = a, *y = b;
+    return x < y + bytes && y < x + bytes;
+}
+
+/* Non-commutative: inout = in * 10 + inout. */
+static void times_ten_plus(const void *in, void *inout, size_t count, fold_dtype_t dtype,
+                           void *arg)
+{
+    op_probe_t *probe = arg;
+    const int32_t *a = in;
+    int32_t *b = inout;
+    probe->calls++;
+    probe->dtype = dtype;
+    probe->saw_alias |= ranges_overlap(in, inout, count * sizeof(int32_t));
+    for (size_t i = 0; i < count; i++) {
+        b[i] = (int32_t)((uint32_t)a[i] * 10u + (uint32_t)b[i]);
+    }
+}
+
+static void check_times_ten(fold_op_t op, size_t count, aliasing_t aliasing, int same_lr)
+{
+    op_probe_t *probe;
+    fold_user_op_fn fn;
+    int commutative;
+    cr_assert_eq(fold_user_op_lookup(op, &fn, (void **)&probe, &commutative), FOLD_OK);
+    *probe = (op_probe_t){0};
+
+    int32_t *left = alloc_bytes(count * 4), *right = alloc_bytes(count * 4);
+    int32_t *dst = alloc_bytes(count * 4), *want = alloc_bytes(count * 4);
+    for (size_t i = 0; i < count; i++) {
+        left[i] = (int32_t)(i % 100) + 1;
+        right[i] = same_lr ? left[i] : (int32_t)(i % 7) + 1000;
+        want[i] = left[i] * 10 + right[i];
+    }
+    const int32_t *l = left, *r = same_lr ? left : right;
+    if (same_lr) {
+        memcpy(dst, left, count * 4);
+        l = r = dst;
+    } else if (aliasing == DST_IS_LEFT) {
+        memcpy(dst, left, count * 4);
+        l = dst;
+    } else if (aliasing == DST_IS_RIGHT) {
+        memcpy(dst, right, count * 4);
+        r = dst;
+    }
+    cr_assert_eq(fold_reduce_local(op, FOLD_INT32, l, r, dst, count, 2, 0), FOLD_OK);
+    for (size_t i = 0; i < count; i++) {
+        cr_assert_eq(dst[i], want[i], "count %zu %s%s: element %zu is %d want %d", count,
+                     aliasing_names[aliasing], same_lr ? " (left==right)" : "", i, dst[i],
+                     want[i]);
+    }
+    cr_assert_not(probe->saw_alias, "user fn saw aliased in/inout");
+    cr_assert(count == 0 || probe->calls >= 1);
+    cr_assert(count == 0 || probe->dtype == FOLD_INT32);
+    free(left);
+    free(right);
+    free(dst);
+    free(want);
+}
+
+Test(user_ops, non_commutative_order)
+{
+    op_probe_t probe;
+    fold_op_t op;
+    cr_assert_eq(fold_op_create(times_ten_plus, &probe, 0, &op), FOLD_OK);
+    cr_assert_geq(op, FOLD_OP_USER_FIRST);
+    cr_assert_not(fold_op_is_commutative(op));
+    cr_assert(fold_op_dtype_valid(op, FOLD_INT32) && fold_op_dtype_valid(op, FOLD_FLOAT16));
+    cr_assert_str_eq(fold_op_name(op), "user");
+
+    const size_t sizes[] = {0, 1, 7, 4096, 4097, 10000};   /* 4096 int32 = 16 KiB */
+    for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
+        for (int a = DST_DISTINCT; a <= DST_IS_RIGHT; a++) {
+            check_times_ten(op, sizes[s], (aliasing_t)a, 0);
+        }
+        check_times_ten(op, sizes[s], DST_IS_LEFT, 1);
+    }
+    cr_assert_eq(fold_op_free(op), FOLD_OK);
+    cr_assert_not(fold_op_dtype_valid(op, FOLD_INT32));
+}
+
+Test(user_ops, commutative_in_place)
+{
+    op_probe_t probe;
+    fold_op_t op;
+    cr_assert_eq(fold_op_create(times_ten_plus, &probe, 1, &op), FOLD_OK);
+    cr_assert(fold_op_is_commutative(op));
+
+    /* Registered as commutative, dst == left may run fn(right, dst): right*10+left. */
+    int32_t left[5] = {1, 2, 3, 4, 5}, right[5] = {7, 7, 7, 7, 7};
+    cr_assert_eq(fold_reduce_local(op, FOLD_INT32, left, right, left, 5, 1, 0), FOLD_OK);
+    for (int i = 0; i < 5; i++) {
+        cr_assert_eq(left[i], 70 + i + 1);
+    }
+    /* Other aliasings still give left op right exactly. */
+    check_times_ten(op, 5000, DST_IS_RIGHT, 0);
+    check_times_ten(op, 5000, DST_DISTINCT, 0);
+    check_times_ten(op, 5000, DST_IS_LEFT, 1);
+    cr_assert_eq(fold_op_free(op), FOLD_OK);
+}
+
+/* 2x2 float matrices packed as 4 elements: inout = in x inout (non-commutative). */
+static void matmul2(const void *in, void *inout, size_t count, fold_dtype_t dtype, void *arg)
+{
+    const float *a = in;
+    float *b = inout;
+    cr_assert_eq(count % 4, 0, "a chunk split a matrix");
+    for (size_t k = 0; k < count; k += 4) {
+        float r0 = a[k] * b[k] + a[k + 1] * b[k + 2];
+        float r1 = a[k] * b[k + 1] + a[k + 1] * b[k + 3];
+        float r2 = a[k + 2] * b[k] + a[k + 3] * b[k + 2];
+        float r3 = a[k + 2] * b[k + 1] + a[k + 3] * b[k + 3];
+        b[k] = r0;
+        b[k + 1] = r1;
+        b[k + 2] = r2;
+        b[k + 3] = r3;
+    }
+}
+
+Test(user_ops, matrix_product_keeps_order)
+{
+    enum { MATRICES = 5000, N = MATRICES * 4 };
+    fold_op_t op;
+    cr_assert_eq(fold_op_create(matmul2, NULL, 0, &op), FOLD_OK);
+    float *left = alloc_bytes(N * 4), *right = alloc_bytes(N * 4), *dst = alloc_bytes(N * 4);
+    float *want = alloc_bytes(N * 4);
+    for (size_t k = 0; k < N; k += 4) {
+        float l[4] = {1, (float)(k % 3), 0, 1}, r[4] = {1, 0, (float)(k % 5), 1};
+        memcpy(left + k, l, sizeof(l));
+        memcpy(right + k, r, sizeof(r));
+        want[k] = 1 + l[1] * r[2];
+        want[k + 1] = l[1];
+        want[k + 2] = r[2];
+        want[k + 3] = 1;
+    }
+    memcpy(dst, left, N * 4);
+    cr_assert_eq(fold_reduce_local(op, FOLD_FLOAT32, dst, right, dst, N, 1, 0), FOLD_OK);
+    cr_assert(memcmp(dst, want, N * 4) == 0, "dst == left gave right x left");
+    memcpy(dst, right, N * 4);
+    cr_assert_eq(fold_reduce_local(op, FOLD_FLOAT32, left, dst, dst, N, 1, 0), FOLD_OK);
+    cr_assert(memcmp(dst, want, N * 4) == 0, "dst == right gave right x left");
+    cr_assert_eq(fold_op_free(op), FOLD_OK);
+    free(left);
+    free(right);
+    free(dst);
+    free(want);
+}
+
+Test(user_ops, create_and_free_errors, .init = quiet_logs)
+{
+    fold_op_t op;
+    cr_assert_eq(fold_op_create(NULL, NULL, 1, &op), FOLD_ERR_INVALID_ARG);
+    cr_assert_eq(fold_op_create(matmul2, NULL, 1, NULL), FOLD_ERR_INVALID_ARG);
+    cr_assert_eq(fold_op_free(FOLD_OP_SUM), FOLD_ERR_INVALID_ARG);
+    cr_assert_eq(fold_op_free(FOLD_OP_LXOR), FOLD_ERR_INVALID_ARG);
+    cr_assert_eq(fold_op_free((fold_op_t)-5), FOLD_ERR_INVALID_ARG);
+    cr_assert_eq(fold_op_free(FOLD_OP_USER_FIRST), FOLD_ERR_INVALID_ARG);   /* never made */
+    cr_assert_eq(fold_op_free((fold_op_t)(FOLD_OP_USER_FIRST + 100000)), FOLD_ERR_INVALID_ARG);
+
+    cr_assert_eq(fold_op_create(matmul2, NULL, 1, &op), FOLD_OK);
+    cr_assert_eq(fold_op_free(op), FOLD_OK);
+    cr_assert_eq(fold_op_free(op), FOLD_ERR_INVALID_ARG);                   /* twice */
+    cr_assert_str_eq(fold_op_name(op), "unknown");
+    cr_assert_not(fold_op_is_commutative(op));
+
+    fold_user_op_fn fn = NULL;
+    void *arg = NULL;
+    int commutative = 7;
+    cr_assert_neq(fold_user_op_lookup(op, &fn, &arg, &commutative), FOLD_OK);
+    cr_assert(fn == NULL && commutative == 7, "lookup wrote outputs on failure");
+}
+
+Test(user_ops, table_fills_and_slots_are_reused, .init = quiet_logs)
+{
+    enum { MAX_TRY = 4096 };
+    static fold_op_t ops[MAX_TRY];
+    int made = 0, rc = FOLD_OK;
+    while (made < MAX_TRY && (rc = fold_op_create(matmul2, NULL, 0, &ops[made])) == FOLD_OK) {
+        for (int i = 0; i < made; i++) {
+            cr_assert_neq(ops[i], ops[made], "op value handed out twice");
+        }
+        made++;
+    }
+    cr_assert(made >= 64 && made < MAX_TRY, "made %d ops", made);
+    cr_assert_eq(rc, FOLD_ERR_NO_MEMORY);
+
+    fold_op_t freed = ops[made / 2];
+    cr_assert_eq(fold_op_free(freed), FOLD_OK);
+    cr_assert_eq(fold_op_create(times_ten_plus, NULL, 1, &ops[made / 2]), FOLD_OK);
+    cr_assert_eq(ops[made / 2], freed, "a freed slot is reused");
+    cr_assert(fold_op_is_commutative(freed), "the reused slot has the new op's flags");
+    for (int i = 0; i < made; i++) {
+        cr_assert_eq(fold_op_free(ops[i]), FOLD_OK);
+    }
+}
+
+static void *create_many(void *arg)
+{
+    fold_op_t *ops = arg;
+    for (int i = 0; i < 50; i++) {
+        if (fold_op_create(times_ten_plus, NULL, i & 1, &ops[i]) != FOLD_OK) {
+            ops[i] = (fold_op_t)-1;
+        }
+    }
+    return NULL;
+}
+
+Test(user_ops, concurrent_create)
+{
+    enum { THREADS = 4, EACH = 50 };
+    static fold_op_t ops[THREADS][EACH];
+    pthread_t threads[THREADS];
+    for (int t = 0; t < THREADS; t++) {
+        cr_assert_eq(pthread_create(&threads[t], NULL, create_many, ops[t]), 0);
+    }
+    for (int t = 0; t < THREADS; t++) {
+        pthread_join(threads[t], NULL);
+    }
+    fold_op_t *all = &ops[0][0];
+    for (int i = 0; i < THREADS * EACH; i++) {
+        cr_assert_geq(all[i], FOLD_OP_USER_FIRST, "create failed under contention");
+        for (int j = 0; j < i; j++) {
+            cr_assert_neq(all[i], all[j], "two threads got the same op");
+        }
+    }
+    for (int i = 0; i < THREADS * EACH; i++) {
+        cr_assert_eq(fold_op_free(all[i]), FOLD_OK);
+    }
+}
+
+/* ---- Names and sizes --------------------------------------------------------- */
+
+Test(names, dtypes)
+{
+    const size_t sizes[FOLD_DTYPE_COUNT] = {1, 2, 4, 8, 1, 2, 4, 8, 2, 2, 4, 8};
+    const char *const names[FOLD_DTYPE_COUNT] = {
+        "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+        "float16", "bfloat16", "float32", "float64"};
+    for (int i = 0; i < FOLD_DTYPE_COUNT; i++) {
+        fold_dtype_t dt = (fold_dtype_t)-1;
+        cr_assert_eq(fold_dtype_size((fold_dtype_t)i), sizes[i]);
+        cr_assert_str_eq(fold_dtype_name((fold_dtype_t)i), names[i]);
+        cr_assert_eq(fold_dtype_from_name(names[i], &dt), FOLD_OK);
+        cr_assert_eq(dt, i);
+    }
+    const struct { const char *name; fold_dtype_t dt; } aliases[] = {
+        {"float", FOLD_FLOAT32}, {"double", FOLD_FLOAT64}, {"half", FOLD_FLOAT16},
+        {"bf16", FOLD_BFLOAT16}, {"int", FOLD_INT32}, {"FLOAT32", FOLD_FLOAT32},
+        {"Double", FOLD_FLOAT64}};
+    for (size_t i = 0; i < sizeof(aliases) / sizeof(aliases[0]); i++) {
+        fold_dtype_t dt;
+        cr_assert_eq(fold_dtype_from_name(aliases[i].name, &dt), FOLD_OK, "%s", aliases[i].name);
+        cr_assert_eq(dt, aliases[i].dt, "%s", aliases[i].name);
+    }
+    fold_dtype_t dt = FOLD_INT8;
+    cr_assert_eq(fold_dtype_from_name("float128", &dt), FOLD_ERR_NOT_FOUND);
+    cr_assert_eq(fold_dtype_from_name("", &dt), FOLD_ERR_NOT_FOUND);
+    cr_assert_eq(dt, FOLD_INT8, "output written on failure");
+    cr_assert_eq(fold_dtype_from_name(NULL, &dt), FOLD_ERR_INVALID_ARG);
+    cr_assert_eq(fold_dtype_from_name("int8", NULL), FOLD_ERR_INVALID_ARG);
+    cr_assert_eq(fold_dtype_size((fold_dtype_t)99), 0);
+    cr_assert_eq(fold_dtype_size((fold_dtype_t)-1), 0);
+    cr_assert_str_eq(fold_dtype_name((fold_dtype_t)99), "unknown");
+    cr_assert_str_eq(fold_dtype_name(FOLD_DTYPE_COUNT), "unknown");
+}
+
+Test(names, ops)
+{
+    const char *const names[FOLD_OP_PREDEFINED_COUNT] = {
+        "sum", "prod", "min", "max", "band", "bor", "bxor", "land", "lor", "lxor"};
+    for (int i = 0; i < FOLD_OP_PREDEFINED_COUNT; i++) {
+        fold_op_t op = (fold_op_t)-1;
+        cr_assert_str_eq(fold_op_name((fold_op_t)i), names[i]);
+        cr_assert_eq(fold_op_from_name(names[i], &op), FOLD_OK);
+        cr_assert_eq(op, i);
+        cr_assert(fold_op_is_commutative(op));
+    }
+    fold_op_t op = FOLD_OP_SUM;
+    cr_assert_eq(fold_op_from_name("MAX", &op), FOLD_OK);
+    cr_assert_eq(op, FOLD_OP_MAX);
+    cr_assert_eq(fold_op_from_name("user", &op), FOLD_ERR_NOT_FOUND);
+    cr_assert_eq(fold_op_from_name("avg", &op), FOLD_ERR_NOT_FOUND);
+    cr_assert_eq(op, FOLD_OP_MAX, "output written on failure");
+    cr_assert_eq(fold_op_from_name(NULL, &op), FOLD_ERR_INVALID_ARG);
+    cr_assert_eq(fold_op_from_name("sum", NULL), FOLD_ERR_INVALID_ARG);
+    cr_assert_str_eq(fold_op_name(FOLD_OP_PREDEFINED_COUNT), "unknown");
+    cr_assert_str_eq(fold_op_name((fold_op_t)-3), "unknown");
+    cr_assert_str_eq(fold_op_name(FOLD_OP_USER_FIRST), "unknown");
+    cr_assert_not(fold_op_is_commutative(FOLD_OP_USER_FIRST));
+}
