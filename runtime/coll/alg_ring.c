@@ -11,11 +11,11 @@
  *
  * Buffers: step 0 sends straight from IN; each received block is reduced with IN
  * into the accumulator, which the next step forwards; nothing is copied. The
- * accumulator is OUT where OUT exists; at reduce non-roots it is two block-sized
- * TMP buffers used alternately (a block is forwarded while the next one arrives).
- * A TMP slot is never held across a forward: a ring of ranks each waiting for the
- * next one to free a slot could wait on itself. Received data passes through
- * `depth` TMP slots.
+ * accumulator is OUT where OUT exists; at reduce non-roots it is one block of TMP,
+ * where segment j of a block is reduced once segment j of the previous block has
+ * left. Received data passes through `depth` TMP slots. A receive slot is never
+ * held across a forward: with sends that complete only when received, a ring of
+ * ranks each waiting for the next one to free a slot would wait on itself.
  *
  * p = 3, allreduce, rank r ends the reduce-scatter owning block r; cell = block a
  * rank receives ("+" reduced with its own, "=" stored):
@@ -44,8 +44,7 @@ typedef struct ring_plan {
     int          next, prev;
     int          shift;        /* rank r owns block (r + shift) mod size */
     size_t       seg;
-    size_t       acc_base;     /* TMP base of the two block buffers where OUT is missing */
-    size_t       acc_len;      /* elements per block buffer */
+    size_t       acc_base;     /* TMP base of the accumulator where OUT is missing */
 } ring_plan_t;
 
 static fold_range_t block_of(const ring_plan_t *p, int b)
@@ -53,13 +52,13 @@ static fold_range_t block_of(const ring_plan_t *p, int b)
     return fold_block_span(p->args->count, p->args->size, b, b + 1);
 }
 
-/* Where the partial of block b, received at reduce-scatter step `step`, lives. */
-static fold_ref_t acc_at(const ring_plan_t *p, int b, int step)
+/* Where the reduce-scatter partial of block b lives. */
+static fold_ref_t acc_at(const ring_plan_t *p, int b)
 {
     if (p->s->has_out) {
         return fold_ref_out(block_of(p, b).off);
     }
-    return fold_ref_tmp(p->acc_base + (size_t)(step % 2) * p->acc_len);
+    return fold_ref_tmp(p->acc_base);
 }
 
 static void plan_init(ring_plan_t *p, const fold_coll_args_t *args, fold_sched_t *s,
@@ -68,6 +67,7 @@ static void plan_init(ring_plan_t *p, const fold_coll_args_t *args, fold_sched_t
     const size_t depth = args->depth > 0 ? (size_t)args->depth : 1;
     const size_t seg   = args->seg_count > 0 ? args->seg_count : 1;
     const size_t slots = depth * seg;
+    const size_t block = fold_block_max(args->count, args->size);
 
     p->args     = args;
     p->s        = s;
@@ -75,8 +75,7 @@ static void plan_init(ring_plan_t *p, const fold_coll_args_t *args, fold_sched_t
     p->prev     = fold_ring_prev(args->rank, args->size);
     p->shift    = shift;
     p->seg      = seg;
-    p->acc_len  = fold_block_max(args->count, args->size);
-    p->acc_base = p->acc_len < slots ? p->acc_len : slots;
+    p->acc_base = block < slots ? block : slots;   /* after the receive slots */
 }
 
 static void reduce_scatter(const ring_plan_t *p)
@@ -88,11 +87,11 @@ static void reduce_scatter(const ring_plan_t *p)
         int          rb   = fold_ring_rs_recv_block(a->rank, p->shift, a->size, step);
         fold_range_t give = block_of(p, sb);
         fold_range_t get  = block_of(p, rb);
-        fold_ref_t   src  = step == 0 ? fold_ref_in(give.off) : acc_at(p, sb, step - 1);
+        fold_ref_t   src  = step == 0 ? fold_ref_in(give.off) : acc_at(p, sb);
 
         fold_sched_send_segs(p->s, p->next, src, give.count, p->seg);
         /* the partial from the left neighbour covers the ranks before this one */
-        fold_sched_recv_reduce_segs(p->s, p->prev, fold_ref_in(get.off), acc_at(p, rb, step),
+        fold_sched_recv_reduce_segs(p->s, p->prev, fold_ref_in(get.off), acc_at(p, rb),
                                     get.count, p->seg, a->depth, 0, 1);
     }
 }
@@ -133,7 +132,7 @@ static int ring_reduce(const fold_coll_args_t *args, fold_sched_t *s)
         int          b     = fold_ring_owned_block(args->rank, p.shift, size);
         fold_range_t block = block_of(&p, b);
 
-        fold_sched_send_segs(s, root, acc_at(&p, b, size - 2), block.count, p.seg);
+        fold_sched_send_segs(s, root, acc_at(&p, b), block.count, p.seg);
         return s->status;
     }
     for (int q = 0; q < size; q++) {

@@ -41,9 +41,9 @@ struct tl_ucp_op {
     fold_tl_req_t *req;          /* caller's request; NULL while not recorded */
     fold_tl_t     *tl;
     int            peer;
-    int            is_recv;      /* linked in the peer's posted receives */
+    int            is_recv;
     int            peer_failed;  /* canceled because the peer failed */
-    tl_ucp_op_t   *prev, *next;
+    tl_ucp_op_t   *prev, *next;  /* the peer's operations in flight */
 };
 
 typedef struct tl_ucp_peer {
@@ -52,7 +52,7 @@ typedef struct tl_ucp_peer {
     const void  *addr;
     ucp_ep_h     ep;            /* NULL until the first operation */
     int          failed;
-    tl_ucp_op_t *recvs;         /* posted receives from this peer */
+    tl_ucp_op_t *ops;           /* operations in flight with this peer */
     void        *close_req;     /* endpoint close in progress (close() only) */
 } tl_ucp_peer_t;
 
@@ -108,22 +108,22 @@ static void tl_ucp_request_init(void *request)
     memset(request, 0, sizeof(tl_ucp_op_t));
 }
 
-static void tl_ucp_recv_link(tl_ucp_peer_t *peer, tl_ucp_op_t *op)
+static void tl_ucp_op_link(tl_ucp_peer_t *peer, tl_ucp_op_t *op)
 {
     op->prev = NULL;
-    op->next = peer->recvs;
-    if (peer->recvs != NULL) {
-        peer->recvs->prev = op;
+    op->next = peer->ops;
+    if (peer->ops != NULL) {
+        peer->ops->prev = op;
     }
-    peer->recvs = op;
+    peer->ops = op;
 }
 
-static void tl_ucp_recv_unlink(tl_ucp_peer_t *peer, tl_ucp_op_t *op)
+static void tl_ucp_op_unlink(tl_ucp_peer_t *peer, tl_ucp_op_t *op)
 {
     if (op->prev != NULL) {
         op->prev->next = op->next;
     } else {
-        peer->recvs = op->next;
+        peer->ops = op->next;
     }
     if (op->next != NULL) {
         op->next->prev = op->prev;
@@ -146,9 +146,7 @@ static void tl_ucp_complete(void *request, ucs_status_t ucs_status, fold_tl_req_
     }
 
     tl_ucp_peer_t *peer = &op->tl->peers[op->peer];
-    if (op->is_recv) {
-        tl_ucp_recv_unlink(peer, op);
-    }
+    tl_ucp_op_unlink(peer, op);
     if (status != FOLD_OK && status != FOLD_ERR_TRUNCATED && (op->peer_failed || peer->failed)) {
         status = FOLD_ERR_PEER_FAILED;
     }
@@ -190,12 +188,16 @@ static void tl_ucp_peer_failed(void *arg, ucp_ep_h ep, ucs_status_t status)
     }
     peer->failed = 1;
 
-    /* Cancelation completes each receive (and unlinks it) from inside the call. */
+    /* UCX has already failed the endpoint's own operations; receives are not tied
+     * to an endpoint, so cancel them. Cancelation completes each receive (and
+     * unlinks it) from inside the call. */
     tl_ucp_op_t *next;
-    for (tl_ucp_op_t *op = peer->recvs; op != NULL; op = next) {
+    for (tl_ucp_op_t *op = peer->ops; op != NULL; op = next) {
         next = op->next;
         op->peer_failed = 1;
-        ucp_request_cancel(tl->worker, op);
+        if (op->is_recv) {
+            ucp_request_cancel(tl->worker, op);
+        }
     }
 }
 
@@ -236,9 +238,11 @@ static int tl_ucp_connect(fold_tl_t *tl, int rank, ucp_ep_h *ep)
         };
         ucs_status_t ucs_status = ucp_ep_create(tl->worker, &params, &peer->ep);
         if (ucs_status != UCS_OK) {
-            fold_error("ucp: cannot connect to peer %d: %s", rank,
-                       ucs_status_string(ucs_status));
-            return tl_ucp_status(ucs_status);
+            /* Usually UCX_TLS leaves no transport that reaches the peer and can
+             * report its failure (UCX_MM_ERROR_HANDLING=y enables shared memory). */
+            fold_error("ucp: cannot connect to peer %d: %s (no transport in UCX_TLS reaches "
+                       "it with peer error handling?)", rank, ucs_status_string(ucs_status));
+            return ucs_status == UCS_ERR_NO_MEMORY ? FOLD_ERR_NO_MEMORY : FOLD_ERR_TRANSPORT;
         }
     }
     *ep = peer->ep;
@@ -297,9 +301,7 @@ static int tl_ucp_posted(fold_tl_t *tl, int rank, int is_recv, ucs_status_ptr_t 
     op->peer        = rank;
     op->is_recv     = is_recv;
     op->peer_failed = 0;
-    if (is_recv) {
-        tl_ucp_recv_link(&tl->peers[rank], op);
-    }
+    tl_ucp_op_link(&tl->peers[rank], op);
     req->handle = ptr;
     req->status = FOLD_INPROGRESS;
     op->req     = req;
@@ -428,8 +430,12 @@ static double tl_ucp_now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* Closes every endpoint at once (flushing live ones, dropping failed ones) and
- * progresses until all closes complete or the timeout passes. */
+/* Closes every endpoint at once and progresses until all closes complete or the
+ * timeout passes. Endpoints are flushed, except when the peer failed or operations
+ * are still in flight with it (abandoned by the caller, e.g. a rendezvous send
+ * nobody receives): a flush would not finish those, and UCX 1.13 asserts when a
+ * worker is destroyed under them, so such endpoints are closed by force, which
+ * completes the operations as canceled. */
 static void tl_ucp_close_endpoints(fold_tl_t *tl)
 {
     int pending = 0;
@@ -441,7 +447,7 @@ static void tl_ucp_close_endpoints(fold_tl_t *tl)
         }
         ucp_request_param_t param = {
             .op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
-            .flags        = peer->failed ? UCP_EP_CLOSE_FLAG_FORCE : 0,
+            .flags        = (peer->failed || peer->ops != NULL) ? UCP_EP_CLOSE_FLAG_FORCE : 0,
         };
         ucs_status_ptr_t ptr = ucp_ep_close_nbx(peer->ep, &param);
         peer->ep = NULL;
@@ -485,6 +491,32 @@ static void tl_ucp_close_endpoints(fold_tl_t *tl)
     }
 }
 
+/* UCX 1.13 neither cancels nor purges a rendezvous send whose receive was never
+ * posted. Complete what is left as canceled, and release the UCP requests so that
+ * no callback can fire once the caller has moved on. */
+static void tl_ucp_abandon_ops(fold_tl_t *tl)
+{
+    int abandoned = 0;
+
+    for (int i = 0; i < tl->size; i++) {
+        tl_ucp_op_t *next;
+        for (tl_ucp_op_t *op = tl->peers[i].ops; op != NULL; op = next) {
+            fold_tl_req_t *req = op->req;
+            next = op->next;
+            op->req = NULL;
+            ucp_request_free(op);
+            req->handle = NULL;
+            req->status = FOLD_ERR_CANCELED;
+            abandoned++;
+        }
+        tl->peers[i].ops = NULL;
+    }
+    if (abandoned > 0) {
+        fold_warn("ucp: %d operation(s) were still in flight at close; completed them as "
+                  "canceled", abandoned);
+    }
+}
+
 static void tl_ucp_close(fold_tl_t *tl)
 {
     tl->closing = 1;
@@ -492,12 +524,15 @@ static void tl_ucp_close(fold_tl_t *tl)
         /* Receives nobody will match: complete them as canceled. */
         for (int i = 0; i < tl->size; i++) {
             tl_ucp_op_t *next;
-            for (tl_ucp_op_t *op = tl->peers[i].recvs; op != NULL; op = next) {
+            for (tl_ucp_op_t *op = tl->peers[i].ops; op != NULL; op = next) {
                 next = op->next;
-                ucp_request_cancel(tl->worker, op);
+                if (op->is_recv) {
+                    ucp_request_cancel(tl->worker, op);
+                }
             }
         }
         tl_ucp_close_endpoints(tl);
+        tl_ucp_abandon_ops(tl);
         free(tl->peers);
         free(tl->peer_addrs);
     }

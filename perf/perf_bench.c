@@ -1,0 +1,414 @@
+#include "perf_bench.h"
+#include "perf_check.h"
+#include "perf_mpi.h"
+#include "perf_progress.h"
+#include "perf_stats.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Byte pattern written into an output before the checked call, so that a call that
+ * leaves its output alone cannot pass on an earlier iteration's correct result. */
+#define POISON_BYTE 0xA5
+
+typedef struct perf_buffers {
+    size_t bytes;        /* capacity of each buffer */
+    int    nrotate;
+    void  *input;        /* this rank's input, as generated: the source of every copy */
+    void **send;         /* nrotate buffers; NULL in place */
+    void **recv;         /* nrotate buffers */
+    void  *expected;     /* the reduction over all ranks, built once for --check */
+} perf_buffers_t;
+
+/* One (collective, algorithm, size) run: what it needs and what it measures. */
+typedef struct perf_case {
+    perf_coll_t coll;
+    const char *requested;
+    size_t      count;
+    size_t      bytes;
+    long        iterations;
+    long        warmups;
+    int         with_mpi;
+    double     *times;       /* iterations fold times, then iterations MPI times, then 1 */
+    size_t      mismatches;
+} perf_case_t;
+
+static const char *alg_variable(perf_coll_t coll)
+{
+    return coll == PERF_COLL_ALLREDUCE ? "ALLREDUCE_ALG" : "REDUCE_ALG";
+}
+
+/* ---- algorithms ------------------------------------------------------------- */
+
+int perf_bench_resolve_algorithms(perf_env_t *env)
+{
+    const perf_options_t *o = env->opts;
+    int failed = 0;
+    for (int a = 0; a < o->nalgorithms; a++) {
+        int fits = 0;
+        for (int c = 0; c < o->ncolls; c++) {
+            const char *var = alg_variable(o->colls[c]);
+            env->usable[c][a] = fold_config_set(env->ctx, var, o->algorithms[a]) == FOLD_OK;
+            fits |= env->usable[c][a];
+            fold_config_set(env->ctx, var, "auto");
+            if (!env->usable[c][a] && env->rank == 0) {
+                fprintf(stderr, "fold_perf: note: '%s' is not a%s %s algorithm; skipping it "
+                        "for %s\n", o->algorithms[a], o->colls[c] == PERF_COLL_ALLREDUCE ?
+                        "n" : "", perf_coll_name(o->colls[c]), perf_coll_name(o->colls[c]));
+            }
+        }
+        if (!fits) {
+            if (env->rank == 0) {
+                fprintf(stderr, "fold_perf: unknown algorithm '%s' for the chosen "
+                        "collectives (fold_info -a lists them)\n", o->algorithms[a]);
+            }
+            failed = 1;
+        }
+    }
+    return failed ? -1 : 0;
+}
+
+/* ---- buffers ---------------------------------------------------------------- */
+
+static void *alloc_buffer(size_t bytes)
+{
+    size_t rounded = (bytes + 4095) / 4096 * 4096;
+    return aligned_alloc(4096, rounded ? rounded : 4096);
+}
+
+static void buffers_release(perf_buffers_t *b)
+{
+    for (int k = 0; k < b->nrotate; k++) {
+        if (b->send != NULL) {
+            free(b->send[k]);
+        }
+        if (b->recv != NULL) {
+            free(b->recv[k]);
+        }
+    }
+    free(b->send);
+    free(b->recv);
+    free(b->input);
+    free(b->expected);
+    memset(b, 0, sizeof(*b));
+}
+
+static int buffers_init(perf_buffers_t *b, const perf_env_t *env, size_t count)
+{
+    const perf_options_t *o = env->opts;
+    size_t bytes = count * fold_dtype_size(o->dtype);
+    memset(b, 0, sizeof(*b));
+    b->bytes   = bytes;
+    b->nrotate = o->rotate;
+    b->input   = alloc_buffer(bytes);
+    b->recv    = calloc((size_t)o->rotate, sizeof(void *));
+    b->send    = o->inplace ? NULL : calloc((size_t)o->rotate, sizeof(void *));
+    if (b->input == NULL || b->recv == NULL || (!o->inplace && b->send == NULL)) {
+        buffers_release(b);
+        return FOLD_ERR_NO_MEMORY;
+    }
+    perf_data_fill(&env->spec, env->rank, b->input, count);
+    for (int k = 0; k < o->rotate; k++) {
+        b->recv[k] = alloc_buffer(bytes);
+        if (b->recv[k] == NULL) {
+            buffers_release(b);
+            return FOLD_ERR_NO_MEMORY;
+        }
+        /* In place the input lives in recv; otherwise recv starts poisoned. */
+        if (o->inplace) {
+            memcpy(b->recv[k], b->input, bytes);
+        } else {
+            memset(b->recv[k], POISON_BYTE, bytes);
+            b->send[k] = alloc_buffer(bytes);
+            if (b->send[k] == NULL) {
+                buffers_release(b);
+                return FOLD_ERR_NO_MEMORY;
+            }
+            memcpy(b->send[k], b->input, bytes);
+        }
+    }
+    if (o->check) {
+        b->expected = alloc_buffer(bytes);
+        if (b->expected == NULL) {
+            buffers_release(b);
+            return FOLD_ERR_NO_MEMORY;
+        }
+        perf_reference_reduce(&env->spec, b->expected, count);
+    }
+    return FOLD_OK;
+}
+
+/* ---- one call --------------------------------------------------------------- */
+
+static int fold_call(const perf_env_t *env, perf_coll_t coll, const void *send, void *recv,
+                     size_t count)
+{
+    const perf_options_t *o = env->opts;
+    const void *in = o->inplace ? FOLD_IN_PLACE : send;
+    if (coll == PERF_COLL_ALLREDUCE) {
+        return fold_allreduce(in, recv, count, o->dtype, o->op, env->comm);
+    }
+    return fold_reduce(in, recv, count, o->dtype, o->op, o->root, env->comm);
+}
+
+static int report_failure(const perf_env_t *env, const perf_case_t *pc, const char *who,
+                          const char *reason)
+{
+    fprintf(stderr, "fold_perf: rank %d: %s %s (%s, %zu bytes) failed: %s\n", env->rank, who,
+            perf_coll_name(pc->coll), pc->requested, pc->bytes, reason);
+    return FOLD_ERR_TRANSPORT;
+}
+
+/* Runs fold, and MPI beside it, on buffer pair k; times each when times != NULL. */
+static int iteration(const perf_env_t *env, const perf_buffers_t *b, perf_case_t *pc,
+                     long it, double *fold_us, double *mpi_us)
+{
+    const perf_options_t *o = env->opts;
+    int k = (int)(it % b->nrotate);
+    const void *send = b->send ? b->send[k] : NULL;
+    void *recv = b->recv[k];
+    /* MPI goes first on odd iterations, so that neither always follows the other. */
+    int mpi_first = pc->with_mpi && (it & 1);
+    for (int turn = 0; turn < 2; turn++) {
+        int is_mpi = turn == 0 ? mpi_first : !mpi_first;
+        if (is_mpi && !pc->with_mpi) {
+            continue;
+        }
+        double start = perf_now_us();
+        int status = is_mpi ? perf_mpi_collective(pc->coll, send, recv, pc->count, o->dtype,
+                                                  o->op, o->root, o->inplace)
+                            : fold_call(env, pc->coll, send, recv, pc->count);
+        double elapsed = perf_now_us() - start;
+        if (status != 0) {
+            return is_mpi ? report_failure(env, pc, "MPI", "the MPI library returned an error")
+                          : report_failure(env, pc, "fold", fold_status_string(status));
+        }
+        *(is_mpi ? mpi_us : fold_us) = elapsed;
+    }
+    return FOLD_OK;
+}
+
+/* ---- the check -------------------------------------------------------------- */
+
+/* One more fold call into a poisoned output (in place: a fresh copy of the input),
+ * compared with the reference: the root's (or, for allreduce, every rank's) result,
+ * and at the other ranks of reduce the input, which must come back untouched. */
+static int check_case(const perf_env_t *env, const perf_buffers_t *b, perf_case_t *pc,
+                      const char *algorithm)
+{
+    const perf_options_t *o = env->opts;
+    size_t esize = fold_dtype_size(o->dtype);
+    size_t len = pc->count * esize;
+    void *recv = b->recv[0];
+    void *in = o->inplace ? recv : b->send[0];
+    if (o->inplace) {
+        memcpy(recv, b->input, len);
+    } else {
+        memset(recv, POISON_BYTE, len);
+    }
+    int status = fold_call(env, pc->coll, b->send ? b->send[0] : NULL, recv, pc->count);
+    if (status != FOLD_OK) {
+        return report_failure(env, pc, "fold", fold_status_string(status));
+    }
+    int has_result = pc->coll == PERF_COLL_ALLREDUCE || env->rank == o->root;
+    unsigned char *checked = has_result ? recv : in;
+    if (o->inject_rank == env->rank) {
+        size_t index = o->inject_index < pc->count ? o->inject_index : pc->count - 1;
+        checked[index * esize] ^= 0x01;   /* a wrong result that --check must catch */
+    }
+    char context[192];
+    snprintf(context, sizeof(context), "on rank %d, %s %s, %zu bytes (count %zu)%s",
+             env->rank, perf_coll_name(pc->coll), algorithm, pc->bytes, pc->count,
+             has_result ? "" : ", input of a non-root rank");
+    pc->mismatches = perf_check_compare(o->dtype, has_result ? b->expected : b->input,
+                                        checked, pc->count, context, stderr);
+    return FOLD_OK;
+}
+
+/* ---- statistics across ranks ------------------------------------------------ */
+
+/* Keeps the slowest rank's time of every iteration (and the largest mismatch count)
+ * with one fold_allreduce(MAX). It runs with fold's own algorithm choice, so that an
+ * algorithm under test does not also carry its own measurements. */
+static int reduce_to_slowest(const perf_env_t *env, perf_case_t *pc, size_t n)
+{
+    const char *forced = NULL;
+    if (pc->coll == PERF_COLL_ALLREDUCE && strcmp(pc->requested, "auto") != 0) {
+        forced = pc->requested;
+        fold_config_set(env->ctx, "ALLREDUCE_ALG", "auto");
+    }
+    int status = fold_allreduce(FOLD_IN_PLACE, pc->times, n, FOLD_FLOAT64, FOLD_OP_MAX,
+                                env->comm);
+    if (forced != NULL) {
+        fold_config_set(env->ctx, "ALLREDUCE_ALG", forced);
+    }
+    if (status != FOLD_OK) {
+        fprintf(stderr, "fold_perf: rank %d: gathering the times failed: %s\n", env->rank,
+                fold_status_string(status));
+    }
+    return status;
+}
+
+static void fill_row(const perf_env_t *env, const perf_case_t *pc, const char *algorithm,
+                     perf_row_t *row)
+{
+    const perf_options_t *o = env->opts;
+    size_t n = (size_t)pc->iterations;
+    memset(row, 0, sizeof(*row));
+    row->coll = pc->coll;
+    snprintf(row->requested, sizeof(row->requested), "%s", pc->requested);
+    snprintf(row->algorithm, sizeof(row->algorithm), "%s", algorithm);
+    row->bytes      = pc->bytes;
+    row->count      = pc->count;
+    row->iterations = pc->iterations;
+    perf_latency_summarize(pc->times, n, &row->latency);
+    row->algbw_gbs = perf_algbw_gbs(pc->bytes, row->latency.median_us);
+    row->busbw_gbs = row->algbw_gbs * perf_busbw_factor(pc->coll, env->ranks);
+    row->bound_us  = perf_bound_us(&env->layout, pc->coll, pc->bytes, o->root);
+    row->checked   = o->check;
+    row->check_ok  = pc->times[2 * n] == 0;
+    if (pc->with_mpi) {
+        perf_latency_t mpi;
+        perf_latency_summarize(pc->times + n, n, &mpi);
+        row->has_mpi       = 1;
+        row->mpi_median_us = mpi.median_us;
+        row->speedup = row->latency.median_us > 0 ? mpi.median_us / row->latency.median_us
+                                                  : NAN;
+    }
+}
+
+/* ---- the sweep -------------------------------------------------------------- */
+
+static int run_case(perf_env_t *env, const perf_buffers_t *b, perf_case_t *pc,
+                    perf_row_t *row)
+{
+    const char *coll_name = perf_coll_name(pc->coll);
+    const char *selected = fold_selected_algorithm(env->comm, coll_name, pc->count,
+                                                   env->opts->dtype);
+    char algorithm[PERF_NAME_LEN];
+    snprintf(algorithm, sizeof(algorithm), "%s", selected ? selected : pc->requested);
+    size_t n = (size_t)pc->iterations;
+    double *fold_us = pc->times, *mpi_us = pc->times + n;
+    double unused_fold, unused_mpi;
+
+    int status = fold_barrier(env->comm);
+    for (long it = 0; status == FOLD_OK && it < pc->warmups; it++) {
+        status = iteration(env, b, pc, it, &unused_fold, &unused_mpi);
+    }
+    for (long it = 0; status == FOLD_OK && it < pc->iterations; it++) {
+        mpi_us[it] = 0;
+        status = iteration(env, b, pc, it, &fold_us[it], &mpi_us[it]);
+    }
+    pc->mismatches = 0;
+    if (status == FOLD_OK && env->opts->check) {
+        status = check_case(env, b, pc, algorithm);
+    }
+    if (status != FOLD_OK) {
+        return status;
+    }
+    pc->times[2 * n] = (double)pc->mismatches;
+    status = reduce_to_slowest(env, pc, 2 * n + 1);
+    if (status == FOLD_OK) {
+        fill_row(env, pc, algorithm, row);
+    }
+    return status;
+}
+
+/* Element counts of the sweep, without repeats (small sizes may round to one count). */
+static size_t sweep_counts(const perf_options_t *o, size_t *counts, size_t cap)
+{
+    size_t esize = fold_dtype_size(o->dtype), n = 0, last = 0;
+    for (size_t bytes = o->begin_bytes; bytes <= o->end_bytes && n < cap; bytes *= o->factor) {
+        size_t count = bytes / esize;
+        if (count > 0 && count != last) {
+            counts[n++] = last = count;
+        }
+        if (bytes > o->end_bytes / o->factor) {
+            break;
+        }
+    }
+    return n;
+}
+
+static int mpi_usable(const perf_env_t *env, size_t max_count)
+{
+    const char *why = "";
+    if (!env->opts->compare_mpi) {
+        return 0;
+    }
+    if (perf_mpi_supports(env->opts->dtype, env->opts->op, max_count, &why)) {
+        return 1;
+    }
+    if (env->rank == 0) {
+        fprintf(stderr, "fold_perf: note: --compare mpi skipped for %s %s: %s\n",
+                fold_dtype_name(env->opts->dtype), fold_op_name(env->opts->op), why);
+    }
+    return 0;
+}
+
+int perf_bench_run(perf_env_t *env, perf_results_t *results, perf_row_fn on_row, void *arg)
+{
+    const perf_options_t *o = env->opts;
+    size_t counts[128];
+    size_t ncounts = sweep_counts(o, counts, sizeof(counts) / sizeof(counts[0]));
+    size_t esize = fold_dtype_size(o->dtype);
+    if (ncounts == 0) {
+        return FOLD_OK;
+    }
+    perf_buffers_t buffers;
+    int status = buffers_init(&buffers, env, counts[ncounts - 1]);
+    if (status != FOLD_OK) {
+        fprintf(stderr, "fold_perf: rank %d: no memory for %d buffer pair(s) of %zu bytes\n",
+                env->rank, o->rotate, counts[ncounts - 1] * esize);
+        return status;
+    }
+    double *times = malloc((2 * (size_t)o->iters + 1) * sizeof(double));
+    if (times == NULL) {
+        buffers_release(&buffers);
+        return FOLD_ERR_NO_MEMORY;
+    }
+    int with_mpi = mpi_usable(env, counts[ncounts - 1]);
+    perf_progress_t progress;
+    perf_progress_init(&progress, env->rank == 0,
+                       (size_t)o->ncolls * (size_t)o->nalgorithms * ncounts);
+    size_t step = 0;
+
+    for (int c = 0; c < o->ncolls && status == FOLD_OK; c++) {
+        for (int a = 0; a < o->nalgorithms && status == FOLD_OK; a++) {
+            if (!env->usable[c][a]) {
+                step += ncounts;
+                continue;
+            }
+            status = fold_config_set(env->ctx, alg_variable(o->colls[c]), o->algorithms[a]);
+            for (size_t s = 0; s < ncounts && status == FOLD_OK; s++, step++) {
+                perf_case_t pc = {
+                    .coll = o->colls[c], .requested = o->algorithms[a], .count = counts[s],
+                    .bytes = counts[s] * esize, .with_mpi = with_mpi, .times = times,
+                };
+                pc.iterations = perf_iterations_for(o, pc.bytes);
+                pc.warmups    = perf_warmups_for(o, pc.iterations);
+                char what[160];
+                snprintf(what, sizeof(what), "%s %s, %zu bytes", perf_coll_name(pc.coll),
+                         pc.requested, pc.bytes);
+                perf_progress_update(&progress, step, what);
+                perf_row_t row;
+                status = run_case(env, &buffers, &pc, &row);
+                if (status == FOLD_OK) {
+                    if (perf_results_add(results, &row) != 0) {
+                        status = FOLD_ERR_NO_MEMORY;
+                    } else if (env->rank == 0 && on_row != NULL) {
+                        perf_progress_clear(&progress);
+                        on_row(&results->info, &row, arg);
+                    }
+                }
+            }
+            fold_config_set(env->ctx, alg_variable(o->colls[c]), "auto");
+        }
+    }
+    perf_progress_clear(&progress);
+    free(times);
+    buffers_release(&buffers);
+    return status;
+}

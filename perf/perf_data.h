@@ -1,0 +1,44 @@
+/*
+ * Input data: element i of rank r is an integer computed from (r, i, seed) alone, so
+ * any rank can recompute what any other contributed. Values are kept small enough
+ * that every partial result is exact in the datatype, whatever the reduction order.
+ */
+#ifndef FOLD_PERF_DATA_H
+#define FOLD_PERF_DATA_H
+
+#include "perf_options.h"
+
+#include <fold/fold.h>
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct perf_data_spec {
+    fold_dtype_t        dtype;
+    fold_op_t           op;
+    int                 ranks;
+    double              sparsity;
+    perf_distribution_t distribution;
+    int                 dense_ranks;   /* resolved: 1 <= dense_ranks <= ranks */
+    uint64_t            seed;
+} perf_data_spec_t;
+
+void perf_data_spec_init(perf_data_spec_t *spec, const perf_options_t *opts, int ranks);
+
+/* Whether rank's input has no planted zeros (always, unless sparse). */
+int perf_data_rank_is_dense(const perf_data_spec_t *spec, int rank);
+
+/* The value rank contributes at index (0 at the sparse positions). */
+int64_t perf_data_value(const perf_data_spec_t *spec, int rank, size_t index);
+
+/* Writes elements [0, count) of rank's input into buf, in the spec's datatype. */
+void perf_data_fill(const perf_data_spec_t *spec, int rank, void *buf, size_t count);
+
+/* Stores an integer value as element `index` of a buffer of dtype (integers wrap). */
+void perf_element_store(fold_dtype_t dtype, int64_t value, void *buf, size_t index);
+
+/* Prints element `index` of a buffer of dtype as a number. */
+void perf_element_format(fold_dtype_t dtype, const void *buf, size_t index, char *out,
+                         size_t len);
+
+#endif

@@ -1,0 +1,16 @@
+/*
+ * --plot: latency and bus bandwidth against size, one line per collective and
+ * algorithm (and for MPI and the memory bound when measured), drawn by gnuplot.
+ */
+#ifndef FOLD_PERF_PLOT_H
+#define FOLD_PERF_PLOT_H
+
+#include "perf_results.h"
+
+/* Whether gnuplot is on PATH (so a run can fail before it starts, not after). */
+int perf_plot_available(void);
+
+/* Writes a PNG; returns 0, or -1 after printing why to stderr. */
+int perf_plot_write(const char *path, const perf_results_t *results);
+
+#endif

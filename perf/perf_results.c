@@ -1,0 +1,51 @@
+#include "perf_results.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int perf_results_add(perf_results_t *results, const perf_row_t *row)
+{
+    if (results->nrows == results->capacity) {
+        size_t capacity = results->capacity ? 2 * results->capacity : 64;
+        perf_row_t *rows = realloc(results->rows, capacity * sizeof(*rows));
+        if (rows == NULL) {
+            return -1;
+        }
+        results->rows     = rows;
+        results->capacity = capacity;
+    }
+    results->rows[results->nrows++] = *row;
+    return 0;
+}
+
+void perf_results_release(perf_results_t *results)
+{
+    free(results->rows);
+    results->rows     = NULL;
+    results->nrows    = 0;
+    results->capacity = 0;
+}
+
+size_t perf_results_failed_checks(const perf_results_t *results)
+{
+    size_t failed = 0;
+    for (size_t i = 0; i < results->nrows; i++) {
+        failed += results->rows[i].checked && !results->rows[i].check_ok;
+    }
+    return failed;
+}
+
+const char *perf_row_check_text(const perf_row_t *row)
+{
+    return !row->checked ? "-" : row->check_ok ? "ok" : "FAIL";
+}
+
+void perf_row_algorithm_label(const perf_row_t *row, char *out, size_t len)
+{
+    if (strcmp(row->requested, "auto") == 0) {
+        snprintf(out, len, "auto:%s", row->algorithm);
+    } else {
+        snprintf(out, len, "%s", row->algorithm);
+    }
+}

@@ -1,0 +1,272 @@
+/*
+ * The public API on loopback ranks: bad input gets a clear error and no crash,
+ * handles after finalize are refused, split/bcast/barrier/non-blocking calls work,
+ * a collective that never completes times out naming the peer, and mismatched
+ * counts are caught.
+ */
+#include <criterion/criterion.h>
+
+#include "loopback_harness.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define EXPECT_STATUS(call, want) \
+    do { int st_ = (call); if (st_ != (want)) { \
+        fprintf(stderr, "%s:%d: %s returned %s, expected %s\n", __FILE__, __LINE__, #call, \
+                fold_status_string(st_), fold_status_string(want)); return 1; } } while (0)
+
+static int bad_input(fold_context_t *ctx, int rank, int size, void *arg)
+{
+    fold_comm_h w = fold_comm_world(ctx);
+    int buf[4] = {1, 2, 3, 4}, out[4];
+
+    EXPECT_STATUS(fold_allreduce(NULL, out, 4, FOLD_INT32, FOLD_OP_SUM, w), FOLD_ERR_INVALID_ARG);
+    EXPECT_STATUS(fold_allreduce(buf, NULL, 4, FOLD_INT32, FOLD_OP_SUM, w), FOLD_ERR_INVALID_ARG);
+    EXPECT_STATUS(fold_allreduce(buf, out, 4, (fold_dtype_t)99, FOLD_OP_SUM, w),
+                  FOLD_ERR_INVALID_ARG);
+    EXPECT_STATUS(fold_allreduce(buf, out, 4, FOLD_INT32, (fold_op_t)40, w), FOLD_ERR_INVALID_ARG);
+    EXPECT_STATUS(fold_allreduce(buf, out, 4, FOLD_FLOAT32, FOLD_OP_BXOR, w),
+                  FOLD_ERR_INVALID_ARG);
+    EXPECT_STATUS(fold_reduce(buf, out, 4, FOLD_INT32, FOLD_OP_SUM, size, w), FOLD_ERR_INVALID_ARG);
+    EXPECT_STATUS(fold_reduce(buf, out, 4, FOLD_INT32, FOLD_OP_SUM, -1, w), FOLD_ERR_INVALID_ARG);
+    EXPECT_STATUS(fold_bcast(NULL, 4, FOLD_INT32, 0, w), FOLD_ERR_INVALID_ARG);
+    EXPECT_STATUS(fold_allreduce(buf, out, 4, FOLD_INT32, FOLD_OP_SUM, NULL), FOLD_ERR_NOT_INITIALIZED);
+    EXPECT_STATUS(fold_iallreduce(buf, out, 4, FOLD_INT32, FOLD_OP_SUM, w, NULL), FOLD_ERR_INVALID_ARG);
+    EXPECT_STATUS(fold_test(NULL), FOLD_ERR_INVALID_ARG);
+    /* A count of 0 works with NULL buffers. */
+    EXPECT_STATUS(fold_allreduce(NULL, NULL, 0, FOLD_INT32, FOLD_OP_SUM, w), FOLD_OK);
+    EXPECT_STATUS(fold_config_set(ctx, "ALLREDUCE_ALG", "no_such_alg"), FOLD_ERR_NOT_FOUND);
+    EXPECT_STATUS(fold_config_set(ctx, "REDUCE_ALG", "recursive_doubling"), FOLD_ERR_NOT_FOUND);
+    EXPECT_STATUS(fold_config_set(ctx, "NO_SUCH_VARIABLE", "1"), FOLD_ERR_NOT_FOUND);
+    EXPECT_STATUS(fold_config_set(ctx, "TIMEOUT", "-3"), FOLD_ERR_INVALID_ARG);
+    EXPECT_STATUS(fold_config_set(ctx, "SEGMENT_SIZE", "12q"), FOLD_ERR_INVALID_ARG);
+    EXPECT_STATUS(fold_config_set(ctx, "TUNE", "allreduce:0-4k"), FOLD_ERR_INVALID_ARG);
+    EXPECT_STATUS(fold_config_set(ctx, "TUNE", "allreduce:0-4k:chain"), FOLD_ERR_INVALID_ARG);
+    EXPECT_STATUS(fold_config_set(ctx, "TUNE", "allreduce:0-4k:ring#reduce:4k-inf:p2-8:chain"),
+                  FOLD_OK);
+    /* Everyone still agrees after the refused calls: a real collective works. */
+    EXPECT_STATUS(fold_allreduce(buf, out, 4, FOLD_INT32, FOLD_OP_SUM, w), FOLD_OK);
+    return out[0] != size;
+}
+
+Test(api, bad_input_gets_clear_errors)
+{
+    cr_assert_eq(lh_run(3, bad_input, NULL), 0);
+}
+
+static int after_finalize(void)
+{
+    void *fabric = fold_loopback_fabric_create(1), *group = fold_bootstrap_mem_group_create(1);
+    fold_bootstrap_t bs;
+    fold_context_t *ctx;
+    cr_assert_eq(fold_bootstrap_mem_init(&bs, group, 0), FOLD_OK);
+    cr_assert_eq(fold_context_create(&bs, "loopback", fabric, &ctx), FOLD_OK);
+    fold_comm_h w = fold_comm_world(ctx);
+    cr_assert_eq(fold_finalize(ctx), FOLD_OK);
+    int v = 1;
+    int st1 = fold_allreduce(&v, &v, 1, FOLD_INT32, FOLD_OP_SUM, w);
+    int st2 = fold_finalize(ctx);
+    int st3 = fold_barrier(w);
+    fold_comm_h again = fold_comm_world(ctx);
+    fold_loopback_fabric_destroy(fabric);
+    fold_bootstrap_mem_group_destroy(group);
+    cr_expect_eq(st1, FOLD_ERR_NOT_INITIALIZED);
+    cr_expect_eq(st2, FOLD_ERR_NOT_INITIALIZED);
+    cr_expect_eq(st3, FOLD_ERR_NOT_INITIALIZED);
+    cr_expect_null(again);
+    return 0;
+}
+
+Test(api, calls_after_finalize_are_refused)
+{
+    after_finalize();
+}
+
+static int split_bcast_barrier(fold_context_t *ctx, int rank, int size, void *arg)
+{
+    fold_comm_h w = fold_comm_world(ctx), half, none;
+    /* Reverse order inside each color through the key. */
+    EXPECT_STATUS(fold_comm_split(w, rank % 2, -rank, &half), FOLD_OK);
+    EXPECT_STATUS(fold_comm_split(w, rank == 0 ? 0 : FOLD_UNDEFINED, 0, &none), FOLD_OK);
+    if ((rank == 0) != (none != NULL)) {
+        return 1;
+    }
+    int hrank, hsize;
+    EXPECT_STATUS(fold_comm_rank(half, &hrank), FOLD_OK);
+    EXPECT_STATUS(fold_comm_size(half, &hsize), FOLD_OK);
+    int expect_size = (size + 1 - rank % 2) / 2;
+    if (hsize != expect_size || hrank != expect_size - 1 - rank / 2) {
+        fprintf(stderr, "rank %d: split gave %d of %d\n", rank, hrank, hsize);
+        return 1;
+    }
+    /* A reduction on the sub-communicator sums only its members' world ranks. */
+    int64_t mine = rank, sum = -1, expect = 0;
+    for (int r = rank % 2; r < size; r += 2) {
+        expect += r;
+    }
+    EXPECT_STATUS(fold_allreduce(&mine, &sum, 1, FOLD_INT64, FOLD_OP_SUM, half), FOLD_OK);
+    if (sum != expect) {
+        return 1;
+    }
+    /* Broadcast from the last rank, large enough to be segmented. */
+    size_t n = 300000;
+    int32_t *data = malloc(n * sizeof(*data));
+    for (size_t i = 0; i < n; i++) {
+        data[i] = rank == size - 1 ? (int32_t)(i * 3) : -1;
+    }
+    EXPECT_STATUS(fold_bcast(data, n, FOLD_INT32, size - 1, w), FOLD_OK);
+    int bad = 0;
+    for (size_t i = 0; i < n; i++) {
+        bad |= data[i] != (int32_t)(i * 3);
+    }
+    free(data);
+    EXPECT_STATUS(fold_barrier(w), FOLD_OK);
+    EXPECT_STATUS(fold_barrier(half), FOLD_OK);
+    EXPECT_STATUS(fold_comm_free(&half), FOLD_OK);
+    if (half != NULL || fold_comm_free(&half) != FOLD_ERR_NOT_INITIALIZED) {
+        return 1;
+    }
+    if (none != NULL) {
+        EXPECT_STATUS(fold_comm_free(&none), FOLD_OK);
+    }
+    fold_comm_h wcopy = w;
+    EXPECT_STATUS(fold_comm_free(&wcopy), FOLD_ERR_INVALID_ARG);
+    return bad;
+}
+
+Test(api, split_bcast_barrier)
+{
+    cr_assert_eq(lh_run(5, split_bcast_barrier, NULL), 0);
+}
+
+static int nonblocking(fold_context_t *ctx, int rank, int size, void *arg)
+{
+    fold_comm_h w = fold_comm_world(ctx);
+    enum { N = 4, COUNT = 100000 };
+    fold_request_h reqs[N];
+    float *in = malloc(sizeof(float) * COUNT * N), *out = malloc(sizeof(float) * COUNT * N);
+    for (size_t i = 0; i < (size_t)COUNT * N; i++) {
+        in[i] = (float)(rank + (int)(i % 5));
+    }
+    /* Several collectives in flight at once, completed out of order. */
+    for (int k = 0; k < N; k++) {
+        if (k % 2) {
+            EXPECT_STATUS(fold_iallreduce(in + k * COUNT, out + k * COUNT, COUNT, FOLD_FLOAT32,
+                                          FOLD_OP_SUM, w, &reqs[k]), FOLD_OK);
+        } else {
+            EXPECT_STATUS(fold_ireduce(in + k * COUNT, out + k * COUNT, COUNT, FOLD_FLOAT32,
+                                       FOLD_OP_SUM, k % size, w, &reqs[k]), FOLD_OK);
+        }
+    }
+    for (int k = N - 1; k >= 0; k--) {
+        int st;
+        while ((st = fold_test(reqs[k])) == FOLD_INPROGRESS) {
+            for (int j = 0; j < N; j++) {
+                fold_test(reqs[j]);   /* progress the others too */
+            }
+        }
+        EXPECT_STATUS(st, FOLD_OK);
+    }
+    int bad = 0;
+    float ranks = (float)(size * (size - 1) / 2);
+    for (int k = 0; k < N; k++) {
+        if (k % 2 == 0 && rank != k % size) {
+            continue;
+        }
+        for (size_t i = 0; i < COUNT; i++) {
+            bad |= out[k * COUNT + i] != ranks + (float)(size * (int)((k * COUNT + i) % 5));
+        }
+    }
+    for (int k = 0; k < N; k++) {
+        EXPECT_STATUS(fold_wait(reqs[k]), FOLD_OK);
+        EXPECT_STATUS(fold_request_free(reqs[k]), FOLD_OK);
+    }
+    /* Count 0 and a completed-at-once request still behave as requests. */
+    fold_request_h r;
+    EXPECT_STATUS(fold_iallreduce(NULL, NULL, 0, FOLD_INT8, FOLD_OP_SUM, w, &r), FOLD_OK);
+    EXPECT_STATUS(fold_wait(r), FOLD_OK);
+    EXPECT_STATUS(fold_request_free(r), FOLD_OK);
+    free(in);
+    free(out);
+    return bad;
+}
+
+Test(api, nonblocking_in_flight_together)
+{
+    cr_assert_eq(lh_run(3, nonblocking, NULL), 0);
+}
+
+/* Rank 1 never joins: the others must fail with a timeout, not hang. */
+static int timeout_rank(fold_context_t *ctx, int rank, int size, void *arg)
+{
+    int v = 1, out = 0;
+    EXPECT_STATUS(fold_config_set(ctx, "TIMEOUT", "0.5"), FOLD_OK);
+    EXPECT_STATUS(fold_config_set(ctx, "ALLREDUCE_ALG", "ring"), FOLD_OK);
+    if (rank != 1) {
+        double t0 = fold_time_now();
+        EXPECT_STATUS(fold_allreduce(&v, &out, 1, FOLD_INT32, FOLD_OP_SUM, fold_comm_world(ctx)),
+                      FOLD_ERR_TIMEOUT);
+        double dt = fold_time_now() - t0;
+        if (dt < 0.4 || dt > 30) {
+            fprintf(stderr, "timeout after %.2f s\n", dt);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+Test(api, stuck_collective_times_out)
+{
+    cr_assert_eq(lh_run(3, timeout_rank, NULL), 0);
+}
+
+/* Rank 0 passes a larger count than the others: the error names the mismatch. */
+static int mismatch(fold_context_t *ctx, int rank, int size, void *arg)
+{
+    int v[8] = {0}, out[8];
+    EXPECT_STATUS(fold_config_set(ctx, "TIMEOUT", "2"), FOLD_OK);
+    EXPECT_STATUS(fold_config_set(ctx, "ALLREDUCE_ALG", "recursive_doubling"), FOLD_OK);
+    int st = fold_allreduce(v, out, rank == 0 ? 8 : 4, FOLD_INT32, FOLD_OP_SUM,
+                            fold_comm_world(ctx));
+    return st == FOLD_OK;   /* any error is right; success would be wrong */
+}
+
+Test(api, mismatched_counts_fail)
+{
+    cr_assert_eq(lh_run(2, mismatch, NULL), 0);
+}
+
+static int user_ops(fold_context_t *ctx, int rank, int size, void *arg)
+{
+    fold_op_t *op = arg;
+    uint64_t v = rank + 1, out = 0;
+    EXPECT_STATUS(fold_allreduce(&v, &out, 1, FOLD_UINT64, *op, fold_comm_world(ctx)), FOLD_OK);
+    return out != (uint64_t)(size * (size + 1) / 2);
+}
+
+static void add_u64(const void *in, void *inout, size_t n, fold_dtype_t dt, void *arg)
+{
+    for (size_t i = 0; i < n; i++) {
+        ((uint64_t *)inout)[i] += ((const uint64_t *)in)[i];
+    }
+}
+
+Test(api, commutative_user_op)
+{
+    fold_op_t op;
+    cr_assert_eq(fold_op_create(add_u64, NULL, 1, &op), FOLD_OK);
+    cr_expect_eq(lh_run(4, user_ops, &op), 0);
+    cr_expect_eq(fold_op_free(op), FOLD_OK);
+    cr_expect_eq(fold_op_free(op), FOLD_ERR_INVALID_ARG);
+    cr_expect_eq(fold_op_free(FOLD_OP_SUM), FOLD_ERR_INVALID_ARG);
+}
+
+Test(api, status_strings_name_every_code)
+{
+    for (int s = FOLD_INPROGRESS; s > FOLD_ERR_LAST; s--) {
+        cr_expect_str_neq(fold_status_string(s), "unknown status", "status %d", s);
+    }
+    cr_expect_str_eq(fold_status_string(12345), "unknown status");
+}

@@ -1,0 +1,169 @@
+/*
+ * Schedule finalisation (derived dependencies, message numbering), the
+ * configuration parser and the tuning-string parser.
+ */
+#include <criterion/criterion.h>
+
+#include "core.h"
+
+static fold_coll_args_t args_for(fold_coll_t coll, int rank, int inplace)
+{
+    fold_coll_args_t a = {.coll = coll, .rank = rank, .size = 4, .root = 0, .count = 100,
+                          .seg_count = 10, .depth = 2, .inplace = inplace, .commutative = 1};
+    return a;
+}
+
+static int depends_on(const fold_sched_t *s, uint32_t later, uint32_t earlier)
+{
+    const fold_step_t *st = &s->steps[earlier];
+    for (uint32_t k = 0; k < st->nsucc; k++) {
+        if (s->succ[st->succ_off + k] == later) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+Test(sched, dependencies_follow_buffer_conflicts)
+{
+    fold_coll_args_t a = args_for(FOLD_COLL_ALLREDUCE, 0, 0);
+    fold_sched_t s;
+    fold_sched_init(&s, &a);
+    fold_sched_recv(&s, 1, fold_ref_tmp(0), 10);                           /* 0 */
+    fold_sched_reduce(&s, fold_ref_in(0), fold_ref_tmp(0), fold_ref_out(0), 10); /* 1: RAW on 0 */
+    fold_sched_recv(&s, 1, fold_ref_tmp(0), 10);                           /* 2: WAR on 1 */
+    fold_sched_send(&s, 2, fold_ref_in(50), 10);                           /* 3: independent */
+    fold_sched_send(&s, 2, fold_ref_out(5), 10);                           /* 4: RAW on 1 */
+    fold_sched_recv(&s, 3, fold_ref_out(0), 10);                           /* 5: WAW 1, WAR 4 */
+    cr_assert_eq(fold_sched_finalize(&s), FOLD_OK);
+    cr_expect(depends_on(&s, 1, 0));
+    cr_expect(depends_on(&s, 2, 1));
+    cr_expect_eq(s.steps[3].npred, 0);
+    cr_expect(depends_on(&s, 4, 1));
+    cr_expect(depends_on(&s, 5, 1));
+    cr_expect(depends_on(&s, 5, 4));
+    cr_expect(!depends_on(&s, 5, 3));
+    cr_expect_eq(s.tmp_count, 10);
+    /* Message numbers count per (peer, direction). */
+    cr_expect_eq(s.steps[0].seq, 0);
+    cr_expect_eq(s.steps[2].seq, 1);
+    cr_expect_eq(s.steps[3].seq, 0);
+    cr_expect_eq(s.steps[4].seq, 1);
+    cr_expect_eq(s.steps[5].seq, 0);
+    fold_sched_cleanup(&s);
+}
+
+Test(sched, in_place_aliases_in_and_out)
+{
+    fold_coll_args_t a = args_for(FOLD_COLL_ALLREDUCE, 0, 1);
+    fold_sched_t s;
+    fold_sched_init(&s, &a);
+    fold_sched_send(&s, 1, fold_ref_in(0), 10);
+    fold_sched_recv(&s, 1, fold_ref_out(0), 10);   /* overwrites what the send reads */
+    fold_sched_copy(&s, fold_ref_in(20), fold_ref_out(20), 10);   /* a no-op in place */
+    cr_assert_eq(fold_sched_finalize(&s), FOLD_OK);
+    cr_expect_eq(s.nsteps, 2);
+    cr_expect(depends_on(&s, 1, 0));
+    fold_sched_cleanup(&s);
+}
+
+Test(sched, out_is_refused_at_reduce_non_roots)
+{
+    fold_coll_args_t a = args_for(FOLD_COLL_REDUCE, 2, 0);
+    fold_sched_t s;
+    fold_sched_init(&s, &a);
+    fold_sched_send(&s, 0, fold_ref_out(0), 10);
+    cr_expect_eq(fold_sched_finalize(&s), FOLD_ERR_INVALID_ARG);
+    fold_sched_cleanup(&s);
+}
+
+Test(sched, segmented_receive_reduce_rotates_slots)
+{
+    fold_coll_args_t a = args_for(FOLD_COLL_ALLREDUCE, 0, 0);
+    fold_sched_t s;
+    fold_sched_init(&s, &a);
+    fold_sched_recv_reduce_segs(&s, 1, fold_ref_in(0), fold_ref_out(0), 35, 10, 2, 0, 1);
+    cr_assert_eq(fold_sched_finalize(&s), FOLD_OK);
+    cr_expect_eq(s.nsteps, 8);             /* 4 segments x (recv, reduce) */
+    cr_expect_eq(s.tmp_count, 20);         /* two slots of 10 */
+    cr_expect_eq(s.steps[6].count, 5);     /* the short tail */
+    cr_expect_eq(s.steps[1].src.buf, FOLD_BUF_TMP);  /* peer on the left */
+    cr_expect(depends_on(&s, 4, 1));       /* slot 0 reused only after its reduce */
+    fold_sched_cleanup(&s);
+}
+
+Test(config, sizes_parse_with_suffixes)
+{
+    size_t v;
+    cr_expect_eq(fold_parse_size("64k", &v), 0);
+    cr_expect_eq(v, 65536);
+    cr_expect_eq(fold_parse_size("2M", &v), 0);
+    cr_expect_eq(v, 2u << 20);
+    cr_expect_eq(fold_parse_size("1G", &v), 0);
+    cr_expect_eq(v, 1u << 30);
+    cr_expect_eq(fold_parse_size("17", &v), 0);
+    cr_expect_eq(v, 17);
+    cr_expect_eq(fold_parse_size("inf", &v), 0);
+    cr_expect_eq(v, SIZE_MAX);
+    cr_expect_neq(fold_parse_size("-1", &v), 0);
+    cr_expect_neq(fold_parse_size("12x", &v), 0);
+    cr_expect_neq(fold_parse_size("", &v), 0);
+}
+
+Test(config, variables_load_and_validate)
+{
+    fold_config_t cfg;
+    setenv("FOLD_PIPELINE_DEPTH", "7", 1);
+    cr_assert_eq(fold_config_load(&cfg), FOLD_OK);
+    unsetenv("FOLD_PIPELINE_DEPTH");
+    cr_expect_eq(cfg.pipeline_depth, 7);
+    cr_expect_eq(fold_config_update(&cfg, "FOLD_SEGMENT_SIZE", "32k"), FOLD_OK);
+    cr_expect_eq(cfg.segment_size, 32768);
+    cr_expect_eq(fold_config_update(&cfg, "segment_size", "auto"), FOLD_OK);
+    cr_expect_eq(cfg.segment_size, 0);
+    cr_expect_eq(fold_config_update(&cfg, "PIPELINE_DEPTH", "0"), FOLD_ERR_INVALID_ARG);
+    cr_expect_eq(cfg.pipeline_depth, 7);   /* a refused value leaves the old one */
+    cr_expect_eq(fold_config_update(&cfg, "LOG_LEVEL", "loud"), FOLD_ERR_INVALID_ARG);
+    cr_expect_eq(fold_config_update(&cfg, "BOGUS", "1"), FOLD_ERR_NOT_FOUND);
+    for (int i = 0; i < FOLD_CFG_COUNT; i++) {
+        cr_expect_not_null(fold_config_vars[i].description);
+    }
+    fold_config_release(&cfg);
+}
+
+Test(select, tuning_strings_parse_and_reject)
+{
+    fold_tune_t t = {NULL, 0};
+    cr_assert_eq(fold_tune_parse("allreduce:0-4k:recursive_doubling#reduce:64k-inf:p3-inf:ring",
+                                 &t), FOLD_OK);
+    cr_assert_eq(t.nrules, 2);
+    cr_expect_eq(t.rules[0].coll, FOLD_COLL_ALLREDUCE);
+    cr_expect_eq(t.rules[0].max_bytes, 4096);
+    cr_expect_eq(t.rules[1].min_bytes, 65536);
+    cr_expect_eq(t.rules[1].min_ranks, 3);
+    cr_expect_str_eq(t.rules[1].alg->name, "ring");
+    cr_expect_eq(fold_tune_parse("allreduce:0-4k:nope", &t), FOLD_ERR_NOT_FOUND);
+    cr_expect_eq(fold_tune_parse("bcast:0-4k:ring", &t), FOLD_ERR_INVALID_ARG);
+    cr_expect_eq(fold_tune_parse("allreduce:4k-0:ring", &t), FOLD_ERR_INVALID_ARG);
+    cr_expect_eq(fold_tune_parse("allreduce:0-4k:x3-4:ring", &t), FOLD_ERR_INVALID_ARG);
+    cr_expect_eq(t.nrules, 2);   /* a refused string leaves the old rules */
+    fold_tune_release(&t);
+    cr_expect_eq(fold_tune_parse(fold_default_tune, &t), FOLD_OK);
+    fold_tune_release(&t);
+}
+
+Test(registry, every_named_algorithm_is_registered)
+{
+    static const char *const names[] = {"binomial", "rabenseifner", "ring", "chain", "bintree",
+                                        "greedy", "recursive_doubling"};
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        const fold_alg_t *a = fold_alg_find(names[i]);
+        cr_assert_not_null(a, "%s", names[i]);
+        cr_expect(a->allreduce || a->reduce, "%s builds nothing", names[i]);
+        cr_expect_not_null(a->description);
+    }
+    cr_expect_null(fold_alg_find("dpml"));
+    cr_expect_not_null(fold_alg_find("ring")->allreduce);
+    cr_expect_not_null(fold_alg_find("recursive_doubling")->allreduce);
+    cr_expect_not_null(fold_alg_find("rabenseifner")->reduce);
+}
