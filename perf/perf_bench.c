@@ -229,17 +229,18 @@ static int check_case(const perf_env_t *env, const perf_buffers_t *b, perf_case_
 
 /* ---- statistics across ranks ------------------------------------------------ */
 
-/* Keeps the slowest rank's time of every iteration (and the largest mismatch count)
- * with one fold_allreduce(MAX). It runs with fold's own algorithm choice, so that an
- * algorithm under test does not also carry its own measurements. */
-static int reduce_to_slowest(const perf_env_t *env, perf_case_t *pc, size_t n)
+/* The largest value of every element across ranks, with one fold_allreduce(MAX) in
+ * place. It runs with fold's own algorithm choice, so that an algorithm under test
+ * does not also carry its own measurements. */
+static int max_across_ranks(const perf_env_t *env, const perf_case_t *pc, double *values,
+                            size_t n)
 {
     const char *forced = NULL;
     if (pc->coll == PERF_COLL_ALLREDUCE && strcmp(pc->requested, "auto") != 0) {
         forced = pc->requested;
         fold_config_set(env->ctx, "ALLREDUCE_ALG", "auto");
     }
-    int status = fold_allreduce(FOLD_IN_PLACE, pc->times, n, FOLD_FLOAT64, FOLD_OP_MAX,
+    int status = fold_allreduce(FOLD_IN_PLACE, values, n, FOLD_FLOAT64, FOLD_OP_MAX,
                                 env->comm);
     if (forced != NULL) {
         fold_config_set(env->ctx, "ALLREDUCE_ALG", forced);
@@ -247,6 +248,29 @@ static int reduce_to_slowest(const perf_env_t *env, perf_case_t *pc, size_t n)
     if (status != FOLD_OK) {
         fprintf(stderr, "fold_perf: rank %d: gathering the times failed: %s\n", env->rank,
                 fold_status_string(status));
+    }
+    return status;
+}
+
+/* Fewer timed iterations when the warm-ups (fold and MPI together) show that the size's iterations would
+ * exceed the time budget; every rank takes the slowest rank's estimate. */
+static int fit_time_budget(const perf_env_t *env, perf_case_t *pc, double *warmup_us)
+{
+    double budget_us = env->opts->time_per_size * 1e6;
+    if (budget_us <= 0 || pc->warmups == 0) {
+        return FOLD_OK;
+    }
+    /* The median warm-up: the first calls pay for connections and page faults. */
+    perf_latency_t warm;
+    perf_latency_summarize(warmup_us, (size_t)pc->warmups, &warm);
+    double per_iteration = warm.median_us;
+    int status = max_across_ranks(env, pc, &per_iteration, 1);
+    if (status == FOLD_OK && per_iteration > 0) {
+        double fits = budget_us / per_iteration;
+        long floor_iters = pc->iterations < 10 ? pc->iterations : 10;
+        if (fits < (double)pc->iterations) {
+            pc->iterations = fits < (double)floor_iters ? floor_iters : (long)fits;
+        }
     }
     return status;
 }
@@ -289,14 +313,22 @@ static int run_case(perf_env_t *env, const perf_buffers_t *b, perf_case_t *pc,
                                                    env->opts->dtype);
     char algorithm[PERF_NAME_LEN];
     snprintf(algorithm, sizeof(algorithm), "%s", selected ? selected : pc->requested);
-    size_t n = (size_t)pc->iterations;
-    double *fold_us = pc->times, *mpi_us = pc->times + n;
-    double unused_fold, unused_mpi;
-
+    double *warmup_us = calloc((size_t)pc->warmups + 1, sizeof(double));
+    if (warmup_us == NULL) {
+        return FOLD_ERR_NO_MEMORY;
+    }
     int status = fold_barrier(env->comm);
     for (long it = 0; status == FOLD_OK && it < pc->warmups; it++) {
-        status = iteration(env, b, pc, it, &unused_fold, &unused_mpi);
+        double fold_once = 0, mpi_once = 0;
+        status = iteration(env, b, pc, it, &fold_once, &mpi_once);
+        warmup_us[it] = fold_once + mpi_once;
     }
+    if (status == FOLD_OK) {
+        status = fit_time_budget(env, pc, warmup_us);
+    }
+    free(warmup_us);
+    size_t n = (size_t)pc->iterations;
+    double *fold_us = pc->times, *mpi_us = pc->times + n;
     for (long it = 0; status == FOLD_OK && it < pc->iterations; it++) {
         mpi_us[it] = 0;
         status = iteration(env, b, pc, it, &fold_us[it], &mpi_us[it]);
@@ -309,7 +341,7 @@ static int run_case(perf_env_t *env, const perf_buffers_t *b, perf_case_t *pc,
         return status;
     }
     pc->times[2 * n] = (double)pc->mismatches;
-    status = reduce_to_slowest(env, pc, 2 * n + 1);
+    status = max_across_ranks(env, pc, pc->times, 2 * n + 1);
     if (status == FOLD_OK) {
         fill_row(env, pc, algorithm, row);
     }

@@ -67,14 +67,13 @@ static int parse_long(const char *text, long min, long max, long *out)
     return 0;
 }
 
-/* Splits a comma-separated list; calls add() for each non-empty item. */
+/* Splits a comma-separated list; calls add() for each item (none may be empty). */
 static int for_each_item(const char *list, perf_options_t *opts, char *why, size_t whylen,
                          int (*add)(perf_options_t *, const char *, char *, size_t))
 {
     char item[PERF_NAME_LEN];
     const char *p = list;
-    int n = 0;
-    while (*p != '\0') {
+    for (;;) {
         size_t len = strcspn(p, ",");
         if (len == 0 || len >= sizeof(item)) {
             snprintf(why, whylen, "expected a comma-separated list without empty or over-long "
@@ -86,15 +85,12 @@ static int for_each_item(const char *list, perf_options_t *opts, char *why, size
         if (add(opts, item, why, whylen) != 0) {
             return -1;
         }
-        n++;
         p += len;
-        p += *p == ',';
+        if (*p == '\0') {
+            return 0;
+        }
+        p++;
     }
-    if (n == 0) {
-        snprintf(why, whylen, "expected at least one item");
-        return -1;
-    }
-    return 0;
 }
 
 /* ---- handlers --------------------------------------------------------------- */
@@ -181,6 +177,19 @@ static int opt_iter_bytes(perf_options_t *o, const char *arg, char *why, size_t 
         snprintf(why, whylen, SIZE_HINT);
         return -1;
     }
+    return 0;
+}
+
+static int opt_time_per_size(perf_options_t *o, const char *arg, char *why, size_t whylen)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(arg, &end);
+    if (end == arg || *end != '\0' || errno != 0 || !(v >= 0.0 && v <= 3600.0)) {
+        snprintf(why, whylen, "expected seconds from 0 (no limit) to 3600, e.g. 0.5");
+        return -1;
+    }
+    o->time_per_size = v;
     return 0;
 }
 
@@ -457,6 +466,10 @@ static const perf_option_t perf_option_table[] = {
     {"iter-bytes", 0, "SIZE", "fewer iterations for large sizes: a size of B bytes runs "
      "clamp(SIZE / B, min(10, N), N) iterations and min(W, max(1, iterations / 5)) warm-ups; "
      "0 always runs N and W (default 256M)", opt_iter_bytes},
+    {"time-per-size", 0, "SEC", "fewer iterations where they would take longer: a size's timed "
+     "iterations (fold and MPI together) are cut to about SEC seconds, estimated from the "
+     "slowest rank's warm-ups, but not below min(10, N); 0: no limit (default 0.2)",
+     opt_time_per_size},
     {"dtype", 'd', "NAME", "int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, "
      "bfloat16, float32, float64 (default float32)", opt_dtype},
     {"op", 'o', "NAME", "sum, prod, min, max, band, bor, bxor, land, lor, lxor (default sum)",
@@ -512,9 +525,9 @@ static const char perf_help_notes[] =
     "Latency statistics (avg/min/max/median/p99, microseconds)\n"
     "  Ranks run the iterations back to back, without barriers, and each rank times every\n"
     "  call it makes. After the loop one fold_allreduce(FOLD_OP_MAX) over the float64 vector\n"
-    "  of per-iteration times keeps the slowest rank's time of each iteration: the slowest\n"
-    "  rank decides an iteration. The statistics are over those maxima; p99 is the\n"
-    "  nearest-rank 99th percentile.\n"
+    "  of per-iteration times keeps the slowest rank's time of each iteration:\n"
+    "  the slowest rank decides an iteration. The statistics are over those maxima;\n"
+    "  p99 is the nearest-rank 99th percentile.\n"
     "\n"
     "Bandwidth (GB/s = 1e9 bytes/s, from the median; the nccl-tests convention)\n"
     "  algbw = bytes / median time\n"
@@ -527,8 +540,8 @@ static const char perf_help_notes[] =
     "  ranks moved (12 per element: two reads and one write) over the slowest rank's time,\n"
     "  best of the 5. Whatever the algorithm, the p_local ranks sharing a node must move\n"
     "    allreduce: 2 * bytes * p_local         (read every input, write every output once)\n"
-    "    reduce:    bytes * p_local + bytes     (read every input; the root's node writes\n"
-    "                                            the output; other nodes leave out + bytes)\n"
+    "    reduce:    bytes * p_local             (read every input)\n"
+    "               + bytes on the root's node  (write the output once)\n"
     "  bound_us is that traffic over the node's bandwidth, the largest over nodes. It leaves\n"
     "  the network out, so it is a floor, not a prediction.\n"
     "\n"
@@ -564,6 +577,7 @@ void perf_options_defaults(perf_options_t *opts)
     opts->iters         = 1000;
     opts->warmup        = 10;
     opts->iter_bytes    = (size_t)256 << 20;
+    opts->time_per_size = 0.2;
     opts->dtype         = FOLD_FLOAT32;
     opts->op            = FOLD_OP_SUM;
     snprintf(opts->algorithms[0], PERF_NAME_LEN, "auto");

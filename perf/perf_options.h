@@ -42,6 +42,7 @@ typedef struct perf_options {
     long        iters;          /* most timed iterations per size */
     long        warmup;         /* most warm-up iterations per size */
     size_t      iter_bytes;     /* scales iterations down for large sizes; 0: always iters */
+    double      time_per_size;  /* seconds of timed iterations per size, at most; 0: no limit */
     fold_dtype_t dtype;
     fold_op_t   op;
     int         root;

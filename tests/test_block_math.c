@@ -161,8 +161,9 @@ Test(block_math, every_block_owned_by_one_rank_after_halving)
             owners[b]++;
             cr_assert_eq(fold_halving_owner(b, pof2), r);
         }
-        for (int b = 0; b < pof2; b++)
+        for (int b = 0; b < pof2; b++) {
             cr_assert_eq(owners[b], 1, "pof2 %d: block %d has %d owners", pof2, b, owners[b]);
+        }
         free(owners);
     }
 }
@@ -234,16 +235,19 @@ static void check_ring(int size, int shift)
             seen[got]++;
             cr_assert_eq(got, fold_ring_rs_send_block(prev, shift, size, s),
                          "size %d: rank %d receives what rank %d sends", size, r, prev);
-            if (s > 0)
+            if (s > 0) {
                 cr_assert_eq(fold_ring_rs_send_block(r, shift, size, s),
                              fold_ring_rs_recv_block(r, shift, size, s - 1),
                              "a rank forwards what it received");
+            }
         }
-        if (size > 1)
+        if (size > 1) {
             cr_assert_eq(fold_ring_rs_recv_block(r, shift, size, size - 2), owned);
-        for (int b = 0; b < size; b++)
+        }
+        for (int b = 0; b < size; b++) {
             cr_assert_eq(seen[b], 1, "size %d rank %d: reduce-scatter visits block %d %d "
                          "times", size, r, b, seen[b]);
+        }
 
         /* Allgather: the owned block plus every block received. */
         memset(seen, 0, (size_t)size * sizeof(int));
@@ -254,29 +258,35 @@ static void check_ring(int size, int shift)
 
             seen[got]++;
             cr_assert_eq(got, fold_ring_ag_send_block(prev, shift, size, s));
-            if (s > 0)
+            if (s > 0) {
                 cr_assert_eq(fold_ring_ag_send_block(r, shift, size, s),
                              fold_ring_ag_recv_block(r, shift, size, s - 1));
+            }
         }
-        for (int b = 0; b < size; b++)
+        for (int b = 0; b < size; b++) {
             cr_assert_eq(seen[b], 1, "size %d rank %d: allgather visits block %d %d times",
                          size, r, b, seen[b]);
+        }
     }
 
     /* Every block is owned by exactly one rank. */
     memset(seen, 0, (size_t)size * sizeof(int));
-    for (int r = 0; r < size; r++)
+    for (int r = 0; r < size; r++) {
         seen[fold_ring_owned_block(r, shift, size)]++;
-    for (int b = 0; b < size; b++)
+    }
+    for (int b = 0; b < size; b++) {
         cr_assert_eq(seen[b], 1);
+    }
     free(seen);
 }
 
 Test(block_math, ring_visits_every_block_once_per_phase)
 {
-    for (size_t i = 0; i < NSIZES; i++)
-        for (int shift = 0; shift < sizes[i]; shift++)
+    for (size_t i = 0; i < NSIZES; i++) {
+        for (int shift = 0; shift < sizes[i]; shift++) {
             check_ring(sizes[i], shift);
+        }
+    }
 }
 
 /* Counts, per block, the contributions a ring reduce-scatter accumulates: the owner
@@ -288,8 +298,9 @@ Test(block_math, ring_reduce_scatter_reaches_every_rank)
         size_t cells = (size_t)size * (size_t)size;
         int   *have = malloc(cells * sizeof(int)), *next = malloc(cells * sizeof(int));
 
-        for (size_t c = 0; c < cells; c++)
+        for (size_t c = 0; c < cells; c++) {
             have[c] = 1;
+        }
         for (int s = 0; s < size - 1; s++) {
             memcpy(next, have, cells * sizeof(int));
             for (int r = 0; r < size; r++) {
@@ -300,8 +311,9 @@ Test(block_math, ring_reduce_scatter_reaches_every_rank)
             }
             memcpy(have, next, cells * sizeof(int));
         }
-        for (int b = 0; b < size; b++)
+        for (int b = 0; b < size; b++) {
             cr_assert_eq(have[fold_ring_block_owner(b, 0, size) * size + b], size);
+        }
         free(have);
         free(next);
     }
@@ -319,9 +331,10 @@ Test(block_math, ring_rotation_puts_the_block_at_the_root)
                 cr_assert(shift >= 0 && shift < size);
                 cr_assert_eq(fold_ring_owned_block(root, shift, size), block);
                 cr_assert_eq(fold_ring_block_owner(block, shift, size), root);
-                if (size > 1)
+                if (size > 1) {
                     cr_assert_eq(fold_ring_rs_recv_block(root, shift, size, size - 2),
                                  block, "the root receives its block at the last step");
+                }
             }
         }
     }

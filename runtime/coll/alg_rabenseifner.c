@@ -17,8 +17,9 @@
  * Buffers (no copy anywhere): step 0 reads IN (or the pair result) and writes the
  * accumulator; later steps read and write the accumulator. The accumulator is OUT
  * where OUT exists; at reduce non-roots it is TMP covering only the half kept at
- * step 0, the least this scheme can hold, since that half must wait for the
- * step-1 partner. Received data passes through `depth` TMP slots.
+ * step 0 (what is given away is never stored there): count/2 elements, where
+ * MPICH holds two whole vectors. Received data passes through `depth` TMP slots,
+ * and the odd of a pair has `depth` more for forwarding.
  *
  * p = 4, blocks b0..b3; cell = blocks a rank holds reduced over the ranks shown.
  * The newrank's bits reversed give its block:
@@ -28,11 +29,13 @@
  *   step 1    b0 {0123}    b2 {0123}    b1 {0123}    b3 {0123}
  *   then      allgather in reverse (allreduce) or each block to the root (reduce)
  *
- * Within a step, transfer and reduction overlap segment by segment:
+ * Within a step the half received moves as segments, so the reduction of one
+ * overlaps the transfer of the next (q = 3 segments):
  *
- *            t0        t1        t2        t3
- *   seg 0   s0 xfer   s0 red    s1 xfer   s1 red
- *   seg 1             s0 xfer   s0 red    s1 xfer ...
+ *            t0      t1      t2      t3
+ *   seg 0   xfer    red
+ *   seg 1           xfer    red
+ *   seg 2                   xfer    red
  */
 #include "alg.h"
 #include "block_math.h"

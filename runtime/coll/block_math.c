@@ -33,8 +33,9 @@ int fold_pof2_floor(int size)
 {
     int pof2 = 1;
 
-    while (pof2 <= size / 2)
+    while (pof2 <= size / 2) {
         pof2 *= 2;
+    }
     return pof2;
 }
 
@@ -42,8 +43,9 @@ int fold_log2_exact(int pof2)
 {
     int k = 0;
 
-    while ((1 << k) < pof2)
+    while ((1 << k) < pof2) {
         k++;
+    }
     return k;
 }
 
@@ -51,8 +53,9 @@ int fold_pair_newrank(int rank, int size)
 {
     int rem = size - fold_pof2_floor(size);
 
-    if (rank >= 2 * rem)
+    if (rank >= 2 * rem) {
         return rank - rem;
+    }
     return (rank % 2) ? rank / 2 : -1;
 }
 
@@ -77,10 +80,11 @@ fold_halving_t fold_halving_step(int newrank, int pof2, int step)
 
     /* Replay the earlier steps to find the range both partners hold now. */
     for (j = 0; j < step; j++) {
-        if (newrank & (1 << j))
+        if (newrank & (1 << j)) {
             lo += (hi - lo) / 2;
-        else
+        } else {
             hi -= (hi - lo) / 2;
+        }
     }
     mid       = lo + (hi - lo) / 2;
     h.partner = newrank ^ (1 << step);
@@ -98,8 +102,9 @@ static int bit_reverse(int value, int bits)
 {
     int out = 0, j;
 
-    for (j = 0; j < bits; j++)
+    for (j = 0; j < bits; j++) {
         out |= ((value >> j) & 1) << (bits - 1 - j);
+    }
     return out;
 }
 

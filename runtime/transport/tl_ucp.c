@@ -433,9 +433,8 @@ static double tl_ucp_now(void)
 /* Closes every endpoint at once and progresses until all closes complete or the
  * timeout passes. Endpoints are flushed, except when the peer failed or operations
  * are still in flight with it (abandoned by the caller, e.g. a rendezvous send
- * nobody receives): a flush would not finish those, and UCX 1.13 asserts when a
- * worker is destroyed under them, so such endpoints are closed by force, which
- * completes the operations as canceled. */
+ * nobody receives): a flush does not wait for those, and UCX 1.13 then asserts in
+ * ucp_worker_destroy, so such endpoints are closed by force. */
 static void tl_ucp_close_endpoints(fold_tl_t *tl)
 {
     int pending = 0;

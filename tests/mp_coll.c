@@ -1,0 +1,170 @@
+/*
+ * Every algorithm over the real transport, in real processes launched by mpirun
+ * (PMIx bootstrap): counts {0,1,7,1024,2^20+3}, every root, in place and not,
+ * a rotation of datatype x op pairs and the non-commutative user op, checked
+ * against the independent reference. Also split, bcast, barrier and a non-blocking
+ * pair. Exits non-zero on any failure.
+ */
+#include <fold/fold.h>
+
+#include "coll_reference.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define LARGE_COUNT ((size_t)(1u << 20) + 3)
+
+static const struct { fold_dtype_t dt; fold_op_t op; } combos[] = {
+    {FOLD_FLOAT32, FOLD_OP_SUM}, {FOLD_INT32, FOLD_OP_SUM},   {FOLD_FLOAT64, FOLD_OP_MIN},
+    {FOLD_INT64, FOLD_OP_PROD},  {FOLD_UINT16, FOLD_OP_BAND}, {FOLD_FLOAT16, FOLD_OP_MAX},
+    {FOLD_BFLOAT16, FOLD_OP_SUM}, {FOLD_INT8, FOLD_OP_LOR},
+};
+#define NCOMBOS (sizeof(combos) / sizeof(combos[0]))
+
+static int rank, size, passed, failed;
+static char *expected;
+
+static void check(int ok, const char *what)
+{
+    if (ok) {
+        passed++;
+    } else {
+        failed++;
+        fprintf(stderr, "mp_coll rank %d of %d: FAILED %s\n", rank, size, what);
+    }
+}
+
+static void run_case(fold_context_h ctx, const char *alg, int allreduce, size_t n, int root,
+                     int inplace, fold_dtype_t dt, fold_op_t op)
+{
+    fold_comm_h w = fold_comm_world(ctx);
+    size_t es = fold_dtype_size(dt);
+    int has_out = allreduce || rank == root;
+    char *in = malloc(n * es + 1), *out = malloc(n * es + 1), *copy = malloc(n * es + 1);
+    ref_fill_input(dt, op, rank, n, in);
+    memcpy(copy, in, n * es);
+    memset(out, 0x77, n * es);
+    for (size_t i = 0; i < n && has_out; i++) {
+        ref_expected(dt, op, size, i, expected);
+    }
+    const void *sbuf = in;
+    void *rbuf = has_out ? out : NULL;
+    if (inplace) {
+        memcpy(out, in, n * es);
+        sbuf = FOLD_IN_PLACE;
+        rbuf = out;
+    }
+    int st = fold_config_set(ctx, allreduce ? "ALLREDUCE_ALG" : "REDUCE_ALG", alg);
+    if (st == FOLD_OK) {
+        st = allreduce ? fold_allreduce(sbuf, rbuf, n, dt, op, w)
+                       : fold_reduce(sbuf, rbuf, n, dt, op, root, w);
+    }
+    int ok = st == FOLD_OK;
+    if (ok && has_out) {
+        ok = memcmp(out, expected, n * es) == 0;
+    }
+    if (ok && !inplace) {
+        ok = memcmp(in, copy, n * es) == 0;
+    }
+    char what[200];
+    snprintf(what, sizeof(what), "%s %s count=%zu root=%d inplace=%d %s/%s: %s",
+             allreduce ? "allreduce" : "reduce", alg, n, root, inplace, fold_dtype_name(dt),
+             op >= FOLD_OP_USER_FIRST ? "affine" : fold_op_name(op),
+             st != FOLD_OK ? fold_status_string(st) : "wrong result or modified input");
+    check(ok, what);
+    free(in);
+    free(out);
+    free(copy);
+}
+
+static void run_matrix(fold_context_h ctx, fold_op_t affine)
+{
+    static const char *const allreduce_algs[] = {"recursive_doubling", "rabenseifner", "ring",
+                                                 NULL};
+    static const char *const reduce_algs[] = {"rabenseifner", "ring", "binomial", "chain",
+                                              "bintree", "greedy", NULL};
+    static const size_t counts[] = {0, 1, 7, 1024, LARGE_COUNT};
+    size_t rot = 0;
+    for (int allreduce = 0; allreduce <= 1; allreduce++) {
+        const char *const *algs = allreduce ? allreduce_algs : reduce_algs;
+        for (size_t a = 0; algs[a] != NULL; a++) {
+            for (size_t k = 0; k < sizeof(counts) / sizeof(counts[0]); k++) {
+                int nroots = allreduce ? 1 : size;
+                for (int root = 0; root < nroots; root++) {
+                    for (int inplace = 0; inplace <= 1; inplace++) {
+                        size_t c = rot++ % NCOMBOS;
+                        run_case(ctx, algs[a], allreduce, counts[k], root, inplace,
+                                 combos[c].dt, combos[c].op);
+                    }
+                    run_case(ctx, algs[a], allreduce, counts[k], root, 0, FOLD_UINT64, affine);
+                }
+            }
+        }
+    }
+}
+
+static void run_others(fold_context_h ctx)
+{
+    fold_comm_h w = fold_comm_world(ctx), sub;
+    check(fold_comm_split(w, rank % 2, size - rank, &sub) == FOLD_OK, "split");
+    int64_t v = rank, sum = -1, expect = 0;
+    for (int r = rank % 2; r < size; r += 2) {
+        expect += r;
+    }
+    check(fold_allreduce(&v, &sum, 1, FOLD_INT64, FOLD_OP_SUM, sub) == FOLD_OK && sum == expect,
+          "allreduce on a split communicator");
+    check(fold_comm_free(&sub) == FOLD_OK, "comm free");
+
+    size_t n = 1000003;
+    int32_t *buf = malloc(n * sizeof(*buf));
+    for (size_t i = 0; i < n; i++) {
+        buf[i] = rank == size - 1 ? (int32_t)i : 0;
+    }
+    int ok = fold_bcast(buf, n, FOLD_INT32, size - 1, w) == FOLD_OK;
+    for (size_t i = 0; i < n && ok; i++) {
+        ok = buf[i] == (int32_t)i;
+    }
+    check(ok, "bcast from the last rank");
+    check(fold_barrier(w) == FOLD_OK, "barrier");
+
+    float a[1000], b[1000];
+    for (int i = 0; i < 1000; i++) {
+        a[i] = (float)(rank + i);
+    }
+    fold_request_h req;
+    ok = fold_iallreduce(a, b, 1000, FOLD_FLOAT32, FOLD_OP_SUM, w, &req) == FOLD_OK &&
+         fold_wait(req) == FOLD_OK && fold_request_free(req) == FOLD_OK;
+    for (int i = 0; i < 1000 && ok; i++) {
+        ok = b[i] == (float)(size * i + size * (size - 1) / 2);
+    }
+    check(ok, "iallreduce");
+    free(buf);
+}
+
+int main(void)
+{
+    fold_context_h ctx;
+    int st = fold_init(NULL, &ctx);
+    if (st != FOLD_OK) {
+        fprintf(stderr, "mp_coll: fold_init failed: %s\n", fold_status_string(st));
+        return 1;
+    }
+    fold_comm_rank(fold_comm_world(ctx), &rank);
+    fold_comm_size(fold_comm_world(ctx), &size);
+    fold_op_t affine;
+    fold_op_create(ref_affine_fn, NULL, 0, &affine);
+    expected = malloc(LARGE_COUNT * 8);
+
+    run_matrix(ctx, affine);
+    run_others(ctx);
+
+    free(expected);
+    fold_op_free(affine);
+    st = fold_finalize(ctx);
+    check(st == FOLD_OK, "finalize");
+    if (rank == 0 || failed) {
+        printf("mp_coll rank %d of %d: %d passed, %d failed\n", rank, size, passed, failed);
+    }
+    return failed ? 1 : 0;
+}

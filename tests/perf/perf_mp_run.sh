@@ -1,0 +1,94 @@
+#!/bin/sh
+# One real fold_perf run under mpirun: allreduce and reduce with two algorithm choices,
+# checked, with the MPI library beside fold when built with MPI, writing CSV, JSON
+# and (with gnuplot) a PNG; then a sparse in-place run, and the missing-gnuplot error.
+# Usage: perf_mp_run.sh path/to/fold_perf mpirun [mpirun options...]
+set -u
+PERF=$1
+shift
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+failures=0
+
+fail() {
+    echo "FAIL: $*"
+    failures=$((failures + 1))
+}
+
+expect_in() {
+    grep -qF -- "$2" "$TMP/$1" || fail "$1 lacks '$2'"
+}
+
+compare=""
+if "$PERF" --version | grep -q "with MPI"; then
+    compare="--compare mpi"
+fi
+plot=""
+if command -v gnuplot >/dev/null 2>&1; then
+    plot="--plot $TMP/r.png"
+fi
+
+# shellcheck disable=SC2086 # $compare and $plot are lists of words on purpose
+"$@" "$PERF" -c allreduce,reduce -b 8 -e 256k -f 16 -n 40 -w 2 -A auto,ring --check \
+    --probe-size 8M $compare --csv "$TMP/r.csv" --json "$TMP/r.json" $plot \
+    >"$TMP/out" 2>"$TMP/err"
+status=$?
+cat "$TMP/out"
+[ "$status" -eq 0 ] || fail "the checked run exited $status: $(cat "$TMP/err")"
+expect_in out "2 ranks on 1 node"
+expect_in out "median_us"
+expect_in out "auto:"
+grep -q "FAIL" "$TMP/out" && fail "a row failed its check"
+# 4 sizes (8, 128, 2k, 32k) x 2 collectives x 2 algorithm choices
+rows=$(grep -c " ok" "$TMP/out")
+[ "$rows" -eq 16 ] || fail "expected 16 checked rows, got $rows"
+
+expect_in r.csv "collective,algorithm,requested,bytes,count,iterations,avg_us,min_us,max_us,median_us,p99_us,algbw_gbs,busbw_gbs,bound_us,check"
+csv_rows=$(($(wc -l <"$TMP/r.csv") - 1))
+[ "$csv_rows" -eq 16 ] || fail "expected 16 CSV rows, got $csv_rows"
+if [ -n "$compare" ]; then
+    expect_in r.csv ",mpi_median_us,speedup"
+    expect_in out "mpi_median_us"
+fi
+if command -v python3 >/dev/null 2>&1; then
+    python3 - "$TMP/r.json" <<'PY' || fail "the JSON output is not what it should be"
+import json, sys
+doc = json.load(open(sys.argv[1]))
+rows = doc["results"]
+assert len(rows) == 16, len(rows)
+need = ["collective", "algorithm", "bytes", "count", "iterations", "avg_us", "min_us",
+        "max_us", "median_us", "p99_us", "algbw_gbs", "busbw_gbs", "bound_us", "check"]
+for row in rows:
+    missing = [k for k in need if k not in row]
+    assert not missing, missing
+    assert row["check"] == "ok"
+    assert row["min_us"] <= row["median_us"] <= row["max_us"]
+PY
+else
+    expect_in r.json "\"results\": ["
+fi
+if [ -n "$plot" ]; then
+    head -c 4 "$TMP/r.png" | grep -q "PNG" || fail "--plot wrote no PNG"
+fi
+
+# Sparse, imbalanced, integer max, in place, reduce to rank 1, three rotating buffers.
+"$@" "$PERF" -c allreduce,reduce -b 4 -e 64k -f 64 -n 20 -d int32 -o max -r 1 -i \
+    --rotate 3 --sparsity 0.9 --distribution imbalanced --check --probe-size 0 \
+    >"$TMP/out2" 2>"$TMP/err2"
+status=$?
+[ "$status" -eq 0 ] || fail "the sparse in-place run exited $status: $(cat "$TMP/err2")"
+expect_in out2 "sparse, 0.9 of each input zero, imbalanced distribution"
+
+# --plot without gnuplot fails before the sweep, with a clear message.
+mkdir "$TMP/bin"
+"$@" -x PATH="$TMP/bin" "$PERF" --plot "$TMP/x.png" -e 64 --probe-size 0 \
+    >"$TMP/out3" 2>"$TMP/err3"
+status=$?
+[ "$status" -ne 0 ] || fail "--plot without gnuplot should fail"
+expect_in err3 "--plot needs gnuplot, which is not on PATH"
+
+if [ "$failures" -ne 0 ]; then
+    echo "$failures check(s) failed"
+    exit 1
+fi
+echo "perf_mp_run: all checks passed"
