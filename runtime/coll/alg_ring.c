@@ -107,8 +107,10 @@ static int ring_allreduce(const fold_coll_args_t *args, fold_sched_t *s)
     plan_init(&p, args, s, 0);
     reduce_scatter(&p);
     for (int step = 0; step < args->size - 1; step++) {
-        fold_range_t give = block_of(&p, fold_ring_ag_send_block(args->rank, 0, args->size, step));
-        fold_range_t get  = block_of(&p, fold_ring_ag_recv_block(args->rank, 0, args->size, step));
+        int          sb   = fold_ring_ag_send_block(args->rank, p.shift, args->size, step);
+        int          rb   = fold_ring_ag_recv_block(args->rank, p.shift, args->size, step);
+        fold_range_t give = block_of(&p, sb);
+        fold_range_t get  = block_of(&p, rb);
 
         fold_sched_send_segs(s, p.next, fold_ref_out(give.off), give.count, p.seg);
         fold_sched_recv_segs(s, p.prev, fold_ref_out(get.off), get.count, p.seg);

@@ -1,14 +1,18 @@
 /*
  * Loopback transport: many ranks inside one process (threads), for tests. Each rank
- * has a mailbox of posted receives and unexpected messages; a send copies straight
- * into a matching posted receive or into an unexpected message (eager), so sends
- * always complete at once. RMA is memcpy on the registered address.
+ * has a mailbox of posted receives and unexpected messages. A send copies straight
+ * into a matching posted receive; otherwise a small one is copied into an unexpected
+ * message (eager) and completes at once, while one of at least the fabric's
+ * rendezvous threshold waits, uncopied, until the receiver matches it — as UCX's
+ * rendezvous does, so that tests see the deadlocks a real network would cause.
+ * RMA is memcpy on the registered address.
  */
 #include "transport.h"
 #include "log.h"
 
 #include <fold/fold_status.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,6 +21,8 @@ typedef struct lb_msg {
     int            src;
     uint64_t       tag;
     size_t         len;
+    const void    *rndv_buf;    /* rendezvous: the sender's buffer, not yet copied */
+    fold_tl_req_t *rndv_req;    /* rendezvous: completes when the receiver matches */
     char           data[];
 } lb_msg_t;
 
@@ -38,6 +44,7 @@ typedef struct lb_mailbox {
 
 typedef struct lb_fabric {
     int           size;
+    size_t        rndv_threshold;   /* SIZE_MAX: every send is eager */
     lb_mailbox_t *boxes;
 } lb_fabric_t;
 
@@ -74,11 +81,17 @@ void *fold_loopback_fabric_create(int size)
         return NULL;
     }
     f->size = size;
+    f->rndv_threshold = SIZE_MAX;
     for (int i = 0; i < size; i++) {
         pthread_mutex_init(&f->boxes[i].lock, NULL);
         f->boxes[i].unexpected_tail = &f->boxes[i].unexpected;
     }
     return f;
+}
+
+void fold_loopback_fabric_set_rndv(void *fabric, size_t threshold)
+{
+    ((lb_fabric_t *)fabric)->rndv_threshold = threshold;
 }
 
 void fold_loopback_fabric_destroy(void *fabric)
@@ -174,22 +187,29 @@ static int lb_tag_send(fold_tl_t *tl, int peer, uint64_t tag, const void *buf, s
             return FOLD_OK;
         }
     }
-    lb_msg_t *m = malloc(sizeof(*m) + len);
+    int rndv = len >= tl->fabric->rndv_threshold;
+    lb_msg_t *m = malloc(sizeof(*m) + (rndv ? 0 : len));
     if (m == NULL) {
         pthread_mutex_unlock(&box->lock);
         return FOLD_ERR_NO_MEMORY;
     }
-    m->next = NULL;
-    m->src  = tl->rank;
-    m->tag  = tag;
-    m->len  = len;
-    if (len > 0) {
+    m->next     = NULL;
+    m->src      = tl->rank;
+    m->tag      = tag;
+    m->len      = len;
+    m->rndv_buf = rndv ? buf : NULL;
+    m->rndv_req = rndv ? req : NULL;
+    if (rndv) {
+        req->status = FOLD_INPROGRESS;
+    } else if (len > 0) {
         memcpy(m->data, buf, len);
     }
     *box->unexpected_tail = m;
     box->unexpected_tail  = &m->next;
     pthread_mutex_unlock(&box->lock);
-    req_complete(req, FOLD_OK, len);
+    if (!rndv) {
+        req_complete(req, FOLD_OK, len);
+    }
     return FOLD_OK;
 }
 
@@ -221,7 +241,10 @@ static int lb_tag_recv(fold_tl_t *tl, int peer, uint64_t tag, void *buf, size_t 
                 box->unexpected_tail = prev ? &prev->next : &box->unexpected;
             }
             pthread_mutex_unlock(&box->lock);
-            deliver(r, peer, m->data, m->len);
+            deliver(r, peer, m->rndv_req ? m->rndv_buf : m->data, m->len);
+            if (m->rndv_req != NULL) {
+                req_complete(m->rndv_req, FOLD_OK, m->len);
+            }
             free(m);
             free(r);
             return FOLD_OK;
@@ -231,6 +254,35 @@ static int lb_tag_recv(fold_tl_t *tl, int peer, uint64_t tag, void *buf, size_t 
     box->posted = r;
     pthread_mutex_unlock(&box->lock);
     return FOLD_OK;
+}
+
+/* Withdraws a rendezvous send still waiting in some receiver's queue. */
+static int cancel_rndv_send(fold_tl_t *tl, fold_tl_req_t *req)
+{
+    for (int p = 0; p < tl->fabric->size; p++) {
+        lb_mailbox_t *box = &tl->fabric->boxes[p];
+        pthread_mutex_lock(&box->lock);
+        lb_msg_t *prev = NULL;
+        for (lb_msg_t *m = box->unexpected; m != NULL; prev = m, m = m->next) {
+            if (m->rndv_req != req) {
+                continue;
+            }
+            if (prev == NULL) {
+                box->unexpected = m->next;
+            } else {
+                prev->next = m->next;
+            }
+            if (box->unexpected_tail == &m->next) {
+                box->unexpected_tail = prev ? &prev->next : &box->unexpected;
+            }
+            pthread_mutex_unlock(&box->lock);
+            free(m);
+            req_complete(req, FOLD_ERR_CANCELED, 0);
+            return 1;
+        }
+        pthread_mutex_unlock(&box->lock);
+    }
+    return 0;
 }
 
 static void lb_cancel(fold_tl_t *tl, fold_tl_req_t *req)
@@ -243,10 +295,12 @@ static void lb_cancel(fold_tl_t *tl, fold_tl_req_t *req)
             *pp = r->next;
             free(r);
             req_complete(req, FOLD_ERR_CANCELED, 0);
-            break;
+            pthread_mutex_unlock(&box->lock);
+            return;
         }
     }
     pthread_mutex_unlock(&box->lock);
+    cancel_rndv_send(tl, req);
 }
 
 static int lb_progress(fold_tl_t *tl)

@@ -630,6 +630,8 @@ static int tl_ucp_tag_recv(fold_tl_t *tl, int peer, uint64_t tag, void *buf, siz
     return tl_ucp_posted(tl, peer, 1, ptr, req, "tag receive");
 }
 
+/* UCX 1.13 cancels a receive that has not matched yet; a send, or a receive
+ * already matched to a rendezvous, runs to its normal completion. */
 static void tl_ucp_cancel(fold_tl_t *tl, fold_tl_req_t *req)
 {
     if (req->status == FOLD_INPROGRESS && req->handle != NULL) {

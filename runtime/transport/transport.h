@@ -87,5 +87,7 @@ const fold_tl_ops_t *fold_tl_find(const char *name);
 /* The in-process fabric shared by `size` loopback instances (tests only). */
 void *fold_loopback_fabric_create(int size);
 void  fold_loopback_fabric_destroy(void *fabric);
+/* Sends of at least `threshold` bytes complete only once received (default: never). */
+void  fold_loopback_fabric_set_rndv(void *fabric, size_t threshold);
 
 #endif
