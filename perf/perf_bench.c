@@ -53,18 +53,23 @@ int perf_bench_resolve_algorithms(perf_env_t *env)
             env->usable[c][a] = fold_config_set(env->ctx, var, o->algorithms[a]) == FOLD_OK;
             fits |= env->usable[c][a];
             fold_config_set(env->ctx, var, "auto");
-            if (!env->usable[c][a] && env->rank == 0) {
+        }
+        if (env->rank != 0) {
+            failed |= !fits;
+            continue;
+        }
+        if (!fits) {
+            fprintf(stderr, "fold_perf: unknown algorithm '%s' for the chosen collectives "
+                    "(fold_info -a lists them)\n", o->algorithms[a]);
+            failed = 1;
+            continue;
+        }
+        for (int c = 0; c < o->ncolls; c++) {
+            if (!env->usable[c][a]) {
                 fprintf(stderr, "fold_perf: note: '%s' is not a%s %s algorithm; skipping it "
                         "for %s\n", o->algorithms[a], o->colls[c] == PERF_COLL_ALLREDUCE ?
                         "n" : "", perf_coll_name(o->colls[c]), perf_coll_name(o->colls[c]));
             }
-        }
-        if (!fits) {
-            if (env->rank == 0) {
-                fprintf(stderr, "fold_perf: unknown algorithm '%s' for the chosen "
-                        "collectives (fold_info -a lists them)\n", o->algorithms[a]);
-            }
-            failed = 1;
         }
     }
     return failed ? -1 : 0;
@@ -161,7 +166,7 @@ static int report_failure(const perf_env_t *env, const perf_case_t *pc, const ch
     return FOLD_ERR_TRANSPORT;
 }
 
-/* Runs fold, and MPI beside it, on buffer pair k; times each when times != NULL. */
+/* Runs fold, and MPI beside it when compared, on buffer pair it % rotate, timing each. */
 static int iteration(const perf_env_t *env, const perf_buffers_t *b, perf_case_t *pc,
                      long it, double *fold_us, double *mpi_us)
 {
@@ -252,8 +257,8 @@ static int max_across_ranks(const perf_env_t *env, const perf_case_t *pc, double
     return status;
 }
 
-/* Fewer timed iterations when the warm-ups (fold and MPI together) show that the size's iterations would
- * exceed the time budget; every rank takes the slowest rank's estimate. */
+/* Fewer timed iterations when the warm-ups (fold and MPI together) show that the size
+ * would exceed its time budget; every rank takes the slowest rank's estimate. */
 static int fit_time_budget(const perf_env_t *env, perf_case_t *pc, double *warmup_us)
 {
     double budget_us = env->opts->time_per_size * 1e6;

@@ -11,7 +11,6 @@
 #include "perf_probe.h"
 
 #include <errno.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,6 +82,13 @@ static int apply_settings(const perf_options_t *opts, fold_context_h ctx, int ra
         }
         return -1;
     }
+    if (opts->inject_rank >= ranks) {
+        if (rank == 0) {
+            fprintf(stderr, "fold_perf: bad value '%d' for --inject-error: the job has %d "
+                    "rank%s\n", opts->inject_rank, ranks, ranks == 1 ? "" : "s");
+        }
+        return -1;
+    }
     if (opts->segment_size[0] != '\0' &&
         fold_config_set(ctx, "SEGMENT_SIZE", opts->segment_size) != FOLD_OK) {
         if (rank == 0) {
@@ -119,8 +125,7 @@ static int outputs_writable(const perf_options_t *opts, fold_comm_h comm, int ra
             }
         }
         if (opts->plot_path != NULL && !perf_plot_available()) {
-            fprintf(stderr, "fold_perf: --plot needs gnuplot, which is not on PATH "
-                            "(Debian: apt-get install gnuplot-nox)\n");
+            perf_plot_explain_missing(stderr);
             ok = 0;
         }
     }

@@ -114,9 +114,11 @@ int perf_mpi_collective(perf_coll_t coll, const void *sendbuf, void *recvbuf, si
     } else {
         int rank;
         MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-        /* MPI_IN_PLACE is for the root only; elsewhere the input is passed as sendbuf. */
+        /* MPI_IN_PLACE is for the root only; elsewhere the input is passed as sendbuf,
+         * and the (insignificant) receive buffer must not alias it. */
         const void *in = inplace ? (rank == root ? MPI_IN_PLACE : recvbuf) : sendbuf;
-        rc = MPI_Reduce(in, recvbuf, (int)count, type, mop, root, MPI_COMM_WORLD);
+        void *out = rank == root ? recvbuf : NULL;
+        rc = MPI_Reduce(in, out, (int)count, type, mop, root, MPI_COMM_WORLD);
     }
     return rc == MPI_SUCCESS ? 0 : -1;
 }

@@ -461,7 +461,8 @@ static const perf_option_t perf_option_table[] = {
     {"begin", 'b', "SIZE", "smallest message in bytes (default 8)", opt_begin},
     {"end", 'e', "SIZE", "largest message in bytes (default 1M)", opt_end},
     {"factor", 'f', "N", "size multiplier from one row to the next (default 2)", opt_factor},
-    {"iters", 'n', "N", "timed iterations per size, at most (default 1000)", opt_iters},
+    {"iters", 'n', "N", "timed iterations per size, at most (default 1000); with "
+     "--iter-bytes 0 --time-per-size 0 exactly N everywhere", opt_iters},
     {"warmup", 'w', "N", "warm-up iterations per size, at most (default 10)", opt_warmup},
     {"iter-bytes", 0, "SIZE", "fewer iterations for large sizes: a size of B bytes runs "
      "clamp(SIZE / B, min(10, N), N) iterations and min(W, max(1, iterations / 5)) warm-ups; "
@@ -507,7 +508,7 @@ static const perf_option_t perf_option_table[] = {
     {"csv", 0, "FILE", "also write the results as CSV", opt_csv},
     {"json", 0, "FILE", "also write the results as JSON", opt_json},
     {"plot", 0, "FILE", "draw latency and bus bandwidth against size per algorithm into a PNG "
-     "(needs gnuplot)", opt_plot},
+     "(needs gnuplot: the program FOLD_PERF_GNUPLOT names, else gnuplot on PATH)", opt_plot},
     {"probe-size", 0, "SIZE", "bytes streamed by the start-up bandwidth probe behind bound_us "
      "(default 64M; 0: no probe and no bound)", opt_probe_size},
     {"inject-error", 0, "R[:I]", "testing: rank R corrupts element I (default 0) of every "
@@ -543,7 +544,8 @@ static const char perf_help_notes[] =
     "    reduce:    bytes * p_local             (read every input)\n"
     "               + bytes on the root's node  (write the output once)\n"
     "  bound_us is that traffic over the node's bandwidth, the largest over nodes. It leaves\n"
-    "  the network out, so it is a floor, not a prediction.\n"
+    "  the network out, so it is a floor, not a prediction; sizes that stay in the caches\n"
+    "  can beat it, since the probe streams from memory.\n"
     "\n"
     "MPI beside fold (--compare mpi; needs a build with MPI and an MPI launcher)\n"
     "  Every iteration runs fold and MPI on the same buffers, alternating which one goes\n"

@@ -8,8 +8,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+/* FOLD_PERF_GNUPLOT names the program when it is not the gnuplot on PATH. */
 static int find_gnuplot(char *path, size_t len)
 {
+    const char *chosen = getenv("FOLD_PERF_GNUPLOT");
+    if (chosen != NULL && *chosen != '\0') {
+        snprintf(path, len, "%s", chosen);
+        return access(path, X_OK) == 0 ? 0 : -1;
+    }
     const char *dirs = getenv("PATH");
     if (dirs == NULL) {
         return -1;
@@ -32,7 +38,20 @@ int perf_plot_available(void)
     return find_gnuplot(path, sizeof(path)) == 0;
 }
 
-/* A series is a collective with one requested algorithm (or MPI, or the bound). */
+void perf_plot_explain_missing(FILE *out)
+{
+    const char *chosen = getenv("FOLD_PERF_GNUPLOT");
+    if (chosen != NULL && *chosen != '\0') {
+        fprintf(out, "fold_perf: --plot needs gnuplot, and FOLD_PERF_GNUPLOT=%s is not an "
+                     "executable program\n", chosen);
+    } else {
+        fprintf(out, "fold_perf: --plot needs gnuplot, which is not on PATH (Debian: apt-get "
+                     "install gnuplot-nox; or set FOLD_PERF_GNUPLOT to the program)\n");
+    }
+}
+
+/* A series is a collective with one requested algorithm; MPI and the bound appear once
+ * per collective, taken from the rows of its first requested algorithm. */
 typedef enum { SERIES_FOLD, SERIES_MPI, SERIES_BOUND } series_kind_t;
 
 typedef struct series {
@@ -43,11 +62,11 @@ typedef struct series {
 
 static int row_in_series(const perf_row_t *r, const series_t *s)
 {
-    if (r->coll != s->coll) {
+    if (r->coll != s->coll || strcmp(r->requested, s->requested) != 0) {
         return 0;
     }
     switch (s->kind) {
-    case SERIES_FOLD:  return strcmp(r->requested, s->requested) == 0;
+    case SERIES_FOLD:  return 1;
     case SERIES_MPI:   return r->has_mpi;
     case SERIES_BOUND: return !isnan(r->bound_us);
     }
@@ -144,8 +163,7 @@ int perf_plot_write(const char *path, const perf_results_t *results)
     series_t list[MAX_SERIES];
 
     if (find_gnuplot(gnuplot, sizeof(gnuplot)) != 0) {
-        fprintf(stderr, "fold_perf: --plot needs gnuplot, which is not on PATH "
-                        "(Debian: apt-get install gnuplot-nox)\n");
+        perf_plot_explain_missing(stderr);
         return -1;
     }
     size_t n = collect_series(results, list, MAX_SERIES);
@@ -166,7 +184,8 @@ int perf_plot_write(const char *path, const perf_results_t *results)
     write_quoted(gp, path);
     fprintf(gp, "\nset multiplot layout 1,2 title \"fold_perf: %d ranks on %d node(s), %s %s\"\n",
             info->ranks, info->nodes, fold_dtype_name(info->dtype), fold_op_name(info->op));
-    fprintf(gp, "set logscale x 2\nset format x '%%.0b%%B'\nset grid\nset key top left\n"
+    fprintf(gp, "set logscale x 2\nset format x '%%.0b%%B'\nset grid\n"
+                "set key outside below horizontal\n"
                 "set xlabel 'bytes per rank'\n");
     fprintf(gp, "set logscale y 10\nset ylabel 'median latency (us, slowest rank)'\n");
     write_plot_command(gp, list, n, 2);

@@ -1,6 +1,6 @@
 /*
  * A one-line progress indicator on stderr, for sweeps that take more than a few
- * seconds, and only when stderr is a terminal (never in logs or pipes).
+ * seconds, and only when stderr reaches a terminal (never in logs or pipes).
  */
 #ifndef FOLD_PERF_PROGRESS_H
 #define FOLD_PERF_PROGRESS_H

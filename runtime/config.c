@@ -18,9 +18,10 @@ const fold_config_var_t fold_config_vars[FOLD_CFG_COUNT] = {
     [FOLD_CFG_TIMEOUT] = {"TIMEOUT", "120", FOLD_CONFIG_SECONDS,
         "Seconds a collective may go without progress before it fails, naming the peer "
         "and step it waits for"},
-    [FOLD_CFG_SPIN_COUNT] = {"SPIN_COUNT", "200", FOLD_CONFIG_INT,
-        "Idle progress polls before a waiting rank yields the core (sched_yield), so "
-        "that runs with more ranks than cores still move"},
+    [FOLD_CFG_SPIN_COUNT] = {"SPIN_COUNT", "auto", FOLD_CONFIG_INT,
+        "Idle progress polls before a waiting rank yields the core (sched_yield). auto: "
+        "200 when the node has more ranks than cores (so oversubscribed runs still "
+        "move), else 100000, since a yield on a busy core can cost a whole time slice"},
     [FOLD_CFG_ALLREDUCE_ALG] = {"ALLREDUCE_ALG", "auto", FOLD_CONFIG_STRING,
         "Force an allreduce algorithm by name (see fold_info -a), or auto"},
     [FOLD_CFG_REDUCE_ALG] = {"REDUCE_ALG", "auto", FOLD_CONFIG_STRING,
@@ -115,6 +116,10 @@ static int config_parse(fold_config_t *cfg, int idx)
         return 0;
     }
     case FOLD_CFG_SPIN_COUNT:
+        if (strcasecmp(v, "auto") == 0) {
+            cfg->spin_count = -1;
+            return 0;
+        }
         return parse_long(v, 0, &cfg->spin_count);
     case FOLD_CFG_PIPELINE_DEPTH:
         return parse_long(v, 1, &cfg->pipeline_depth);

@@ -32,7 +32,7 @@ typedef struct fold_config {
     char  *values[FOLD_CFG_COUNT];  /* the strings, owned */
     /* parsed forms of the numeric ones */
     double timeout_sec;
-    long   spin_count;
+    long   spin_count;              /* -1 = auto */
     size_t segment_size;            /* bytes; 0 = per-algorithm default */
     long   pipeline_depth;
     long   num_threads;             /* 0 = auto */

@@ -153,6 +153,17 @@ static int available_cores(void)
     return n > 0 ? (int)n : 1;
 }
 
+/* Oversubscribed ranks must yield soon or they starve the rank they wait for;
+ * otherwise spinning keeps the core, as MPI libraries do. */
+static void context_resolve_spin(fold_context_t *ctx)
+{
+    long n = ctx->config.spin_count;
+    if (n < 0) {
+        n = ctx->local_size > available_cores() ? 200 : 100000;
+    }
+    ctx->spin_count = n;
+}
+
 static void context_resolve_threads(fold_context_t *ctx)
 {
     long n = ctx->config.num_threads;
@@ -260,6 +271,7 @@ int fold_context_create(fold_bootstrap_t *bs, const char *transport, void *loopb
         goto err;
     }
     context_resolve_threads(ctx);
+    context_resolve_spin(ctx);
 
     fold_tl_params_t params = {ctx->bs.rank, ctx->bs.size, loopback_fabric};
     if ((status = ctx->tl_ops->open(&params, &ctx->tl)) != FOLD_OK) {
@@ -365,6 +377,9 @@ int fold_config_set(fold_context_h ctx, const char *name, const char *value)
     }
     if (status == FOLD_OK && idx == FOLD_CFG_NUM_THREADS) {
         context_resolve_threads(ctx);
+    }
+    if (status == FOLD_OK && idx == FOLD_CFG_SPIN_COUNT) {
+        context_resolve_spin(ctx);
     }
     if (status == FOLD_OK && idx == FOLD_CFG_LOG_LEVEL) {
         fold_log_level = ctx->config.log_level;

@@ -61,6 +61,7 @@ struct fold_context {
     void                *loopback_fabric;
     fold_config_t        config;
     int                  nthreads;        /* resolved FOLD_NUM_THREADS */
+    long                 spin_count;      /* resolved FOLD_SPIN_COUNT */
     int                 *node_of;         /* node index of every context rank */
     int                  nnodes;
     int                  local_rank;

@@ -442,7 +442,7 @@ int fold_exec_progress(fold_request_t *req)
 
 int fold_exec_wait(fold_request_t *req)
 {
-    long spin_limit = req->comm->ctx->config.spin_count;
+    long spin_limit = req->comm->ctx->spin_count;
     int status;
     while ((status = fold_exec_progress(req)) == FOLD_INPROGRESS) {
         if (req->idle_polls > (unsigned)spin_limit) {

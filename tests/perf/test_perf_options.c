@@ -31,7 +31,8 @@ static void expect_error(const char *fragment, const char *const *words)
     cr_expect(strstr(err, fragment) != NULL, "error '%s' lacks '%s'", err, fragment);
 }
 
-#define EXPECT_ERROR(fragment, ...) expect_error((fragment), (const char *const[]){__VA_ARGS__, NULL})
+#define EXPECT_ERROR(fragment, ...) \
+    expect_error((fragment), (const char *const[]){__VA_ARGS__, NULL})
 
 Test(perf_options, sizes_take_binary_suffixes)
 {
