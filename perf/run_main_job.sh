@@ -29,7 +29,12 @@ if ! "$perf" --version | grep -q "with MPI"; then
     echo "run_main_job: no MPI was found when configuring; running without --compare mpi" >&2
     compare=""
 fi
-launcher="mpirun --oversubscribe --bind-to none"
+# One rank per core when they fit; more ranks than cores share them unbound.
+if [ "$np" -le "$(nproc)" ]; then
+    launcher="mpirun --bind-to core"
+else
+    launcher="mpirun --oversubscribe --bind-to none"
+fi
 if [ "$(id -u)" = 0 ]; then
     launcher="$launcher --allow-run-as-root"
 fi
