@@ -5,7 +5,6 @@
 #include "tree_math.h"
 
 #include <fold/fold_status.h>
-#include <stdint.h>
 #include <stdlib.h>
 
 int fold_binomial_parent(int vrank, int size)
