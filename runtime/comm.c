@@ -211,6 +211,68 @@ out:
     return status;
 }
 
+int fold_comm_create_group(fold_context_h ctx, int size, const int *ctx_ranks, int rank,
+                           fold_oob_allgather_fn allgather, void *arg, fold_comm_h *newcomm)
+{
+    if (!fold_context_valid(ctx)) {
+        return FOLD_ERR_NOT_INITIALIZED;
+    }
+    if (size < 1 || ctx_ranks == NULL || rank < 0 || rank >= size || allgather == NULL ||
+        newcomm == NULL) {
+        fold_error("fold_comm_create_group: invalid arguments (size %d, rank %d)", size, rank);
+        return FOLD_ERR_INVALID_ARG;
+    }
+    for (int i = 0; i < size; i++) {
+        if (ctx_ranks[i] < 0 || ctx_ranks[i] >= ctx->bs.size) {
+            fold_error("fold_comm_create_group: member %d is context rank %d, outside 0..%d",
+                       i, ctx_ranks[i], ctx->bs.size - 1);
+            return FOLD_ERR_INVALID_ARG;
+        }
+    }
+    if (ctx_ranks[rank] != ctx->bs.rank) {
+        fold_error("fold_comm_create_group: member %d should be this process (context rank "
+                   "%d), not %d", rank, ctx->bs.rank, ctx_ranks[rank]);
+        return FOLD_ERR_INVALID_ARG;
+    }
+    uint32_t mine = ctx->next_comm_id, *all = malloc((size_t)size * sizeof(*all));
+    if (all == NULL) {
+        return FOLD_ERR_NO_MEMORY;
+    }
+    if (allgather(&mine, all, sizeof(mine), arg) != 0) {
+        free(all);
+        fold_error("fold_comm_create_group: the out-of-band allgather failed");
+        return FOLD_ERR_BOOTSTRAP;
+    }
+    uint32_t id = 0;
+    for (int i = 0; i < size; i++) {
+        id = all[i] > id ? all[i] : id;
+    }
+    free(all);
+    if (id >= (1u << 16)) {
+        fold_error("fold_comm_create_group: out of communicator ids");
+        return FOLD_ERR_BUSY;
+    }
+    ctx->next_comm_id = id + 1;
+    fold_comm_t *c;
+    int status = fold_comm_create(ctx, size, rank, ctx_ranks, id, &c);
+    if (status == FOLD_OK) {
+        *newcomm = c;
+    }
+    return status;
+}
+
+int fold_comm_context_rank(fold_comm_h comm, int r, int *ctx_rank)
+{
+    if (!fold_comm_valid(comm)) {
+        return FOLD_ERR_NOT_INITIALIZED;
+    }
+    if (r < 0 || r >= comm->size || ctx_rank == NULL) {
+        return FOLD_ERR_INVALID_ARG;
+    }
+    *ctx_rank = fold_rank_map_get(&comm->map, r);
+    return FOLD_OK;
+}
+
 int fold_comm_free(fold_comm_h *comm)
 {
     if (comm == NULL || !fold_comm_valid(*comm)) {

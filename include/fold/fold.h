@@ -116,7 +116,17 @@ int fold_comm_size(fold_comm_h comm, int *size);
 /* Collective over comm. Ranks with the same color form a communicator, ordered by
  * key then by rank in comm. color FOLD_UNDEFINED gives *newcomm = NULL. */
 int fold_comm_split(fold_comm_h comm, int color, int key, fold_comm_h *newcomm);
-/* Frees a communicator made by fold_comm_split (not the world); sets *comm = NULL. */
+/* Collective over the listed ranks only (not the whole context): a communicator of
+ * `size` members whose rank i is context rank ctx_ranks[i], the caller being rank
+ * `rank`. `allgather` (with `arg`) is an out-of-band allgather over exactly those
+ * members in that order, used once to agree on an identifier; an MPI layer passes
+ * one built on the MPI communicator. */
+int fold_comm_create_group(fold_context_h ctx, int size, const int *ctx_ranks, int rank,
+                           fold_oob_allgather_fn allgather, void *arg, fold_comm_h *newcomm);
+/* The context rank of a communicator's rank r. */
+int fold_comm_context_rank(fold_comm_h comm, int r, int *ctx_rank);
+/* Frees a communicator made by fold_comm_split or fold_comm_create_group (not the
+ * world); sets *comm = NULL. */
 int fold_comm_free(fold_comm_h *comm);
 
 /* Blocking collectives. sendbuf may be FOLD_IN_PLACE. For fold_reduce, recvbuf is
