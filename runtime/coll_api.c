@@ -44,12 +44,18 @@ static int check_root(const fold_comm_t *comm, int root, const char *fn)
     return FOLD_OK;
 }
 
+/* Schedules grow with the number of segments (and their dependencies with its
+ * square), so a message is cut into at most this many however small the segment. */
+#define MAX_SEGMENTS 1024
+
 static size_t segment_count(const fold_context_t *ctx, const fold_alg_t *alg, size_t bytes,
                             size_t esize)
 {
     size_t seg = ctx->config.segment_size ? ctx->config.segment_size
                                           : fold_default_segment(alg, bytes);
     seg /= esize;
+    size_t count = bytes / esize, floor = (count + MAX_SEGMENTS - 1) / MAX_SEGMENTS;
+    seg = seg > floor ? seg : floor;
     return seg ? seg : 1;
 }
 

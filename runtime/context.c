@@ -9,60 +9,80 @@
 
 #include <pthread.h>
 #include <sched.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 /* ---- live handle registry -------------------------------------------------- */
 
+/*
+ * Every live context and communicator, so that a handle used after fold_finalize or
+ * fold_comm_free is refused instead of read. An open-addressing set of fixed size:
+ * lookups on every collective call take no lock; adds and removes do.
+ */
+#define REGISTRY_SLOTS 8192   /* power of two; live handles at once */
+#define REGISTRY_TOMBSTONE ((const void *)1)
+
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
-static const void **registry;
-static size_t registry_len, registry_cap;
+static const void *registry[REGISTRY_SLOTS];
+
+static size_t registry_hash(const void *handle)
+{
+    uint64_t x = (uint64_t)(uintptr_t)handle;
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    return (size_t)x & (REGISTRY_SLOTS - 1);
+}
 
 static int registry_add(const void *handle)
 {
     pthread_mutex_lock(&registry_lock);
-    if (registry_len == registry_cap) {
-        size_t cap = registry_cap ? 2 * registry_cap : 64;
-        const void **r = realloc(registry, cap * sizeof(*r));
-        if (r == NULL) {
+    size_t i = registry_hash(handle);
+    for (size_t n = 0; n < REGISTRY_SLOTS; n++, i = (i + 1) & (REGISTRY_SLOTS - 1)) {
+        const void *cur = __atomic_load_n(&registry[i], __ATOMIC_RELAXED);
+        if (cur == NULL || cur == REGISTRY_TOMBSTONE) {
+            __atomic_store_n(&registry[i], handle, __ATOMIC_RELEASE);
             pthread_mutex_unlock(&registry_lock);
-            return FOLD_ERR_NO_MEMORY;
+            return FOLD_OK;
         }
-        registry     = r;
-        registry_cap = cap;
     }
-    registry[registry_len++] = handle;
     pthread_mutex_unlock(&registry_lock);
-    return FOLD_OK;
+    fold_error("more than %d contexts and communicators alive at once", REGISTRY_SLOTS);
+    return FOLD_ERR_NO_MEMORY;
 }
 
 static void registry_remove(const void *handle)
 {
     pthread_mutex_lock(&registry_lock);
-    for (size_t i = 0; i < registry_len; i++) {
-        if (registry[i] == handle) {
-            registry[i] = registry[--registry_len];
+    size_t i = registry_hash(handle);
+    for (size_t n = 0; n < REGISTRY_SLOTS; n++, i = (i + 1) & (REGISTRY_SLOTS - 1)) {
+        const void *cur = __atomic_load_n(&registry[i], __ATOMIC_RELAXED);
+        if (cur == handle) {
+            __atomic_store_n(&registry[i], REGISTRY_TOMBSTONE, __ATOMIC_RELEASE);
             break;
         }
-    }
-    if (registry_len == 0) {
-        free(registry);
-        registry     = NULL;
-        registry_cap = 0;
+        if (cur == NULL) {
+            break;
+        }
     }
     pthread_mutex_unlock(&registry_lock);
 }
 
 static int registry_has(const void *handle)
 {
-    int found = 0;
-    pthread_mutex_lock(&registry_lock);
-    for (size_t i = 0; i < registry_len && !found; i++) {
-        found = registry[i] == handle;
+    size_t i = registry_hash(handle);
+    for (size_t n = 0; n < REGISTRY_SLOTS; n++, i = (i + 1) & (REGISTRY_SLOTS - 1)) {
+        const void *cur = __atomic_load_n(&registry[i], __ATOMIC_ACQUIRE);
+        if (cur == handle) {
+            return 1;
+        }
+        if (cur == NULL) {
+            return 0;
+        }
     }
-    pthread_mutex_unlock(&registry_lock);
-    return found;
+    return 0;
 }
 
 int fold_context_valid(const fold_context_t *ctx)
@@ -143,6 +163,13 @@ static int context_locality(fold_context_t *ctx)
     return FOLD_OK;
 }
 
+static int node_cores(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)n : 1;
+}
+
+/* Cores this process may run on (one when the launcher binds it to a core). */
 static int available_cores(void)
 {
     cpu_set_t set;
@@ -159,7 +186,7 @@ static void context_resolve_spin(fold_context_t *ctx)
 {
     long n = ctx->config.spin_count;
     if (n < 0) {
-        n = ctx->local_size > available_cores() ? 200 : 100000;
+        n = ctx->local_size > node_cores() ? 200 : 100000;
     }
     ctx->spin_count = n;
 }
@@ -168,8 +195,10 @@ static void context_resolve_threads(fold_context_t *ctx)
 {
     long n = ctx->config.num_threads;
     if (n == 0) {
-        /* Ranks share the node's cores; each takes its share for the reduction. */
-        n = (long)available_cores() / (ctx->local_size > 0 ? ctx->local_size : 1);
+        /* Ranks share the node's cores; each takes its share for the reduction, and
+         * no more than the cores it is allowed to run on. */
+        n = (long)node_cores() / (ctx->local_size > 0 ? ctx->local_size : 1);
+        n = n < available_cores() ? n : available_cores();
     }
     ctx->nthreads = n < 1 ? 1 : (int)n;
 }

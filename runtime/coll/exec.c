@@ -212,7 +212,7 @@ int fold_exec_start(fold_comm_t *comm, const fold_exec_args_t *args, fold_reques
     }
     entry->refs++;
     comm->active_requests++;
-    req->last_progress = fold_time_now();
+    req->last_progress = 0;   /* read the clock only once the request idles */
     if (s->nsteps == 0) {
         req->status = FOLD_OK;
     }
@@ -378,6 +378,9 @@ static int check_timeout(fold_request_t *req)
 {
     double now = fold_time_now();
     double limit = req->comm->ctx->config.timeout_sec;
+    if (req->last_progress == 0) {
+        req->last_progress = now;   /* the idle period starts here */
+    }
     if (now - req->last_progress < limit) {
         return FOLD_INPROGRESS;
     }
@@ -433,7 +436,7 @@ int fold_exec_progress(fold_request_t *req)
     }
     if (req->ndone != done_before) {
         req->idle_polls    = 0;
-        req->last_progress = fold_time_now();
+        req->last_progress = 0;
     } else if ((++req->idle_polls & 63) == 0) {
         return check_timeout(req);
     }
