@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Runs a fold program (mp_coll) on namespaced nodes over UCX's TCP transport, so that
+# every message between nodes crosses a veth link, then checks from fold's own debug log
+# that fold saw the nodes mnrun made: one "context up" line per rank, as many nodes as
+# asked for, the ranks of each node grouped together, and local sizes matching --ppn.
+# Usage: mn_nodes_test.sh PPN TIMEOUT_SEC PROGRAM [ARGS...]   (PPN as mnrun's --ppn list)
+# Exit status: the program's, 77 when mnrun skipped, 1 when the node check fails.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ppn=${1:?usage: mn_nodes_test.sh PPN TIMEOUT_SEC PROGRAM [ARGS...]}
+timeout_s=${2:?}
+shift 2
+
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+
+# "rank R of N, node X of Y (local rank L of S)" -> "R X Y S", one line per rank.
+context_lines() {
+    sed -n 's/.*context up: rank \([0-9]*\) of [0-9]*, node \([0-9]*\) of \([0-9]*\) (local rank [0-9]* of \([0-9]*\)).*/\1 \2 \3 \4/p' "$log"
+}
+
+# The node placement mpirun makes for --host node0:a,node1:b,...: ranks fill node0's
+# slots, then node1's. Prints "rank node ranks_on_node" lines.
+expected_placement() {
+    local -a counts
+    local i r=0 k
+    IFS=, read -r -a counts <<<"$ppn"
+    for ((i = 0; i < ${#counts[@]}; i++)); do
+        for ((k = 0; k < counts[i]; k++)); do
+            echo "$r $i ${counts[i]}"
+            r=$((r + 1))
+        done
+    done
+}
+
+# fold numbers nodes its own way, so compare the grouping rather than the numbers:
+# ranks of one mnrun node share one fold node, ranks of different ones never do.
+check_nodes() {
+    local nnodes ok=1
+    nnodes=$(awk -F, '{print NF}' <<<"$ppn")
+    awk -v nnodes="$nnodes" '
+        NR == FNR { want_node[$1] = $2; want_size[$1] = $3; nranks++; next }
+        {
+            seen[$1]++
+            if ($3 != nnodes) { printf "rank %d sees %d nodes, expected %d\n", $1, $3, nnodes; bad = 1 }
+            if ($4 != want_size[$1]) { printf "rank %d has %d local ranks, expected %d\n", $1, $4, want_size[$1]; bad = 1 }
+            m = want_node[$1]
+            if ((m in fold_of) && fold_of[m] != $2) { printf "node%d ranks split over fold nodes %d and %d\n", m, fold_of[m], $2; bad = 1 }
+            if (($2 in mn_of) && mn_of[$2] != m) { printf "node%d and node%d merged into fold node %d\n", mn_of[$2], m, $2; bad = 1 }
+            fold_of[m] = $2; mn_of[$2] = m
+        }
+        END {
+            for (r = 0; r < nranks; r++) {
+                if (seen[r] != 1) { printf "rank %d: %d context-up lines, expected 1\n", r, seen[r]; bad = 1 }
+            }
+            exit bad
+        }' <(expected_placement) <(context_lines) || ok=0
+    if [ "$ok" -eq 1 ]; then
+        echo "mn_nodes_test: fold saw $nnodes nodes with ranks per node $ppn"
+    fi
+    [ "$ok" -eq 1 ]
+}
+
+status=0
+"$here/mnrun.sh" --ppn "$ppn" --timeout "$timeout_s" --stats \
+    -x UCX_TLS=tcp,self -x FOLD_LOG_LEVEL=debug -- "$@" >"$log" 2>&1 || status=$?
+cat "$log"
+[ "$status" -ne 77 ] || exit 77
+if ! check_nodes; then
+    echo "mn_nodes_test: FAILED: fold's node detection does not match the namespaces"
+    exit 1
+fi
+exit "$status"
