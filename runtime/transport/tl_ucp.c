@@ -395,7 +395,7 @@ static int tl_ucp_open(const fold_tl_params_t *params, fold_tl_t **tl_p)
 
     ucp_worker_params_t worker_params = {
         .field_mask  = UCP_WORKER_PARAM_FIELD_THREAD_MODE,
-        .thread_mode = UCS_THREAD_MODE_SINGLE,
+        .thread_mode = UCS_THREAD_MODE_SERIALIZED,
     };
     ucs_status = ucp_worker_create(tl->context, &worker_params, &tl->worker);
     if (ucs_status != UCS_OK) {

@@ -1,0 +1,155 @@
+/*
+ * libfold-mpi: an MPI profiling-interface library that serves MPI_Allreduce and
+ * MPI_Reduce with fold and hands everything else to the MPI library (PMPI_*).
+ * Internal interface between its files; nothing here is exported.
+ *
+ * Besides the calls it hands over, the shim uses MPI collectives for bootstrap only:
+ * fold's context starts over an allgather on a private copy of MPI_COMM_WORLD, and
+ * each MPI communicator maps lazily to a fold communicator made with an allgather
+ * over that communicator. fold itself never uses MPI.
+ */
+#ifndef FOLD_MPI_SHIM_H
+#define FOLD_MPI_SHIM_H
+
+#include <fold/fold.h>
+#include <mpi.h>
+
+#include <stddef.h>
+
+#define SHIM_EXPORT __attribute__((visibility("default")))
+
+typedef enum shim_coll {
+    SHIM_ALLREDUCE,
+    SHIM_REDUCE,
+    SHIM_COLL_COUNT
+} shim_coll_t;
+
+/* Where a call went: fold, or why it went to the MPI library. */
+typedef enum shim_route {
+    SHIM_ROUTE_FOLD,
+    SHIM_ROUTE_OFF,         /* fold is not running: disabled, failed to start, finalized */
+    SHIM_ROUTE_ARGS,        /* arguments MPI rejects; its own error path answers them */
+    SHIM_ROUTE_DATATYPE,    /* derived type, or a predefined one fold has no match for */
+    SHIM_ROUTE_OP,          /* user op, MINLOC, MAXLOC, REPLACE, NO_OP */
+    SHIM_ROUTE_DTYPE_OP,    /* an op MPI does not define for that datatype */
+    SHIM_ROUTE_SMALL,       /* below FOLD_MPI_ALLREDUCE_MIN / FOLD_MPI_REDUCE_MIN */
+    SHIM_ROUTE_LARGE,       /* above FOLD_MPI_ALLREDUCE_MAX / FOLD_MPI_REDUCE_MAX */
+    SHIM_ROUTE_INTERCOMM,
+    SHIM_ROUTE_FOREIGN,     /* a member outside MPI_COMM_WORLD (dynamic processes) */
+    SHIM_ROUTE_COMM_FAILED, /* fold could not create the communicator */
+    SHIM_ROUTE_COMM_BUSY,   /* MPI_THREAD_MULTIPLE: another first use was mapping; retried */
+    SHIM_ROUTE_COUNT
+} shim_route_t;
+
+/* ---- configuration (shim_config.c) -------------------------------------------- */
+
+typedef struct shim_config {
+    int    enable;          /* FOLD_MPI_ENABLE */
+    int    verbose;         /* FOLD_MPI_VERBOSE */
+    /* fold serves messages of min..max bytes per rank: FOLD_MPI_ALLREDUCE_MIN, ... */
+    size_t min_bytes[SHIM_COLL_COUNT];
+    size_t max_bytes[SHIM_COLL_COUNT];
+} shim_config_t;
+
+/* Reads the FOLD_MPI_* variables; a malformed value keeps the default and warns. */
+void shim_config_load(shim_config_t *config, int rank);
+/* Prints every variable with its value and description (FOLD_MPI_VERBOSE=2). */
+void shim_config_print(const shim_config_t *config);
+
+/* ---- process state (shim_state.c) --------------------------------------------- */
+
+typedef struct shim_state {
+    int            running;         /* fold serves calls (between start and stop) */
+    int            thread_multiple; /* MPI_THREAD_MULTIPLE was provided */
+    int            world_rank;
+    int            world_size;
+    MPI_Comm       boot_comm;       /* private MPI_COMM_WORLD copy for fold's allgather */
+    MPI_Group      world_group;
+    int            comm_keyval;     /* attribute caching each communicator's mapping */
+    fold_context_h ctx;
+    shim_config_t  config;
+} shim_state_t;
+
+extern shim_state_t shim;
+
+/* After PMPI_Init / PMPI_Init_thread: configuration, fold_init, the banner. */
+void shim_start(void);
+/* Before PMPI_Finalize: the summary, fold_finalize. */
+void shim_stop(void);
+
+/* fold contexts are single-threaded: every fold call holds this lock. */
+void shim_fold_lock(void);
+void shim_fold_unlock(void);
+
+/* Logs one line to stderr, prefixed "fold-mpi: rank R: ". */
+void shim_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* ---- datatypes and ops (shim_types.c) ------------------------------------------ */
+
+/* Fills the datatype table (the MPI handles are only usable after MPI_Init). */
+void shim_types_init(void);
+/* SHIM_ROUTE_FOLD with *dtype and *op set, or the reason MPI must handle it. */
+shim_route_t shim_types_map(MPI_Datatype datatype, MPI_Op op, fold_dtype_t *dtype,
+                            fold_op_t *fop);
+
+/* ---- communicators (shim_comm.c) ------------------------------------------------ */
+
+/* An MPI communicator fold serves. */
+typedef struct shim_comm {
+    fold_comm_h fold;
+    int         rank;    /* in the communicator, the same in fold's */
+    int         size;
+} shim_comm_t;
+
+/* After fold_init: MPI_COMM_WORLD is fold's world communicator. */
+void shim_comm_start(void);
+
+/* SHIM_ROUTE_FOLD and the fold communicator serving comm (created on first use), or
+ * the reason comm cannot be served. Collective over comm when it creates; every
+ * member gets the same answer. */
+shim_route_t shim_comm_get(MPI_Comm comm, const shim_comm_t **mapping);
+/* The attribute's delete callback (MPI_Comm_free, MPI_Finalize). */
+int shim_comm_delete(MPI_Comm comm, int keyval, void *attr, void *extra);
+
+/* ---- reductions (shim_reduce.c, shim_run.c) ------------------------------------ */
+
+/* One MPI_Allreduce or MPI_Reduce call as the application made it. */
+typedef struct shim_call {
+    shim_coll_t  coll;
+    const void  *sendbuf;
+    void        *recvbuf;
+    int          count;
+    MPI_Datatype datatype;
+    MPI_Op       op;
+    int          root;
+    MPI_Comm     comm;
+} shim_call_t;
+
+/* The same call in fold's terms. */
+typedef struct shim_fold_call {
+    shim_coll_t  coll;
+    const void  *sendbuf;   /* FOLD_IN_PLACE or the input */
+    void        *recvbuf;   /* NULL at reduce non-roots */
+    size_t       count;
+    fold_dtype_t dtype;
+    fold_op_t    op;
+    int          root;
+    fold_comm_h  comm;
+} shim_fold_call_t;
+
+/* Decides whether fold serves the call; if so fills *fcall. */
+shim_route_t shim_route(const shim_call_t *call, shim_fold_call_t *fcall);
+/* Runs the call in fold (under the lock). Returns a fold status. */
+int shim_run(const shim_fold_call_t *fcall);
+/* Serves one call: fold when shim_route says so, else PMPI. Returns an MPI code. */
+int shim_reduction(const shim_call_t *call);
+
+/* ---- counters and reports (shim_stats.c) ---------------------------------------- */
+
+void shim_stats_count(shim_coll_t coll, shim_route_t route);
+/* FOLD_MPI_VERBOSE: the banner line at start (rank 0). */
+void shim_stats_banner(const char *what);
+/* FOLD_MPI_VERBOSE: the totals over all ranks, printed by rank 0. Collective. */
+void shim_stats_report(void);
+
+#endif

@@ -1,0 +1,114 @@
+/*
+ * MPI_Allreduce and MPI_Reduce: decide who serves the call, then serve it.
+ *
+ * The decision must come out the same on every member, or some would wait in fold
+ * for peers that went to PMPI. So it depends only on what MPI requires to match
+ * (count, datatype, op, root, communicator) and on the FOLD_MPI_* settings, in that
+ * order; the per-rank buffer checks only catch calls MPI itself rejects, so that the
+ * application still gets MPI's error for them.
+ */
+#include "shim.h"
+
+#include <stddef.h>
+
+/* Buffers MPI rejects: the call goes to MPI so that the application gets MPI's own
+ * error (or behaviour) for them. */
+static int buffers_valid(const shim_call_t *call, int has_output)
+{
+    if (call->recvbuf == MPI_IN_PLACE) {
+        return 0;
+    }
+    if (call->sendbuf == MPI_IN_PLACE) {
+        return has_output;   /* defined for allreduce and at the reduce root only */
+    }
+    if (call->count == 0) {
+        return 1;
+    }
+    return call->sendbuf != NULL &&
+           (!has_output || (call->recvbuf != NULL && call->recvbuf != call->sendbuf));
+}
+
+shim_route_t shim_route(const shim_call_t *call, shim_fold_call_t *fcall)
+{
+    if (!shim.running) {
+        return SHIM_ROUTE_OFF;
+    }
+    if (call->comm == MPI_COMM_NULL || call->count < 0) {
+        return SHIM_ROUTE_ARGS;
+    }
+    shim_route_t route = shim_types_map(call->datatype, call->op, &fcall->dtype, &fcall->op);
+    if (route != SHIM_ROUTE_FOLD) {
+        return route;
+    }
+    size_t bytes = (size_t)call->count * fold_dtype_size(fcall->dtype);
+    if (bytes < shim.config.min_bytes[call->coll]) {
+        return SHIM_ROUTE_SMALL;
+    }
+    if (bytes > shim.config.max_bytes[call->coll]) {
+        return SHIM_ROUTE_LARGE;
+    }
+    const shim_comm_t *comm;
+    if ((route = shim_comm_get(call->comm, &comm)) != SHIM_ROUTE_FOLD) {
+        return route;
+    }
+    if (call->coll == SHIM_REDUCE && (call->root < 0 || call->root >= comm->size)) {
+        return SHIM_ROUTE_ARGS;
+    }
+    int has_output = call->coll == SHIM_ALLREDUCE || comm->rank == call->root;
+    if (!buffers_valid(call, has_output)) {
+        return SHIM_ROUTE_ARGS;
+    }
+    fcall->comm    = comm->fold;
+    fcall->coll    = call->coll;
+    fcall->sendbuf = call->sendbuf == MPI_IN_PLACE ? FOLD_IN_PLACE : call->sendbuf;
+    /* At a reduce non-root MPI ignores recvbuf; fold must not read or write it. */
+    fcall->recvbuf = has_output ? call->recvbuf : NULL;
+    fcall->count   = (size_t)call->count;
+    fcall->root    = call->root;
+    return SHIM_ROUTE_FOLD;
+}
+
+static int forward(const shim_call_t *call)
+{
+    if (call->coll == SHIM_ALLREDUCE) {
+        return PMPI_Allreduce(call->sendbuf, call->recvbuf, call->count, call->datatype,
+                              call->op, call->comm);
+    }
+    return PMPI_Reduce(call->sendbuf, call->recvbuf, call->count, call->datatype, call->op,
+                       call->root, call->comm);
+}
+
+int shim_reduction(const shim_call_t *call)
+{
+    shim_fold_call_t fcall;
+    shim_route_t route = shim_route(call, &fcall);
+    shim_stats_count(call->coll, route);
+    if (route != SHIM_ROUTE_FOLD) {
+        return forward(call);
+    }
+    int status = shim_run(&fcall);
+    if (status == FOLD_OK) {
+        return MPI_SUCCESS;
+    }
+    /* Arguments were checked above, so this is a runtime failure (a peer died, a
+     * timeout): the buffers may be half written, and MPI cannot redo the call. */
+    shim_log("%s of %d elements failed in fold: %s; reporting MPI_ERR_INTERN",
+             call->coll == SHIM_ALLREDUCE ? "MPI_Allreduce" : "MPI_Reduce", call->count,
+             fold_status_string(status));
+    PMPI_Comm_call_errhandler(call->comm, MPI_ERR_INTERN);
+    return MPI_ERR_INTERN;
+}
+
+SHIM_EXPORT int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count,
+                              MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+{
+    shim_call_t call = {SHIM_ALLREDUCE, sendbuf, recvbuf, count, datatype, op, 0, comm};
+    return shim_reduction(&call);
+}
+
+SHIM_EXPORT int MPI_Reduce(const void *sendbuf, void *recvbuf, int count,
+                           MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm)
+{
+    shim_call_t call = {SHIM_REDUCE, sendbuf, recvbuf, count, datatype, op, root, comm};
+    return shim_reduction(&call);
+}

@@ -1,0 +1,164 @@
+/*
+ * An OSU-style latency loop over plain MPI: MPI_Allreduce (or MPI_Reduce) of floats,
+ * MPI_SUM, out of place, for sizes from -b to -e bytes doubling. It knows nothing of
+ * fold: run it with and without LD_PRELOAD=libfold-mpi.so to compare.
+ *
+ *   mpi_allreduce_bench [-c allreduce|reduce] [-b BYTES] [-e BYTES] [-n ITERS] [-k]
+ *
+ * Per size: warm-up, a barrier, ITERS calls each timed on its own. Printed: over ranks
+ * the average of each rank's mean time per call (as osu_allreduce prints), and the
+ * largest of each rank's median, which shrugs off the moments a busy machine takes
+ * the core away. Iterations shrink for large sizes (at most 64 MiB moved per rank per
+ * size, at least 10). -k checks one call's result per size (integer-valued floats).
+ */
+#include <mpi.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct bench_options {
+    int    reduce;
+    size_t begin, end;
+    int    iters;
+    int    check;
+} bench_options_t;
+
+static int parse_options(int argc, char **argv, bench_options_t *o)
+{
+    *o = (bench_options_t){0, 8, 16u << 20, 1000, 0};
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (strcmp(a, "-k") == 0) {
+            o->check = 1;
+        } else if (v != NULL && strcmp(a, "-c") == 0) {
+            o->reduce = strcmp(v, "reduce") == 0;
+            i++;
+        } else if (v != NULL && strcmp(a, "-b") == 0) {
+            o->begin = strtoull(v, NULL, 0);
+            i++;
+        } else if (v != NULL && strcmp(a, "-e") == 0) {
+            o->end = strtoull(v, NULL, 0);
+            i++;
+        } else if (v != NULL && strcmp(a, "-n") == 0) {
+            o->iters = atoi(v);
+            i++;
+        } else {
+            return -1;
+        }
+    }
+    return o->begin >= sizeof(float) && o->end >= o->begin && o->iters > 0 ? 0 : -1;
+}
+
+static int by_value(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof(double), by_value);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static int call(const bench_options_t *o, const float *in, float *out, int count)
+{
+    if (o->reduce) {
+        return MPI_Reduce(in, out, count, MPI_FLOAT, MPI_SUM, 0, MPI_COMM_WORLD);
+    }
+    return MPI_Allreduce(in, out, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+}
+
+/* Element i of rank r is (r + i) % 8; the sum over p ranks is exact. */
+static int check_result(const float *out, int count, int rank, int size, int reduce)
+{
+    if (reduce && rank != 0) {
+        return 0;
+    }
+    for (int i = 0; i < count; i++) {
+        float want = 0;
+        for (int r = 0; r < size; r++) {
+            want += (float)((r + i) % 8);
+        }
+        if (out[i] != want) {
+            fprintf(stderr, "rank %d: element %d is %g, want %g\n", rank, i, out[i], want);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    int rank, size;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    bench_options_t o;
+    if (parse_options(argc, argv, &o) != 0) {
+        if (rank == 0) {
+            fprintf(stderr, "usage: %s [-c allreduce|reduce] [-b BYTES] [-e BYTES] [-n ITERS] "
+                    "[-k]\n", argv[0]);
+        }
+        MPI_Finalize();
+        return 2;
+    }
+    size_t max_count = o.end / sizeof(float);
+    float *in = malloc(max_count * sizeof(float)), *out = malloc(max_count * sizeof(float));
+    if (in == NULL || out == NULL) {
+        MPI_Abort(MPI_COMM_WORLD, 3);
+    }
+    for (size_t i = 0; i < max_count; i++) {
+        in[i] = (float)((rank + (int)(i % 8)) % 8);
+    }
+    memset(out, 0, max_count * sizeof(float));
+    if (rank == 0) {
+        printf("# %s, %d ranks, MPI_FLOAT MPI_SUM\n# %10s %12s %12s %8s\n",
+               o.reduce ? "MPI_Reduce" : "MPI_Allreduce", size, "bytes", "avg_us",
+               "median_us", "iters");
+    }
+    int failed = 0;
+    for (size_t bytes = o.begin; bytes <= o.end; bytes *= 2) {
+        int count = (int)(bytes / sizeof(float));
+        size_t budget = (64u << 20) / bytes;
+        int iters = budget < 10 ? 10 : budget < (size_t)o.iters ? (int)budget : o.iters;
+        int warmup = iters / 10 < 2 ? 2 : iters / 10;
+        for (int i = 0; i < warmup; i++) {
+            call(&o, in, out, count);
+        }
+        if (o.check) {
+            failed |= check_result(out, count, rank, size, o.reduce);
+        }
+        double *times = malloc((size_t)iters * sizeof(double));
+        MPI_Barrier(MPI_COMM_WORLD);
+        for (int i = 0; i < iters; i++) {
+            double t0 = MPI_Wtime();
+            call(&o, in, out, count);
+            times[i] = (MPI_Wtime() - t0) * 1e6;
+        }
+        double mine[2] = {0, 0}, *all = malloc(2 * (size_t)size * sizeof(double));
+        for (int i = 0; i < iters; i++) {
+            mine[0] += times[i] / iters;
+        }
+        mine[1] = median(times, iters);
+        MPI_Gather(mine, 2, MPI_DOUBLE, all, 2, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+        if (rank == 0) {
+            double avg = 0, med = 0;
+            for (int r = 0; r < size; r++) {
+                avg += all[2 * r] / size;
+                med = all[2 * r + 1] > med ? all[2 * r + 1] : med;
+            }
+            printf("  %10zu %12.2f %12.2f %8d\n", bytes, avg, med, iters);
+            fflush(stdout);
+        }
+        free(all);
+        free(times);
+    }
+    int any_failed = 0;
+    MPI_Allreduce(&failed, &any_failed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    free(in);
+    free(out);
+    MPI_Finalize();
+    return any_failed ? 1 : 0;
+}
