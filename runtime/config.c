@@ -12,7 +12,8 @@
 
 const fold_config_var_t fold_config_vars[FOLD_CFG_COUNT] = {
     [FOLD_CFG_TRANSPORT] = {"TRANSPORT", "ucp", FOLD_CONFIG_STRING,
-        "Transport backend: ucp (UCX tag + RMA); loopback is for in-process tests"},
+        "Transport backend: ucp (UCX tag + RMA), ofi (libfabric tagged + RMA); loopback is "
+        "for in-process tests"},
     [FOLD_CFG_LOG_LEVEL] = {"LOG_LEVEL", "warn", FOLD_CONFIG_STRING,
         "Log level: error, warn, info, debug, trace"},
     [FOLD_CFG_TIMEOUT] = {"TIMEOUT", "120", FOLD_CONFIG_SECONDS,
@@ -38,6 +39,17 @@ const fold_config_var_t fold_config_vars[FOLD_CFG_COUNT] = {
         "OpenMP threads for the local reduction; 0 = cores of the node / ranks on it"},
     [FOLD_CFG_THREAD_THRESHOLD] = {"THREAD_THRESHOLD", "256k", FOLD_CONFIG_SIZE,
         "Smallest local reduction (bytes) split across threads"},
+    [FOLD_CFG_OFI_PROVIDER] = {"OFI_PROVIDER", "", FOLD_CONFIG_STRING,
+        "libfabric provider of the ofi transport, e.g. 'tcp;ofi_rxm' or 'shm' (fold_info -t "
+        "lists those found); empty = the first that offers reliable datagrams with tagged "
+        "messages and RMA. Read from the environment when the transport opens (fold_init)"},
+    [FOLD_CFG_DPML_LEADERS] = {"DPML_LEADERS", "auto", FOLD_CONFIG_INT,
+        "Leaders per node of the dpml algorithms (at most the fewest ranks on a node); "
+        "auto: one per 8 KiB of message for allreduce, per 2 MiB for reduce, up to the "
+        "ranks of the smallest node"},
+    [FOLD_CFG_SHM_SIZE] = {"SHM_SIZE", "4M", FOLD_CONFIG_SIZE,
+        "Data bytes of the node shared-memory segment of each communicator (dpml); "
+        "larger messages pass through it in chunks"},
 };
 
 int fold_parse_size(const char *text, size_t *out)
@@ -133,6 +145,15 @@ static int config_parse(fold_config_t *cfg, int idx)
         return (fold_parse_size(v, &cfg->segment_size) == 0 && cfg->segment_size > 0) ? 0 : -1;
     case FOLD_CFG_THREAD_THRESHOLD:
         return fold_parse_size(v, &cfg->thread_threshold);
+    case FOLD_CFG_DPML_LEADERS:
+        if (strcasecmp(v, "auto") == 0) {
+            cfg->dpml_leaders = 0;
+            return 0;
+        }
+        return parse_long(v, 1, &cfg->dpml_leaders);
+    case FOLD_CFG_SHM_SIZE:
+        return (fold_parse_size(v, &cfg->shm_size) == 0 && cfg->shm_size >= 4096 &&
+                cfg->shm_size <= ((size_t)1 << 40)) ? 0 : -1;
     case FOLD_CFG_LOG_LEVEL:
         return fold_log_level_from_name(v, &cfg->log_level);
     default:

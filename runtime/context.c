@@ -390,8 +390,8 @@ int fold_config_set(fold_context_h ctx, const char *name, const char *value)
         return FOLD_ERR_NOT_INITIALIZED;
     }
     int idx = fold_config_index(name);
-    if (idx == FOLD_CFG_TRANSPORT) {
-        fold_error("FOLD_TRANSPORT cannot change after fold_init");
+    if (idx == FOLD_CFG_TRANSPORT || idx == FOLD_CFG_OFI_PROVIDER) {
+        fold_error("FOLD_%s cannot change after fold_init", fold_config_vars[idx].name);
         return FOLD_ERR_INVALID_ARG;
     }
     char *old = (idx >= 0 && ctx->config.values[idx]) ? strdup(ctx->config.values[idx]) : NULL;

@@ -10,6 +10,8 @@
 #include "config.h"
 #include "coll/alg.h"
 #include "coll/sched.h"
+#include "shm/shm_segment.h"
+#include "topo.h"
 #include "transport/transport.h"
 
 #include <stdint.h>
@@ -17,7 +19,11 @@
 #define FOLD_CONTEXT_MAGIC 0x464f4c44u   /* "FOLD" */
 #define FOLD_COMM_MAGIC    0x434f4d4du   /* "COMM" */
 #define FOLD_REQUEST_MAGIC 0x52455155u   /* "REQU" */
-#define FOLD_SCHED_CACHE_SIZE 16
+/* Schedule cache entries per communicator. The last one holds no schedule: its
+ * release hook frees the communicator's node state (fold_node_t) when the
+ * communicator's cache is cleaned up at destruction. */
+#define FOLD_SCHED_CACHE_SIZE 17
+#define FOLD_SCHED_CACHE_NODE (FOLD_SCHED_CACHE_SIZE - 1)
 
 typedef struct fold_context fold_context_t;
 typedef struct fold_comm    fold_comm_t;
@@ -82,6 +88,22 @@ typedef struct fold_sched_entry {
     fold_request_t   *spare;      /* a finished request kept for reuse */
 } fold_sched_entry_t;
 
+/*
+ * A communicator's node-level state for the node-aware algorithms (alg_dpml_setup.c):
+ * its topology and, when this node has more than one of its ranks, the node
+ * segment. Node-aware requests run one at a time, in the order they were started
+ * (the same order on every rank), each with the next epoch.
+ */
+typedef struct fold_node {
+    fold_topo_t    *topo;
+    fold_shm_seg_t  seg;          /* mapped iff this node has several of the ranks */
+    int             local_rank;   /* this rank's local index */
+    size_t          shm_bytes;    /* data bytes every node can offer (min over the comm) */
+    uint64_t        epoch;        /* node-aware calls started so far */
+    fold_request_t *head, *tail;  /* node-aware requests not finished, in start order */
+    int             broken;       /* a call failed midway: the flags are out of step */
+} fold_node_t;
+
 typedef struct fold_scratch {
     void  *buf;
     size_t size;
@@ -100,6 +122,7 @@ struct fold_comm {
     uint64_t            use_clock;
     fold_sched_entry_t  cache[FOLD_SCHED_CACHE_SIZE];
     fold_scratch_t      scratch[4];
+    fold_node_t        *node;     /* NULL until a node-aware algorithm first runs */
 };
 
 struct fold_request {
@@ -108,7 +131,7 @@ struct fold_request {
     fold_sched_entry_t *entry;
     const fold_sched_t *sched;
     size_t              nsteps_cap;   /* arrays below are sized for this many steps */
-    char               *buf[3];       /* IN, OUT, TMP */
+    char               *buf[FOLD_BUF_COUNT];  /* IN, OUT, TMP, SHM */
     fold_scratch_t     *scratch;
     fold_dtype_t        dtype;
     fold_op_t           op;
@@ -127,6 +150,8 @@ struct fold_request {
     const char         *alg_name;
     fold_coll_t         coll;
     int                 user_owned;   /* handed out by an i-call, freed by the user */
+    uint64_t            shm_epoch;    /* node-aware calls: this call's epoch, else 0 */
+    fold_request_t     *shm_next;     /* next node-aware call in the node's queue */
 };
 
 /* context.c */
@@ -160,6 +185,14 @@ int  fold_exec_wait(fold_request_t *req);
 void fold_exec_release(fold_request_t *req);
 double fold_time_now(void);
 
+/* alg_dpml_setup.c: node state for node-aware algorithms. */
+/* Sets up comm->node on first use (collective over comm: gathers every rank's
+ * socket, creates and attaches the node segment), then fills the node-aware
+ * fields of args->cargs. */
+int  fold_node_prepare(fold_comm_t *comm, fold_exec_args_t *args);
+void fold_node_enqueue(fold_node_t *node, fold_request_t *req);
+void fold_node_dequeue(fold_node_t *node, fold_request_t *req);
+
 /* select.c */
 int fold_select(fold_comm_t *comm, fold_coll_t coll, size_t count, fold_dtype_t dtype,
                 fold_op_t op, const fold_alg_t **alg);
@@ -170,5 +203,11 @@ void fold_tune_release(fold_tune_t *tune);
 int  fold_select_configure(fold_context_t *ctx);
 extern const char fold_default_tune[];
 size_t fold_default_segment(const fold_alg_t *alg, size_t bytes);
+/* Node-aware algorithms: leaders per node (FOLD_DPML_LEADERS or by size) and the
+ * flat algorithm between nodes for `part_bytes` per leader. */
+int  fold_select_leaders(const fold_context_t *ctx, const fold_topo_t *topo, fold_coll_t coll,
+                         size_t bytes);
+const fold_alg_t *fold_select_inter(const fold_context_t *ctx, fold_coll_t coll,
+                                    size_t part_bytes, int nnodes);
 
 #endif

@@ -81,9 +81,10 @@ static void run_case(fold_context_h ctx, const char *alg, int allreduce, size_t 
 static void run_matrix(fold_context_h ctx, fold_op_t affine)
 {
     static const char *const allreduce_algs[] = {"recursive_doubling", "rabenseifner", "ring",
-                                                 NULL};
+                                                 "dpml", "dpml_pipelined", NULL};
     static const char *const reduce_algs[] = {"rabenseifner", "ring", "binomial", "chain",
-                                              "bintree", "greedy", NULL};
+                                              "bintree", "greedy", "dpml", "dpml_pipelined",
+                                              NULL};
     static const size_t counts[] = {0, 1, 7, 1024, LARGE_COUNT};
     size_t rot = 0;
     for (int allreduce = 0; allreduce <= 1; allreduce++) {

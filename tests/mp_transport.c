@@ -1,8 +1,10 @@
 /*
- * Multi-process test of the UCP transport over the PMIx bootstrap:
+ * Multi-process test of a network transport over the PMIx bootstrap:
  *
  *     mpirun -n 2 ./mp_transport        (any size; --oversubscribe beyond the cores)
  *
+ * FOLD_TRANSPORT picks the transport (ucp when unset), e.g.
+ * mpirun -x FOLD_TRANSPORT=ofi -x FOLD_OFI_PROVIDER=shm -n 3 ./mp_transport.
  * Every rank runs every check; exits 0 when all pass, otherwise prints what failed
  * and exits 1 (mpirun then stops the other ranks). Works under any UCX_TLS, e.g.
  * UCX_TLS=tcp,self.
@@ -557,7 +559,9 @@ int main(void)
 
     test_bootstrap_allgather(&env);
 
-    env.ops = &fold_tl_ucp_ops;
+    const char *transport = getenv("FOLD_TRANSPORT");
+    env.ops = fold_tl_find(transport != NULL ? transport : "ucp");
+    CHECK(env.ops != NULL, "unknown transport '%s'", transport);
     fold_tl_params_t params = {.rank = env.rank, .size = env.size};
     check_ok(env.ops->open(&params, &env.tl), "open");
     connect_peers(&env);
@@ -577,8 +581,8 @@ int main(void)
     env.ops->close(env.tl);
     bs_barrier(&env);
     if (env.rank == 0) {
-        printf("mp_transport: all checks passed on %d rank(s) (node %s, job %s)\n", env.size,
-               env.bs.node_name, env.bs.job_id);
+        printf("mp_transport: all checks passed over %s on %d rank(s) (node %s, job %s)\n",
+               env.ops->name, env.size, env.bs.node_name, env.bs.job_id);
     }
     env.bs.finalize(&env.bs);
     return 0;

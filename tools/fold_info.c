@@ -6,6 +6,7 @@
 #include "core.h"
 
 #include <getopt.h>
+#include <rdma/fabric.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,12 +16,65 @@ static void print_version(void)
     printf("# fold version %s\n", fold_version_string());
 }
 
+/* One line per provider name: its endpoint types, and whether it offers what the
+ * ofi transport asks for (reliable datagrams with tagged messages and RMA). */
+static void print_ofi_providers(void)
+{
+    struct fi_info *all = NULL;
+    int ret = fi_getinfo(FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION), NULL, NULL, 0, NULL,
+                         &all);
+    uint32_t version = fi_version();
+
+    printf("#\n# libfabric %u.%u providers (FOLD_OFI_PROVIDER selects one for ofi; 'usable' =\n"
+           "# reliable datagrams with tagged messages and RMA, which ofi needs)\n#\n",
+           FI_MAJOR(version), FI_MINOR(version));
+    if (ret != 0) {
+        printf("#   none found: %s\n", fi_strerror(-ret));
+        return;
+    }
+    for (struct fi_info *i = all; i != NULL; i = i->next) {
+        const char *name = i->fabric_attr->prov_name;
+        int seen = 0;
+        for (struct fi_info *j = all; j != i && !seen; j = j->next) {
+            seen = strcmp(j->fabric_attr->prov_name, name) == 0;
+        }
+        if (seen) {
+            continue;
+        }
+        int msg = 0, rdm = 0, dgram = 0, usable = 0;
+        for (struct fi_info *j = i; j != NULL; j = j->next) {
+            if (strcmp(j->fabric_attr->prov_name, name) != 0) {
+                continue;
+            }
+            msg   |= j->ep_attr->type == FI_EP_MSG;
+            dgram |= j->ep_attr->type == FI_EP_DGRAM;
+            rdm   |= j->ep_attr->type == FI_EP_RDM;
+            usable |= j->ep_attr->type == FI_EP_RDM &&
+                      (j->caps & (FI_TAGGED | FI_RMA)) == (FI_TAGGED | FI_RMA);
+        }
+        char types[32];
+        snprintf(types, sizeof(types), "%s%s%s", rdm ? "rdm " : "", msg ? "msg " : "",
+                 dgram ? "dgram " : "");
+        size_t types_len = strlen(types);
+        if (types_len > 0) {
+            types[types_len - 1] = '\0';   /* the last type's trailing space */
+        }
+        if (usable) {
+            printf("#   %-16s %-16s usable\n", name, types);
+        } else {
+            printf("#   %-16s %s\n", name, types);
+        }
+    }
+    fi_freeinfo(all);
+}
+
 static void print_transports(void)
 {
     printf("#\n# Transports\n#\n");
     for (int i = 0; fold_tl_all[i] != NULL; i++) {
         printf("#   %-10s %s\n", fold_tl_all[i]->name, fold_tl_all[i]->description);
     }
+    print_ofi_providers();
 }
 
 static void print_config(void)
@@ -74,7 +128,7 @@ static void usage(FILE *out, const char *prog)
             "Usage: %s [options]\n"
             "Prints what this fold build provides. Without options, prints everything.\n"
             "  -v   version\n"
-            "  -t   transports\n"
+            "  -t   transports, and the libfabric providers found\n"
             "  -c   configuration variables, defaults and descriptions\n"
             "  -a   algorithms and the default selection rules\n"
             "  -h   this help\n",

@@ -13,6 +13,8 @@ enum {
     /* Gives the rank-ordered result x0 op x1 op ... op x(p-1), so it serves
      * non-commutative ops; otherwise the selection falls back to one that does. */
     FOLD_ALG_ORDERED = 1u << 0,
+    /* Uses the node topology and segment (args->topo, leaders, shm_count, inter). */
+    FOLD_ALG_NODE_AWARE = 1u << 1,
 };
 
 typedef struct fold_alg {
@@ -30,6 +32,8 @@ extern const fold_alg_t fold_alg_chain;
 extern const fold_alg_t fold_alg_bintree;
 extern const fold_alg_t fold_alg_greedy;
 extern const fold_alg_t fold_alg_recursive_doubling;
+extern const fold_alg_t fold_alg_dpml;
+extern const fold_alg_t fold_alg_dpml_pipelined;
 
 extern const fold_alg_t *const fold_alg_all[];   /* NULL-terminated */
 const fold_alg_t *fold_alg_find(const char *name);

@@ -11,6 +11,8 @@ const fold_alg_t *const fold_alg_all[] = {
     &fold_alg_chain,
     &fold_alg_bintree,
     &fold_alg_greedy,
+    &fold_alg_dpml,
+    &fold_alg_dpml_pipelined,
     NULL,
 };
 

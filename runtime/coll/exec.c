@@ -8,6 +8,12 @@
  * Every wait is bounded: a request that makes no progress for FOLD_TIMEOUT seconds
  * fails with FOLD_ERR_TIMEOUT and a message naming the collective, the algorithm,
  * the peer and the step it was stuck on.
+ *
+ * Node shared memory: a shm post stores a flag at once; a shm wait that is not yet
+ * satisfied is polled with the transport operations, never waited for inside the
+ * step. Node-aware requests take turns in start order (one segment per
+ * communicator), each with the next epoch; a request whose turn has not come
+ * progresses the one before it.
  */
 #include "core.h"
 #include "log.h"
@@ -38,7 +44,8 @@ static int args_equal(const fold_coll_args_t *a, const fold_coll_args_t *b)
     return a->coll == b->coll && a->rank == b->rank && a->size == b->size &&
            a->root == b->root && a->count == b->count && a->seg_count == b->seg_count &&
            a->depth == b->depth && a->inplace == b->inplace &&
-           a->commutative == b->commutative;
+           a->commutative == b->commutative && a->topo == b->topo &&
+           a->leaders == b->leaders && a->shm_count == b->shm_count && a->inter == b->inter;
 }
 
 static void entry_clear(fold_sched_entry_t *e)
@@ -52,7 +59,7 @@ static int sched_lookup(fold_comm_t *comm, const fold_exec_args_t *args,
                         fold_sched_entry_t **entry_p)
 {
     fold_sched_entry_t *victim = NULL;
-    for (int i = 0; i < FOLD_SCHED_CACHE_SIZE; i++) {
+    for (int i = 0; i < FOLD_SCHED_CACHE_NODE; i++) {
         fold_sched_entry_t *e = &comm->cache[i];
         if (e->last_use != 0 && e->alg == args->alg && args_equal(&e->args, &args->cargs)) {
             e->last_use = ++comm->use_clock;
@@ -65,7 +72,7 @@ static int sched_lookup(fold_comm_t *comm, const fold_exec_args_t *args,
     }
     if (victim == NULL) {
         fold_error("comm %u: more than %d collectives of different shapes in flight",
-                   comm->id, FOLD_SCHED_CACHE_SIZE);
+                   comm->id, FOLD_SCHED_CACHE_NODE);
         return FOLD_ERR_BUSY;
     }
 
@@ -154,14 +161,53 @@ static void queue_push(fold_request_t *req, uint32_t step)
     req->queue[req->qtail++] = step;
 }
 
+/* A schedule that uses the node segment needs one big enough, not left broken. */
+static int shm_check(fold_comm_t *comm, const fold_exec_args_t *args, const fold_sched_t *s,
+                     size_t esize)
+{
+    fold_node_t *node = comm->node;
+    if (node == NULL || node->seg.base == NULL) {
+        fold_error("%s (%s) on comm %u: the schedule uses the node segment, which this "
+                   "node does not have", fold_coll_name(args->coll), args->alg->name,
+                   comm->id);
+        return FOLD_ERR_INVALID_ARG;
+    }
+    if (node->broken) {
+        fold_error("%s (%s) on comm %u: an earlier collective failed while using the node "
+                   "segment; its flags are out of step, so this communicator cannot use "
+                   "it again", fold_coll_name(args->coll), args->alg->name, comm->id);
+        return FOLD_ERR_PEER_FAILED;
+    }
+    if (s->shm_count * esize > node->seg.data_size) {
+        fold_error("%s (%s) on comm %u: the schedule needs %zu bytes of node segment, it "
+                   "has %zu (FOLD_SHM_SIZE)", fold_coll_name(args->coll), args->alg->name,
+                   comm->id, s->shm_count * esize, node->seg.data_size);
+        return FOLD_ERR_INVALID_ARG;
+    }
+    return FOLD_OK;
+}
+
 int fold_exec_start(fold_comm_t *comm, const fold_exec_args_t *args, fold_request_t **req_p)
 {
+    fold_exec_args_t node_args;
+    int status;
+    if (args->alg != NULL && (args->alg->flags & FOLD_ALG_NODE_AWARE)) {
+        node_args = *args;
+        if ((status = fold_node_prepare(comm, &node_args)) != FOLD_OK) {
+            return status;
+        }
+        args = &node_args;
+    }
     fold_sched_entry_t *entry;
-    int status = sched_lookup(comm, args, &entry);
+    status = sched_lookup(comm, args, &entry);
     if (status != FOLD_OK) {
         return status;
     }
     const fold_sched_t *s = &entry->sched;
+    if (s->uses_shm &&
+        (status = shm_check(comm, args, s, fold_dtype_size(args->dtype))) != FOLD_OK) {
+        return status;
+    }
 
     fold_request_t *req = entry->spare;
     if (req != NULL) {
@@ -189,6 +235,7 @@ int fold_exec_start(fold_comm_t *comm, const fold_exec_args_t *args, fold_reques
     req->buf[FOLD_BUF_IN]  = (char *)(args->cargs.inplace ? args->out : args->in);
     req->buf[FOLD_BUF_OUT] = args->out;
     req->buf[FOLD_BUF_TMP] = scratch ? scratch->buf : NULL;
+    req->buf[FOLD_BUF_SHM] = s->uses_shm ? comm->node->seg.data : NULL;
     req->dtype    = args->dtype;
     req->op       = args->op;
     req->esize    = esize;
@@ -204,6 +251,8 @@ int fold_exec_start(fold_comm_t *comm, const fold_exec_args_t *args, fold_reques
     req->alg_name   = args->alg ? args->alg->name : "internal";
     req->coll       = args->coll;
     req->user_owned = 0;
+    req->shm_epoch  = 0;
+    req->shm_next   = NULL;
     for (size_t i = 0; i < s->nsteps; i++) {
         req->pending[i] = s->steps[i].npred;
         if (s->steps[i].npred == 0) {
@@ -215,14 +264,37 @@ int fold_exec_start(fold_comm_t *comm, const fold_exec_args_t *args, fold_reques
     req->last_progress = 0;   /* read the clock only once the request idles */
     if (s->nsteps == 0) {
         req->status = FOLD_OK;
+    } else if (args->alg != NULL && (args->alg->flags & FOLD_ALG_NODE_AWARE)) {
+        /* Every node-aware call takes its turn, also where this rank's schedule
+         * needs no segment: a rank that ran them out of order could wait for a peer
+         * whose earlier call waits for this rank's earlier one. */
+        req->shm_epoch = ++comm->node->epoch;
+        fold_node_enqueue(comm->node, req);
     }
     *req_p = req;
     return FOLD_OK;
 }
 
+/* A request leaves the node's queue when it finishes, successfully or not. */
+static void request_finish(fold_request_t *req, int status)
+{
+    req->status = status;
+    if (req->shm_epoch != 0) {
+        fold_node_t *node = req->comm->node;
+        fold_node_dequeue(node, req);
+        req->shm_epoch = 0;
+        if (status != FOLD_OK) {
+            node->broken = 1;
+        }
+    }
+}
+
 void fold_exec_release(fold_request_t *req)
 {
     fold_comm_t *comm = req->comm;
+    if (req->shm_epoch != 0) {
+        request_finish(req, FOLD_ERR_CANCELED);   /* released before it finished */
+    }
     if (req->scratch != NULL) {
         req->scratch->busy = 0;
     }
@@ -245,10 +317,34 @@ void fold_exec_release(fold_request_t *req)
 
 /* ---- running steps ---------------------------------------------------------- */
 
+/* The flag value a shm step of this request means. */
+static uint64_t shm_value(const fold_request_t *req, const fold_step_t *st)
+{
+    return ((req->shm_epoch - 1) << 32) + st->value;
+}
+
 static void describe_step(const fold_request_t *req, size_t i, char *buf, size_t len)
 {
     const fold_step_t *st = &req->sched->steps[i];
-    if (st->kind == FOLD_STEP_SEND || st->kind == FOLD_STEP_RECV) {
+    if (st->kind == FOLD_STEP_SHM_WAIT) {
+        const fold_shm_seg_t *seg = &req->comm->node->seg;
+        int local = st->local;
+        for (int l = 0; local < 0 && l < seg->local_size; l++) {
+            if (l != req->comm->node->local_rank &&
+                !fold_shm_flag_reached(seg, l, st->flag, shm_value(req, st))) {
+                local = l;   /* the first local rank still behind */
+            }
+        }
+        local = local < 0 ? 0 : local;
+        uint64_t now = fold_shm_flag_read(seg, local, st->flag);
+        snprintf(buf, len, "shm wait for rank %d (local rank %d) to reach %s %llu of call "
+                 "%llu; it is at %llu of call %llu (step %zu of %zu)",
+                 fold_topo_rank(req->comm->node->topo,
+                                req->comm->node->topo->node_of[req->comm->rank], local),
+                 local, fold_flag_name(st->flag), (unsigned long long)st->value,
+                 (unsigned long long)req->shm_epoch, (unsigned long long)(now & 0xffffffffu),
+                 (unsigned long long)(now >> 32) + 1, i + 1, req->sched->nsteps);
+    } else if (st->kind == FOLD_STEP_SEND || st->kind == FOLD_STEP_RECV) {
         snprintf(buf, len, "%s %s rank %d (message %u, %zu bytes, step %zu of %zu)",
                  fold_step_kind_name(st->kind), st->kind == FOLD_STEP_SEND ? "to" : "from",
                  st->peer, st->seq, st->count * req->esize, i + 1, req->sched->nsteps);
@@ -267,8 +363,13 @@ static int request_fail(fold_request_t *req, int status, size_t step, const char
                req->comm->size, why, what);
 
     fold_context_t *ctx = req->comm->ctx;
-    for (size_t k = 0; k < req->nactive; k++) {
-        ctx->tl_ops->cancel(ctx->tl, &req->tlreq[req->active[k]]);
+    for (size_t k = 0; k < req->nactive;) {
+        if (req->sched->steps[req->active[k]].kind == FOLD_STEP_SHM_WAIT) {
+            req->active[k] = req->active[--req->nactive];   /* nothing to cancel */
+        } else {
+            ctx->tl_ops->cancel(ctx->tl, &req->tlreq[req->active[k]]);
+            k++;
+        }
     }
     /* Give canceled operations a moment to report back, so nothing writes later. */
     double deadline = fold_time_now() + 1.0;
@@ -282,7 +383,7 @@ static int request_fail(fold_request_t *req, int status, size_t step, const char
             }
         }
     }
-    req->status = status;
+    request_finish(req, status);
     return status;
 }
 
@@ -319,6 +420,31 @@ static int check_transfer(fold_request_t *req, uint32_t i)
         return request_fail(req, FOLD_ERR_TRUNCATED, i, why);
     }
     return FOLD_OK;
+}
+
+static int shm_wait_done(const fold_request_t *req, const fold_step_t *st)
+{
+    const fold_node_t *node = req->comm->node;
+    uint64_t value = shm_value(req, st);
+    if (st->local >= 0) {
+        return fold_shm_flag_reached(&node->seg, st->local, st->flag, value);
+    }
+    for (int l = 0; l < node->seg.local_size; l++) {
+        if (l != node->local_rank && !fold_shm_flag_reached(&node->seg, l, st->flag, value)) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* A posted step (transport operation or shm wait) that has finished. */
+static int active_step_done(const fold_request_t *req, uint32_t i)
+{
+    const fold_step_t *st = &req->sched->steps[i];
+    if (st->kind == FOLD_STEP_SHM_WAIT) {
+        return shm_wait_done(req, st);
+    }
+    return __atomic_load_n(&req->tlreq[i].status, __ATOMIC_ACQUIRE) != FOLD_INPROGRESS;
 }
 
 static int start_step(fold_request_t *req, uint32_t i)
@@ -369,12 +495,24 @@ static int start_step(fold_request_t *req, uint32_t i)
         memcpy(step_ptr(req, st->dst), step_ptr(req, st->src), st->count * req->esize);
         step_done(req, i);
         return FOLD_OK;
+    case FOLD_STEP_SHM_POST:
+        fold_shm_flag_post(&comm->node->seg, comm->node->local_rank, st->flag,
+                           shm_value(req, st));
+        step_done(req, i);
+        return FOLD_OK;
+    case FOLD_STEP_SHM_WAIT:
+        if (shm_wait_done(req, st)) {
+            step_done(req, i);
+        } else {
+            req->active[req->nactive++] = i;
+        }
+        return FOLD_OK;
     }
     return request_fail(req, FOLD_ERR_INVALID_ARG, i, "unknown step kind");
 }
 
 /* FOLD_INPROGRESS while within FOLD_TIMEOUT, else fails the request. */
-static int check_timeout(fold_request_t *req)
+static int check_timeout(fold_request_t *req, int turn)
 {
     double now = fold_time_now();
     double limit = req->comm->ctx->config.timeout_sec;
@@ -384,10 +522,19 @@ static int check_timeout(fold_request_t *req)
     if (now - req->last_progress < limit) {
         return FOLD_INPROGRESS;
     }
-    /* Name a receive if one is outstanding: that is what a stuck collective waits for. */
+    if (!turn) {
+        char why[160];
+        snprintf(why, sizeof(why), "no progress for %.1f s (FOLD_TIMEOUT=%g) waiting for an "
+                 "earlier collective on this communicator to finish with the node segment",
+                 now - req->last_progress, limit);
+        return request_fail(req, FOLD_ERR_TIMEOUT, 0, why);
+    }
+    /* Name a receive or shm wait if one is outstanding: that is what a stuck
+     * collective waits for. */
     size_t step = req->nactive ? req->active[0] : (req->qhead < req->qtail ? req->queue[req->qhead] : 0);
     for (size_t k = 0; k < req->nactive; k++) {
-        if (req->sched->steps[req->active[k]].kind == FOLD_STEP_RECV) {
+        int kind = req->sched->steps[req->active[k]].kind;
+        if (kind == FOLD_STEP_RECV || kind == FOLD_STEP_SHM_WAIT) {
             step = req->active[k];
             break;
         }
@@ -396,6 +543,25 @@ static int check_timeout(fold_request_t *req)
     snprintf(why, sizeof(why), "no progress for %.1f s (FOLD_TIMEOUT=%g)",
              now - req->last_progress, limit);
     return request_fail(req, FOLD_ERR_TIMEOUT, step, why);
+}
+
+/* Whether a segment user's turn has come; drives the requests ahead of it. */
+static int shm_turn(fold_request_t *req)
+{
+    if (req->shm_epoch == 0) {
+        return 1;
+    }
+    fold_node_t *node = req->comm->node;
+    while (node->head != req) {
+        fold_request_t *head = node->head;
+        if (fold_exec_progress(head) == FOLD_INPROGRESS) {
+            return 0;
+        }
+        if (node->head == head) {
+            fold_node_dequeue(node, head);   /* finished: it must not hold the turn */
+        }
+    }
+    return 1;
 }
 
 int fold_exec_progress(fold_request_t *req)
@@ -407,11 +573,17 @@ int fold_exec_progress(fold_request_t *req)
     size_t done_before = req->ndone;
     int status;
 
+    if (!shm_turn(req)) {
+        if ((++req->idle_polls & 63) == 0) {
+            return check_timeout(req, 0);
+        }
+        return FOLD_INPROGRESS;
+    }
     ctx->tl_ops->progress(ctx->tl);
     for (;;) {
         for (size_t k = 0; k < req->nactive;) {
             uint32_t i = req->active[k];
-            if (__atomic_load_n(&req->tlreq[i].status, __ATOMIC_ACQUIRE) == FOLD_INPROGRESS) {
+            if (!active_step_done(req, i)) {
                 k++;
                 continue;
             }
@@ -432,13 +604,14 @@ int fold_exec_progress(fold_request_t *req)
     }
 
     if (req->ndone == req->sched->nsteps) {
-        return req->status = FOLD_OK;
+        request_finish(req, FOLD_OK);
+        return FOLD_OK;
     }
     if (req->ndone != done_before) {
         req->idle_polls    = 0;
         req->last_progress = 0;
     } else if ((++req->idle_polls & 63) == 0) {
-        return check_timeout(req);
+        return check_timeout(req, 1);
     }
     return FOLD_INPROGRESS;
 }

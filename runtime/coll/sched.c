@@ -18,6 +18,9 @@ void fold_sched_init(fold_sched_t *s, const fold_coll_args_t *args)
 
 void fold_sched_cleanup(fold_sched_t *s)
 {
+    if (s->release != NULL) {
+        s->release(s->release_arg);
+    }
     free(s->steps);
     free(s->succ);
     memset(s, 0, sizeof(*s));
@@ -50,6 +53,12 @@ static void sched_note_ref(fold_sched_t *s, fold_ref_t ref, size_t count)
 {
     if (ref.buf == FOLD_BUF_TMP && ref.off + count > s->tmp_count) {
         s->tmp_count = ref.off + count;
+    }
+    if (ref.buf == FOLD_BUF_SHM) {
+        s->uses_shm = 1;
+        if (ref.off + count > s->shm_count) {
+            s->shm_count = ref.off + count;
+        }
     }
     if (ref.buf == FOLD_BUF_OUT && !s->has_out) {
         s->status = FOLD_ERR_INVALID_ARG;   /* builder bug: no OUT on this rank */
@@ -98,11 +107,15 @@ void fold_sched_wait_signal(fold_sched_t *s, int peer)
     }
 }
 
+static int is_user_buf(fold_ref_t r)
+{
+    return r.buf == FOLD_BUF_IN || r.buf == FOLD_BUF_OUT;
+}
+
 void fold_sched_copy(fold_sched_t *s, fold_ref_t src, fold_ref_t dst, size_t count)
 {
     if (count == 0 || (src.buf == dst.buf && src.off == dst.off) ||
-        (s->inplace && src.buf != FOLD_BUF_TMP && dst.buf != FOLD_BUF_TMP &&
-         src.off == dst.off)) {
+        (s->inplace && is_user_buf(src) && is_user_buf(dst) && src.off == dst.off)) {
         return;   /* copying onto itself (in-place IN is OUT) is no copy at all */
     }
     fold_step_t *st = sched_append(s, FOLD_STEP_COPY, count);
@@ -128,6 +141,87 @@ void fold_sched_reduce(fold_sched_t *s, fold_ref_t left, fold_ref_t right, fold_
         sched_note_ref(s, left, count);
         sched_note_ref(s, right, count);
         sched_note_ref(s, dst, count);
+    }
+}
+
+void fold_sched_shm_post(fold_sched_t *s, int flag, uint64_t value, fold_ref_t range,
+                         size_t count)
+{
+    fold_step_t *st = sched_append(s, FOLD_STEP_SHM_POST, count);
+    if (st != NULL) {
+        st->flag  = (uint8_t)flag;
+        st->value = value;
+        st->dst   = range;
+        st->local = -1;
+        s->uses_shm = 1;
+        sched_note_ref(s, range, count);
+    }
+}
+
+void fold_sched_shm_wait(fold_sched_t *s, int peer, int local, int flag, uint64_t value,
+                         fold_ref_t range, size_t count)
+{
+    if (count == 0) {
+        return;
+    }
+    fold_step_t *st = sched_append(s, FOLD_STEP_SHM_WAIT, count);
+    if (st != NULL) {
+        st->peer  = peer;
+        st->local = local;
+        st->flag  = (uint8_t)flag;
+        st->value = value;
+        st->dst   = range;
+        s->uses_shm = 1;
+        sched_note_ref(s, range, count);
+    }
+}
+
+static fold_ref_t embed_ref(fold_ref_t r, fold_ref_t in, fold_ref_t out, size_t tmp_base)
+{
+    switch (r.buf) {
+    case FOLD_BUF_IN:  return fold_ref_add(in, r.off);
+    case FOLD_BUF_OUT: return fold_ref_add(out, r.off);
+    case FOLD_BUF_TMP: return fold_ref_tmp(tmp_base + r.off);
+    default:           return r;
+    }
+}
+
+void fold_sched_embed(fold_sched_t *s, const fold_sched_t *inner, fold_ref_t in,
+                      fold_ref_t out, size_t tmp_base, const int *peers)
+{
+    if (inner->status != FOLD_OK && s->status == FOLD_OK) {
+        s->status = inner->status;
+    }
+    for (size_t i = 0; i < inner->nsteps; i++) {
+        const fold_step_t *from = &inner->steps[i];
+        fold_step_t *st = sched_append(s, from->kind, from->count);
+        if (st == NULL) {
+            return;
+        }
+        st->peer = from->peer >= 0 ? peers[from->peer] : -1;
+        st->src  = embed_ref(from->src, in, out, tmp_base);
+        st->src2 = embed_ref(from->src2, in, out, tmp_base);
+        st->dst  = embed_ref(from->dst, in, out, tmp_base);
+        if (from->count == 0) {
+            continue;
+        }
+        switch (from->kind) {
+        case FOLD_STEP_SEND:
+            sched_note_ref(s, st->src, st->count);
+            break;
+        case FOLD_STEP_RECV:
+            sched_note_ref(s, st->dst, st->count);
+            break;
+        case FOLD_STEP_REDUCE:
+            sched_note_ref(s, st->src2, st->count);
+            /* fall through */
+        case FOLD_STEP_COPY:
+            sched_note_ref(s, st->src, st->count);
+            sched_note_ref(s, st->dst, st->count);
+            break;
+        default:
+            s->status = FOLD_ERR_INVALID_ARG;   /* only flat algorithms embed */
+        }
     }
 }
 
@@ -177,74 +271,235 @@ typedef struct access {
     size_t  lo, hi;    /* element range [lo, hi) */
 } access_t;
 
+/* Besides the buffers, a post writes its flag: posts to one flag stay in order. */
+#define ACCESS_FLAG FOLD_BUF_COUNT
+
+typedef struct step_access {
+    access_t reads[2];
+    access_t writes[2];
+    int      nreads, nwrites;
+} step_access_t;
+
 /* The buffer identity used for conflicts: in place, IN and OUT are one memory. */
 static uint8_t alias_buf(const fold_sched_t *s, uint8_t buf)
 {
     return (s->inplace && buf == FOLD_BUF_IN) ? FOLD_BUF_OUT : buf;
 }
 
-static int step_accesses(const fold_sched_t *s, const fold_step_t *st, access_t *reads,
-                         int *nreads, access_t *write)
+static access_t range_of(const fold_sched_t *s, fold_ref_t r, size_t count)
 {
-    *nreads = 0;
-    int has_write = 0;
-    switch (st->kind) {
-    case FOLD_STEP_SEND:
-        reads[(*nreads)++] = (access_t){alias_buf(s, st->src.buf), st->src.off,
-                                        st->src.off + st->count};
-        break;
-    case FOLD_STEP_RECV:
-        *write    = (access_t){alias_buf(s, st->dst.buf), st->dst.off, st->dst.off + st->count};
-        has_write = 1;
-        break;
-    case FOLD_STEP_COPY:
-        reads[(*nreads)++] = (access_t){alias_buf(s, st->src.buf), st->src.off,
-                                        st->src.off + st->count};
-        *write    = (access_t){alias_buf(s, st->dst.buf), st->dst.off, st->dst.off + st->count};
-        has_write = 1;
-        break;
-    case FOLD_STEP_REDUCE:
-        reads[(*nreads)++] = (access_t){alias_buf(s, st->src.buf), st->src.off,
-                                        st->src.off + st->count};
-        reads[(*nreads)++] = (access_t){alias_buf(s, st->src2.buf), st->src2.off,
-                                        st->src2.off + st->count};
-        *write    = (access_t){alias_buf(s, st->dst.buf), st->dst.off, st->dst.off + st->count};
-        has_write = 1;
-        break;
+    return (access_t){alias_buf(s, r.buf), r.off, r.off + count};
+}
+
+static void step_accesses(const fold_sched_t *s, const fold_step_t *st, step_access_t *a)
+{
+    a->nreads = a->nwrites = 0;
+    if (st->kind == FOLD_STEP_SHM_POST) {
+        a->writes[a->nwrites++] = (access_t){ACCESS_FLAG, st->flag, st->flag + 1u};
     }
     if (st->count == 0) {
-        *nreads = 0;
-        has_write = 0;
+        return;
     }
-    return has_write;
+    switch (st->kind) {
+    case FOLD_STEP_SEND:
+        a->reads[a->nreads++] = range_of(s, st->src, st->count);
+        break;
+    case FOLD_STEP_REDUCE:
+        a->reads[a->nreads++] = range_of(s, st->src2, st->count);
+        /* fall through */
+    case FOLD_STEP_COPY:
+        a->reads[a->nreads++] = range_of(s, st->src, st->count);
+        /* fall through */
+    case FOLD_STEP_RECV:
+    case FOLD_STEP_SHM_POST:
+    case FOLD_STEP_SHM_WAIT:
+        a->writes[a->nwrites++] = range_of(s, st->dst, st->count);
+        break;
+    }
 }
 
-static int overlaps(const access_t *a, const access_t *b)
+/*
+ * Dependencies through a map of every buffer's element ranges: each span knows its
+ * last writer and the readers since. A read waits for the last writer of what it
+ * reads; a write waits for the last writer and every reader since. That orders a
+ * step after every earlier conflicting step (read after write, write after write,
+ * write after read), directly or through a chain, with edges linear in the
+ * accesses rather than quadratic in the steps.
+ */
+#define NO_READERS UINT32_MAX
+#define NBUFS      (ACCESS_FLAG + 1)
+
+typedef struct span {
+    size_t   lo, hi;
+    int64_t  writer;    /* step, or -1 */
+    uint32_t readers;   /* head of a reader list in the pool, or NO_READERS */
+} span_t;
+
+typedef struct reader_node {
+    uint32_t step;
+    uint32_t next;      /* lists are immutable, so split spans share their tails */
+} reader_node_t;
+
+typedef struct dep_map {
+    span_t        *spans[NBUFS];
+    size_t         nspans[NBUFS], cap[NBUFS];
+    reader_node_t *pool;
+    size_t         npool, pool_cap;
+    span_t        *scratch;
+    size_t         scratch_cap;
+    uint32_t      *mark;      /* per step: last step + 1 that counted it as a predecessor */
+    uint32_t     (*edges)[2];
+    size_t         nedges, edges_cap;
+    int            status;
+} dep_map_t;
+
+static int grow(void **buf, size_t *cap, size_t need, size_t elem)
 {
-    return a->buf == b->buf && a->lo < b->hi && b->lo < a->hi;
+    if (need <= *cap) {
+        return FOLD_OK;
+    }
+    size_t c = *cap ? *cap : 16;
+    while (c < need) {
+        c *= 2;
+    }
+    void *n = realloc(*buf, c * elem);
+    if (n == NULL) {
+        return FOLD_ERR_NO_MEMORY;
+    }
+    *buf = n;
+    *cap = c;
+    return FOLD_OK;
 }
 
-static int step_conflicts(const access_t *r1, int n1, const access_t *w1, int hw1,
-                          const access_t *r2, int n2, const access_t *w2, int hw2)
+static void add_pred(dep_map_t *m, int64_t pred, uint32_t step)
 {
-    if (hw1) {
-        for (int i = 0; i < n2; i++) {
-            if (overlaps(w1, &r2[i])) {
-                return 1;       /* read after write */
-            }
-        }
-        if (hw2 && overlaps(w1, w2)) {
-            return 1;           /* write after write */
+    if (pred < 0 || m->mark[pred] == step + 1 || m->status != FOLD_OK) {
+        return;
+    }
+    m->mark[pred] = step + 1;
+    if ((m->status = grow((void **)&m->edges, &m->edges_cap, m->nedges + 1,
+                          sizeof(*m->edges))) == FOLD_OK) {
+        m->edges[m->nedges][0] = (uint32_t)pred;
+        m->edges[m->nedges][1] = step;
+        m->nedges++;
+    }
+}
+
+/* Index of the first span of buffer b that ends after lo. */
+static size_t first_span(const dep_map_t *m, int b, size_t lo)
+{
+    size_t a = 0, z = m->nspans[b];
+    while (a < z) {
+        size_t mid = (a + z) / 2;
+        if (m->spans[b][mid].hi <= lo) {
+            a = mid + 1;
+        } else {
+            z = mid;
         }
     }
-    if (hw2) {
-        for (int i = 0; i < n1; i++) {
-            if (overlaps(&r1[i], w2)) {
-                return 1;       /* write after read */
-            }
+    return a;
+}
+
+static void collect(dep_map_t *m, const access_t *acc, int is_write, uint32_t step)
+{
+    int b = acc->buf;
+    for (size_t i = first_span(m, b, acc->lo); i < m->nspans[b] && m->spans[b][i].lo < acc->hi;
+         i++) {
+        add_pred(m, m->spans[b][i].writer, step);
+        for (uint32_t r = m->spans[b][i].readers; is_write && r != NO_READERS;
+             r = m->pool[r].next) {
+            add_pred(m, m->pool[r].step, step);
         }
     }
-    return 0;
+}
+
+/* Replaces what buffer b holds over [lo, hi) with the spans in m->scratch. */
+static void splice(dep_map_t *m, int b, size_t lo, size_t hi, size_t nnew)
+{
+    size_t a = first_span(m, b, lo), z = a;
+    while (z < m->nspans[b] && m->spans[b][z].lo < hi) {
+        z++;
+    }
+    /* Parts of the first and last old spans outside [lo, hi) survive. */
+    span_t head = {0, 0, -1, NO_READERS}, tail = head;
+    int has_head = a < z && m->spans[b][a].lo < lo;
+    int has_tail = a < z && m->spans[b][z - 1].hi > hi;
+    if (has_head) {
+        head    = m->spans[b][a];
+        head.hi = lo;
+    }
+    if (has_tail) {
+        tail    = m->spans[b][z - 1];
+        tail.lo = hi;
+    }
+    size_t add = nnew + (size_t)has_head + (size_t)has_tail, n = m->nspans[b];
+    if (m->status != FOLD_OK ||
+        (m->status = grow((void **)&m->spans[b], &m->cap[b], n - (z - a) + add,
+                          sizeof(span_t))) != FOLD_OK) {
+        return;
+    }
+    span_t *sp = m->spans[b];
+    memmove(sp + a + add, sp + z, (n - z) * sizeof(span_t));
+    size_t k = a;
+    if (has_head) {
+        sp[k++] = head;
+    }
+    memcpy(sp + k, m->scratch, nnew * sizeof(span_t));
+    k += nnew;
+    if (has_tail) {
+        sp[k++] = tail;
+    }
+    m->nspans[b] = n - (z - a) + add;
+}
+
+static void record_read(dep_map_t *m, const access_t *acc, uint32_t step)
+{
+    int b = acc->buf;
+    size_t nnew = 0, pos = acc->lo;
+    size_t i = first_span(m, b, acc->lo);
+    /* Every old span (or gap) inside [lo, hi) gains this reader. */
+    while (pos < acc->hi && m->status == FOLD_OK) {
+        span_t piece = {pos, acc->hi, -1, NO_READERS};
+        if (i < m->nspans[b] && m->spans[b][i].lo <= pos) {
+            piece = m->spans[b][i++];
+            piece.lo = pos;
+            piece.hi = piece.hi < acc->hi ? piece.hi : acc->hi;
+        } else if (i < m->nspans[b] && m->spans[b][i].lo < acc->hi) {
+            piece.hi = m->spans[b][i].lo;   /* a gap before the next span */
+        }
+        if ((m->status = grow((void **)&m->pool, &m->pool_cap, m->npool + 1,
+                              sizeof(*m->pool))) != FOLD_OK ||
+            (m->status = grow((void **)&m->scratch, &m->scratch_cap, nnew + 1,
+                              sizeof(span_t))) != FOLD_OK) {
+            return;
+        }
+        m->pool[m->npool] = (reader_node_t){step, piece.readers};
+        piece.readers = (uint32_t)m->npool++;
+        m->scratch[nnew++] = piece;
+        pos = piece.hi;
+    }
+    splice(m, b, acc->lo, acc->hi, nnew);
+}
+
+static void record_write(dep_map_t *m, const access_t *acc, uint32_t step)
+{
+    if (m->status == FOLD_OK &&
+        (m->status = grow((void **)&m->scratch, &m->scratch_cap, 1, sizeof(span_t))) ==
+            FOLD_OK) {
+        m->scratch[0] = (span_t){acc->lo, acc->hi, step, NO_READERS};
+        splice(m, acc->buf, acc->lo, acc->hi, 1);
+    }
+}
+
+static void dep_map_free(dep_map_t *m)
+{
+    for (int b = 0; b < NBUFS; b++) {
+        free(m->spans[b]);
+    }
+    free(m->pool);
+    free(m->scratch);
+    free(m->mark);
+    free(m->edges);
 }
 
 typedef struct peer_seq {
@@ -285,12 +540,6 @@ static int sched_number_messages(fold_sched_t *s)
     return FOLD_OK;
 }
 
-/*
- * Each step waits for every earlier conflicting step. Quadratic in the number of
- * steps, which is fine because schedules are built once and cached per shape; a
- * conflict already implied through an intermediate step is still recorded (the
- * executor only counts them).
- */
 int fold_sched_finalize(fold_sched_t *s)
 {
     if (s->status != FOLD_OK) {
@@ -302,47 +551,44 @@ int fold_sched_finalize(fold_sched_t *s)
     }
 
     size_t n = s->nsteps;
-    access_t (*reads)[2] = malloc((n ? n : 1) * sizeof(*reads));
-    access_t *writes     = malloc((n ? n : 1) * sizeof(*writes));
-    int *nreads          = malloc((n ? n : 1) * sizeof(*nreads));
-    int *has_write       = malloc((n ? n : 1) * sizeof(*has_write));
-    uint32_t *counts     = calloc(n + 1, sizeof(*counts));
-    /* Edges are collected as (from, to) pairs, then laid out per source step. */
-    uint32_t (*edges)[2] = NULL;
-    size_t nedges = 0, edges_cap = 0;
-
-    if (!reads || !writes || !nreads || !has_write || !counts) {
-        status = FOLD_ERR_NO_MEMORY;
-        goto out;
+    dep_map_t m;
+    memset(&m, 0, sizeof(m));
+    m.mark = calloc(n + 1, sizeof(*m.mark));
+    uint32_t *counts = calloc(n + 1, sizeof(*counts));
+    if (m.mark == NULL || counts == NULL) {
+        m.status = FOLD_ERR_NO_MEMORY;
     }
-    for (size_t j = 0; j < n; j++) {
-        has_write[j] = step_accesses(s, &s->steps[j], reads[j], &nreads[j], &writes[j]);
-        s->steps[j].npred = 0;
-        for (size_t i = 0; i < j; i++) {
-            if (!step_conflicts(reads[i], nreads[i], &writes[i], has_write[i], reads[j],
-                                nreads[j], &writes[j], has_write[j])) {
-                continue;
-            }
-            if (nedges == edges_cap) {
-                edges_cap = edges_cap ? 2 * edges_cap : 64;
-                uint32_t (*e)[2] = realloc(edges, edges_cap * sizeof(*e));
-                if (e == NULL) {
-                    status = FOLD_ERR_NO_MEMORY;
-                    goto out;
-                }
-                edges = e;
-            }
-            edges[nedges][0] = (uint32_t)i;
-            edges[nedges][1] = (uint32_t)j;
-            nedges++;
-            counts[i]++;
-            s->steps[j].npred++;
+    for (size_t j = 0; j < n && m.status == FOLD_OK; j++) {
+        step_access_t a;
+        step_accesses(s, &s->steps[j], &a);
+        for (int k = 0; k < a.nreads; k++) {
+            collect(&m, &a.reads[k], 0, (uint32_t)j);
+        }
+        for (int k = 0; k < a.nwrites; k++) {
+            collect(&m, &a.writes[k], 1, (uint32_t)j);
+        }
+        for (int k = 0; k < a.nreads; k++) {
+            record_read(&m, &a.reads[k], (uint32_t)j);
+        }
+        for (int k = 0; k < a.nwrites; k++) {
+            record_write(&m, &a.writes[k], (uint32_t)j);
         }
     }
+    if ((status = m.status) != FOLD_OK) {
+        goto out;
+    }
 
+    /* Lay the edges out per source step. */
+    for (size_t j = 0; j < n; j++) {
+        s->steps[j].npred = 0;
+    }
+    for (size_t e = 0; e < m.nedges; e++) {
+        counts[m.edges[e][0]]++;
+        s->steps[m.edges[e][1]].npred++;
+    }
     free(s->succ);
-    s->succ  = malloc((nedges ? nedges : 1) * sizeof(*s->succ));
-    s->nsucc = nedges;
+    s->succ  = malloc((m.nedges ? m.nedges : 1) * sizeof(*s->succ));
+    s->nsucc = m.nedges;
     if (s->succ == NULL) {
         status = FOLD_ERR_NO_MEMORY;
         goto out;
@@ -353,18 +599,14 @@ int fold_sched_finalize(fold_sched_t *s)
         s->steps[i].nsucc    = 0;
         off += counts[i];
     }
-    for (size_t e = 0; e < nedges; e++) {
-        fold_step_t *from = &s->steps[edges[e][0]];
-        s->succ[from->succ_off + from->nsucc++] = edges[e][1];
+    for (size_t e = 0; e < m.nedges; e++) {
+        fold_step_t *from = &s->steps[m.edges[e][0]];
+        s->succ[from->succ_off + from->nsucc++] = m.edges[e][1];
     }
 
 out:
-    free(reads);
-    free(writes);
-    free(nreads);
-    free(has_write);
+    dep_map_free(&m);
     free(counts);
-    free(edges);
     if (status != FOLD_OK) {
         s->status = status;
     }
@@ -373,8 +615,15 @@ out:
 
 const char *fold_step_kind_name(int kind)
 {
-    static const char *const names[] = {"send", "recv", "reduce", "copy"};
-    return (kind >= 0 && kind <= FOLD_STEP_COPY) ? names[kind] : "unknown";
+    static const char *const names[] = {"send", "recv", "reduce", "copy", "shm post",
+                                        "shm wait"};
+    return (kind >= 0 && kind <= FOLD_STEP_SHM_WAIT) ? names[kind] : "unknown";
+}
+
+const char *fold_flag_name(int flag)
+{
+    static const char *const names[] = {"written", "published", "copied", "done"};
+    return (flag >= 0 && flag <= FOLD_FLAG_DONE) ? names[flag] : "unknown";
 }
 
 const char *fold_coll_name(fold_coll_t coll)

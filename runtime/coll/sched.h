@@ -14,12 +14,23 @@
  *
  * Dependencies are derived, not written: fold_sched_finalize() makes each step wait
  * for every earlier step whose buffer range it conflicts with (read-after-write,
- * write-after-read, write-after-write). So a builder emits steps in the order they
+ * write-after-read, write-after-write), directly or through a chain of such steps
+ * (it records the last writer and the readers since, per element range). So a builder emits steps in the order they
  * would run sequentially, and reuses a scratch slot simply by naming it again.
  *
  * Message matching: the k-th send from rank a to rank b matches the k-th receive
  * posted by b from a (finalize numbers them). Both sides must therefore emit their
  * messages between a given pair in the same logical order, with equal counts.
+ *
+ * Node shared memory (node-aware algorithms only): SHM is the communicator's node
+ * segment, shared by the ranks of this node; each of them has FOLD_SHM_NFLAGS
+ * sequence flags there. A post sets one of this rank's flags once every earlier
+ * step touching its range is done; a wait completes when another local rank's flag
+ * reaches a value, and every later step touching its range runs after it. Both
+ * count as writes of their range, so they order against readers and writers alike;
+ * posts to one flag also keep their order. Flag values are per call: the executor
+ * maps value v of the call with epoch e (1, 2, ...) to (e - 1) * 2^32 + v, so a
+ * wait for 0 waits for the previous call's FOLD_SHM_CALL_DONE.
  */
 #ifndef FOLD_SCHED_H
 #define FOLD_SCHED_H
@@ -27,7 +38,21 @@
 #include <stddef.h>
 #include <stdint.h>
 
-typedef enum fold_buf_id { FOLD_BUF_IN = 0, FOLD_BUF_OUT = 1, FOLD_BUF_TMP = 2 } fold_buf_id_t;
+typedef enum fold_buf_id {
+    FOLD_BUF_IN = 0, FOLD_BUF_OUT = 1, FOLD_BUF_TMP = 2, FOLD_BUF_SHM = 3, FOLD_BUF_COUNT
+} fold_buf_id_t;
+
+/* A post of this value says "this rank is done with the segment for this call". */
+#define FOLD_SHM_CALL_DONE ((uint64_t)1 << 32)
+
+/* What the node-aware algorithms use each flag of a rank for. */
+enum {
+    FOLD_FLAG_WRITTEN,     /* chunks this rank has copied into the leaders' slots */
+    FOLD_FLAG_PUBLISHED,   /* (sub-)partitions this leader has finished */
+    FOLD_FLAG_COPIED,      /* chunks this rank has copied out of the leaders' results */
+    FOLD_FLAG_DONE         /* calls this rank is done with */
+};
+const char *fold_flag_name(int flag);
 
 typedef struct fold_ref {
     uint8_t buf;    /* fold_buf_id_t */
@@ -37,20 +62,26 @@ typedef struct fold_ref {
 static inline fold_ref_t fold_ref_in(size_t off)  { fold_ref_t r = {FOLD_BUF_IN, off};  return r; }
 static inline fold_ref_t fold_ref_out(size_t off) { fold_ref_t r = {FOLD_BUF_OUT, off}; return r; }
 static inline fold_ref_t fold_ref_tmp(size_t off) { fold_ref_t r = {FOLD_BUF_TMP, off}; return r; }
+static inline fold_ref_t fold_ref_shm(size_t off) { fold_ref_t r = {FOLD_BUF_SHM, off}; return r; }
 static inline fold_ref_t fold_ref_add(fold_ref_t r, size_t n) { r.off += n; return r; }
 
 typedef enum fold_step_kind {
-    FOLD_STEP_SEND, FOLD_STEP_RECV, FOLD_STEP_REDUCE, FOLD_STEP_COPY
+    FOLD_STEP_SEND, FOLD_STEP_RECV, FOLD_STEP_REDUCE, FOLD_STEP_COPY,
+    FOLD_STEP_SHM_POST, FOLD_STEP_SHM_WAIT
 } fold_step_kind_t;
 
 typedef struct fold_step {
     uint8_t    kind;      /* fold_step_kind_t */
-    int32_t    peer;      /* communicator rank (send/recv) */
+    uint8_t    flag;      /* shm post/wait: which flag of the rank */
+    int32_t    peer;      /* communicator rank (send/recv; shm wait: the flag's owner,
+                             -1 = every other local rank) */
+    int32_t    local;     /* shm wait: the owner's local index, -1 = every other */
+    uint64_t   value;     /* shm post/wait: flag value within the call */
     uint32_t   seq;       /* message number within (peer, direction), set by finalize */
     size_t     count;     /* elements */
     fold_ref_t src;       /* send: data; copy: source; reduce: left (lower-rank) operand */
     fold_ref_t src2;      /* reduce: right operand */
-    fold_ref_t dst;       /* recv: target; copy, reduce: destination */
+    fold_ref_t dst;       /* recv: target; copy, reduce: destination; shm post/wait: range */
     uint32_t   npred;     /* steps this one waits for (set by finalize) */
     uint32_t   succ_off;  /* its successors: succ[succ_off .. succ_off + nsucc) */
     uint32_t   nsucc;
@@ -72,6 +103,11 @@ typedef struct fold_coll_args {
     int    depth;         /* segments in flight per stream (scratch slots), >= 1 */
     int    inplace;       /* IN is OUT */
     int    commutative;   /* 0: keep the rank order x0 op x1 op ... op x(p-1) */
+    /* Node-aware algorithms only (zero for the others), filled by the executor: */
+    const struct fold_topo *topo;   /* who shares a node, leader order */
+    int    leaders;               /* leaders per node */
+    size_t shm_count;             /* node segment data capacity, elements */
+    const struct fold_alg *inter; /* flat algorithm between nodes */
 } fold_coll_args_t;
 
 typedef struct fold_sched {
@@ -81,9 +117,14 @@ typedef struct fold_sched {
     uint32_t    *succ;
     size_t       nsucc;
     size_t       tmp_count;   /* scratch elements used */
+    size_t       shm_count;   /* node segment elements used */
+    int          uses_shm;    /* references SHM or has shm steps */
     int          inplace;
     int          has_out;     /* 0: OUT must not be referenced */
     int          status;      /* sticky: first error while building */
+    /* Called by fold_sched_cleanup: lets a schedule slot own a resource. */
+    void       (*release)(void *arg);
+    void        *release_arg;
 } fold_sched_t;
 
 void fold_sched_init(fold_sched_t *s, const fold_coll_args_t *args);
@@ -115,6 +156,19 @@ void fold_sched_recv_segs(fold_sched_t *s, int peer, fold_ref_t dst, size_t coun
 void fold_sched_recv_reduce_segs(fold_sched_t *s, int peer, fold_ref_t mine,
                                  fold_ref_t dst, size_t count, size_t seg, int depth,
                                  size_t tmp_base, int peer_is_left);
+
+/* Node shared memory: see the top of this file. */
+void fold_sched_shm_post(fold_sched_t *s, int flag, uint64_t value, fold_ref_t range,
+                         size_t count);
+/* local = -1 (peer -1) waits for the flag of every other local rank. A wait with
+ * count 0 guards nothing and is dropped. */
+void fold_sched_shm_wait(fold_sched_t *s, int peer, int local, int flag, uint64_t value,
+                         fold_ref_t range, size_t count);
+
+/* Appends the steps of `inner` (built, not finalized) with its IN, OUT and TMP
+ * mapped to in, out and TMP from tmp_base, and its peer q to peers[q]. */
+void fold_sched_embed(fold_sched_t *s, const fold_sched_t *inner, fold_ref_t in,
+                      fold_ref_t out, size_t tmp_base, const int *peers);
 
 /* Derives dependencies and message numbers; returns s->status. */
 int fold_sched_finalize(fold_sched_t *s);

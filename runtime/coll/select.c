@@ -21,9 +21,14 @@
 /* Measured on a 2-core node (see the README's tuning section for the numbers). */
 const char fold_default_tune[] =
     "allreduce:0-8k:recursive_doubling"
+    "#allreduce:32k-16M:p2-2:dpml_pipelined"
+    "#allreduce:16M-inf:p2-2:dpml"
     "#allreduce:8k-inf:p2-2:rabenseifner"
     "#allreduce:8k-inf:rabenseifner"
     "#reduce:0-8k:binomial"
+    "#reduce:8k-16k:p2-2:binomial"
+    "#reduce:16k-1M:p2-2:dpml_pipelined"
+    "#reduce:1M-inf:p2-2:dpml"
     "#reduce:8k-inf:rabenseifner";
 
 static int parse_coll(const char *text, size_t len, fold_coll_t *coll)
@@ -171,12 +176,13 @@ int fold_select_configure(fold_context_t *ctx)
     return FOLD_OK;
 }
 
+/* The first rule that matches, skipping algorithms with any of skip_flags. */
 static const fold_alg_t *match_rules(const fold_tune_t *tune, fold_coll_t coll, size_t bytes,
-                                     int ranks)
+                                     int ranks, unsigned skip_flags)
 {
     for (int i = 0; i < tune->nrules; i++) {
         const fold_tune_rule_t *r = &tune->rules[i];
-        if (r->coll == coll && bytes >= r->min_bytes &&
+        if (r->coll == coll && !(r->alg->flags & skip_flags) && bytes >= r->min_bytes &&
             (bytes < r->max_bytes || r->max_bytes == SIZE_MAX) && ranks >= r->min_ranks &&
             ranks <= r->max_ranks) {
             return r->alg;
@@ -208,10 +214,10 @@ int fold_select(fold_comm_t *comm, fold_coll_t coll, size_t count, fold_dtype_t 
     size_t bytes = count * fold_dtype_size(dtype);
     const fold_alg_t *alg = ctx->forced[coll];
     if (alg == NULL) {
-        alg = match_rules(&ctx->tune, coll, bytes, comm->size);
+        alg = match_rules(&ctx->tune, coll, bytes, comm->size, 0);
     }
     if (alg == NULL) {
-        alg = match_rules(default_rules(), coll, bytes, comm->size);
+        alg = match_rules(default_rules(), coll, bytes, comm->size, 0);
     }
     if (alg == NULL) {
         alg = (coll == FOLD_COLL_ALLREDUCE) ? &fold_alg_recursive_doubling : &fold_alg_binomial;
@@ -230,4 +236,40 @@ int fold_select(fold_comm_t *comm, fold_coll_t coll, size_t count, fold_dtype_t 
 size_t fold_default_segment(const fold_alg_t *alg, size_t bytes)
 {
     return 128 * 1024;
+}
+
+/* Message bytes per DPML leader, below which another leader costs more (a flag
+ * hop, a copy out) than it saves in reduction. Reduce needs far more: with one
+ * leader the root reduces straight into its output, and every other leader's
+ * result is one more copy at the root. Measured on 2 ranks of a 2-core node
+ * (README, DPML section). */
+#define DPML_ALLREDUCE_BYTES_PER_LEADER (8 * 1024)
+#define DPML_REDUCE_BYTES_PER_LEADER    (2 * 1024 * 1024)
+
+int fold_select_leaders(const fold_context_t *ctx, const fold_topo_t *topo, fold_coll_t coll,
+                        size_t bytes)
+{
+    long l = ctx->config.dpml_leaders;
+    if (l <= 0) {
+        l = (long)(bytes / (coll == FOLD_COLL_REDUCE ? DPML_REDUCE_BYTES_PER_LEADER
+                                                     : DPML_ALLREDUCE_BYTES_PER_LEADER));
+    }
+    l = l < topo->min_ppn ? l : topo->min_ppn;
+    return l < 1 ? 1 : (int)l;
+}
+
+/* The leaders' exchange between nodes: what the rules would pick for a flat call of
+ * part_bytes on nnodes ranks, never a node-aware algorithm. */
+const fold_alg_t *fold_select_inter(const fold_context_t *ctx, fold_coll_t coll,
+                                    size_t part_bytes, int nnodes)
+{
+    const fold_alg_t *alg = match_rules(&ctx->tune, coll, part_bytes, nnodes,
+                                        FOLD_ALG_NODE_AWARE);
+    if (alg == NULL) {
+        alg = match_rules(default_rules(), coll, part_bytes, nnodes, FOLD_ALG_NODE_AWARE);
+    }
+    if (alg == NULL) {
+        alg = (coll == FOLD_COLL_ALLREDUCE) ? &fold_alg_recursive_doubling : &fold_alg_binomial;
+    }
+    return alg;
 }

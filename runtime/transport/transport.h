@@ -1,5 +1,5 @@
 /*
- * The transport interface: one ops table per backend (ucp, loopback; ofi later).
+ * The transport interface: one ops table per backend (ucp, ofi, loopback).
  * A transport knows nothing about collectives. Peers are context ranks (0..size-1).
  *
  * Completion: every non-blocking call takes a caller-owned fold_tl_req_t. The call
@@ -78,6 +78,7 @@ typedef struct fold_tl_ops {
 } fold_tl_ops_t;
 
 extern const fold_tl_ops_t fold_tl_ucp_ops;
+extern const fold_tl_ops_t fold_tl_ofi_ops;
 extern const fold_tl_ops_t fold_tl_loopback_ops;
 
 /* Every backend compiled in, NULL-terminated. */

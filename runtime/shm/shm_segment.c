@@ -1,0 +1,235 @@
+/*
+ * Node segment: naming, create, attach (counting ranks in and unlinking once all
+ * are in), detach, and the blocking flag wait. See shm_segment.h.
+ */
+#include "shm_segment.h"
+#include "log.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <fold/fold_status.h>
+#include <sched.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define SHM_MAGIC   0x6d68732d646c6f66ull   /* "fold-shm" */
+#define SHM_VERSION 1u
+
+struct fold_shm_header {
+    uint64_t         magic;
+    uint32_t         version;
+    uint32_t         local_size;
+    uint64_t         flags_offset;
+    uint64_t         data_offset;
+    uint64_t         data_size;
+    _Atomic uint32_t attached;
+    _Atomic uint32_t ready;        /* set last by the creator */
+};
+
+static size_t page_size(void)
+{
+    long p = sysconf(_SC_PAGESIZE);
+    return p > 0 ? (size_t)p : 4096;
+}
+
+static size_t round_up(size_t n, size_t to)
+{
+    return (n + to - 1) / to * to;
+}
+
+/* Copies at most max characters of text, replacing what a name should not hold. */
+static size_t append_clean(char *dst, size_t max, const char *text)
+{
+    size_t n = 0;
+    for (; text != NULL && text[n] != '\0' && n < max; n++) {
+        char c = text[n];
+        int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                 c == '.' || c == '_' || c == '-';
+        dst[n] = ok ? c : '_';
+    }
+    dst[n] = '\0';
+    return n;
+}
+
+void fold_shm_make_name(char *buf, size_t len, const char *job, const char *node,
+                        uint32_t comm_id, uint64_t nonce)
+{
+    char tail[48];
+    int tail_len = snprintf(tail, sizeof(tail), "-c%u-%016llx", comm_id,
+                            (unsigned long long)nonce);
+    if (len < sizeof("/fold--") + (size_t)tail_len) {
+        if (len > 0) {
+            buf[0] = '\0';
+        }
+        return;
+    }
+    /* Room for "/fold-" job "-" node tail and the terminator, split between the two. */
+    size_t room = len - (sizeof("/fold-") - 1) - 1 - (size_t)tail_len - 1;
+    size_t job_max = room / 2, node_max = room - room / 2;
+    size_t pos = (size_t)snprintf(buf, len, "/fold-");
+    pos += append_clean(buf + pos, job_max, job);
+    buf[pos++] = '-';
+    pos += append_clean(buf + pos, node_max, node);
+    snprintf(buf + pos, len - pos, "%s", tail);
+}
+
+static size_t layout(int local_size, size_t data_size, size_t *flags_off, size_t *data_off)
+{
+    *flags_off = round_up(sizeof(fold_shm_header_t), 64);
+    *data_off  = round_up(*flags_off + (size_t)local_size * sizeof(fold_shm_flags_t),
+                          page_size());
+    return *data_off + round_up(data_size, page_size());
+}
+
+static int map_fd(fold_shm_seg_t *seg, int fd, size_t size)
+{
+    void *base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (base == MAP_FAILED) {
+        fold_error("shm: mmap of %zu bytes of %s failed: %s", size, seg->name, strerror(errno));
+        return FOLD_ERR_NO_MEMORY;
+    }
+    seg->base     = base;
+    seg->map_size = size;
+    seg->hdr      = base;
+    return FOLD_OK;
+}
+
+static void seg_fill_views(fold_shm_seg_t *seg)
+{
+    seg->flags      = (fold_shm_flags_t *)((char *)seg->base + seg->hdr->flags_offset);
+    seg->data       = (char *)seg->base + seg->hdr->data_offset;
+    seg->data_size  = seg->hdr->data_size;
+    seg->local_size = (int)seg->hdr->local_size;
+}
+
+int fold_shm_create(fold_shm_seg_t *seg, const char *name, int local_size, size_t data_size)
+{
+    memset(seg, 0, sizeof(*seg));
+    snprintf(seg->name, sizeof(seg->name), "%s", name);
+    size_t flags_off, data_off, size = layout(local_size, data_size, &flags_off, &data_off);
+
+    int fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
+    if (fd < 0) {
+        int busy = errno == EEXIST;
+        fold_error("shm: creating %s failed: %s", name, strerror(errno));
+        return busy ? FOLD_ERR_BUSY : FOLD_ERR_NO_MEMORY;
+    }
+    int status = FOLD_OK;
+    if (fchmod(fd, 0600) != 0 || ftruncate(fd, (off_t)size) != 0) {
+        fold_error("shm: sizing %s to %zu bytes failed: %s", name, size, strerror(errno));
+        status = FOLD_ERR_NO_MEMORY;
+    } else {
+        status = map_fd(seg, fd, size);
+    }
+    close(fd);
+    if (status != FOLD_OK) {
+        shm_unlink(name);
+        return status;
+    }
+    /* ftruncate zero-fills: flags start at 0. */
+    fold_shm_header_t *h = seg->hdr;
+    h->magic        = SHM_MAGIC;
+    h->version      = SHM_VERSION;
+    h->local_size   = (uint32_t)local_size;
+    h->flags_offset = flags_off;
+    h->data_offset  = data_off;
+    h->data_size    = size - data_off;
+    atomic_store_explicit(&h->attached, 1, memory_order_relaxed);
+    atomic_store_explicit(&h->ready, 1, memory_order_release);
+    seg_fill_views(seg);
+    return FOLD_OK;
+}
+
+int fold_shm_attach(fold_shm_seg_t *seg, const char *name, int local_size)
+{
+    memset(seg, 0, sizeof(*seg));
+    snprintf(seg->name, sizeof(seg->name), "%s", name);
+    int fd = shm_open(name, O_RDWR, 0);
+    if (fd < 0) {
+        fold_error("shm: opening %s failed: %s", name, strerror(errno));
+        return errno == ENOENT ? FOLD_ERR_NOT_FOUND : FOLD_ERR_NO_MEMORY;
+    }
+    struct stat st;
+    int status = FOLD_OK;
+    if (fstat(fd, &st) != 0 || (size_t)st.st_size < sizeof(fold_shm_header_t)) {
+        fold_error("shm: %s is too small to be a fold segment", name);
+        status = FOLD_ERR_MALFORMED;
+    } else {
+        status = map_fd(seg, fd, (size_t)st.st_size);
+    }
+    close(fd);
+    if (status != FOLD_OK) {
+        return status;
+    }
+    fold_shm_header_t *h = seg->hdr;
+    if (atomic_load_explicit(&h->ready, memory_order_acquire) != 1 || h->magic != SHM_MAGIC ||
+        h->version != SHM_VERSION || h->local_size != (uint32_t)local_size ||
+        h->data_offset + h->data_size > seg->map_size) {
+        fold_error("shm: %s is not a fold segment for %d local ranks (header says %u)", name,
+                   local_size, h->magic == SHM_MAGIC ? h->local_size : 0);
+        fold_shm_detach(seg);
+        return FOLD_ERR_MALFORMED;
+    }
+    seg_fill_views(seg);
+    if (atomic_fetch_add_explicit(&h->attached, 1, memory_order_acq_rel) + 1 ==
+        (uint32_t)local_size) {
+        fold_shm_unlink(name);   /* everyone is in: nothing needs the name any more */
+    }
+    return FOLD_OK;
+}
+
+void fold_shm_unlink(const char *name)
+{
+    if (shm_unlink(name) != 0 && errno != ENOENT) {
+        fold_warn("shm: unlinking %s failed: %s", name, strerror(errno));
+    }
+}
+
+void fold_shm_detach(fold_shm_seg_t *seg)
+{
+    if (seg->base != NULL) {
+        munmap(seg->base, seg->map_size);
+    }
+    memset(seg, 0, sizeof(*seg));
+}
+
+int fold_shm_attached(const fold_shm_seg_t *seg)
+{
+    return (int)atomic_load_explicit(&seg->hdr->attached, memory_order_acquire);
+}
+
+static double now_sec(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+int fold_shm_flag_wait(const fold_shm_seg_t *seg, int local, int flag, uint64_t value,
+                       long spin_count, double timeout_sec)
+{
+    double deadline = 0;
+    for (long polls = 0;; polls++) {
+        if (fold_shm_flag_reached(seg, local, flag, value)) {
+            return FOLD_OK;
+        }
+        if (polls < spin_count) {
+            continue;
+        }
+        double now = now_sec();
+        if (deadline == 0) {
+            deadline = now + timeout_sec;
+        } else if (now > deadline) {
+            fold_error("shm: no progress for %.1f s waiting for local rank %d's flag %d of "
+                       "%s to reach %llu (it is at %llu)", timeout_sec, local, flag, seg->name,
+                       (unsigned long long)value,
+                       (unsigned long long)fold_shm_flag_read(seg, local, flag));
+            return FOLD_ERR_TIMEOUT;
+        }
+        sched_yield();
+    }
+}
