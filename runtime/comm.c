@@ -73,6 +73,9 @@ void fold_comm_destroy(fold_comm_t *comm)
     for (size_t i = 0; i < sizeof(comm->scratch) / sizeof(comm->scratch[0]); i++) {
         free(comm->scratch[i].buf);
     }
+    if (comm->node != NULL) {
+        fold_node_free(comm->node);
+    }
     free(comm->map.table);
     comm->magic = 0;
     free(comm);

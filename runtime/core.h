@@ -19,11 +19,7 @@
 #define FOLD_CONTEXT_MAGIC 0x464f4c44u   /* "FOLD" */
 #define FOLD_COMM_MAGIC    0x434f4d4du   /* "COMM" */
 #define FOLD_REQUEST_MAGIC 0x52455155u   /* "REQU" */
-/* Schedule cache entries per communicator. The last one holds no schedule: its
- * release hook frees the communicator's node state (fold_node_t) when the
- * communicator's cache is cleaned up at destruction. */
-#define FOLD_SCHED_CACHE_SIZE 17
-#define FOLD_SCHED_CACHE_NODE (FOLD_SCHED_CACHE_SIZE - 1)
+#define FOLD_SCHED_CACHE_SIZE 16   /* schedule cache entries per communicator */
 
 typedef struct fold_context fold_context_t;
 typedef struct fold_comm    fold_comm_t;
@@ -191,6 +187,8 @@ double fold_time_now(void);
  * fields of args->cargs. */
 int  fold_node_prepare(fold_comm_t *comm, fold_exec_args_t *args);
 void fold_node_enqueue(fold_node_t *node, fold_request_t *req);
+/* Detaches the node segment and frees the state (fold_comm_destroy). */
+void fold_node_free(fold_node_t *node);
 void fold_node_dequeue(fold_node_t *node, fold_request_t *req);
 
 /* select.c */

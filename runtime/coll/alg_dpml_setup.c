@@ -74,16 +74,11 @@ static void segment_name(const fold_comm_t *comm, uint64_t nonce, char *buf, siz
     fold_shm_make_name(buf, len, bs->job_id, bs->node_name, comm->id, nonce);
 }
 
-static void node_free(fold_node_t *node)
+void fold_node_free(fold_node_t *node)
 {
     fold_shm_detach(&node->seg);
     fold_topo_free(node->topo);
     free(node);
-}
-
-static void node_release(void *arg)
-{
-    node_free(arg);
 }
 
 /* Every rank of the comm ran the setup; returns FOLD_OK only where all succeeded. */
@@ -181,13 +176,10 @@ int fold_node_prepare(fold_comm_t *comm, fold_exec_args_t *args)
         }
         int status = node_setup(comm, node);
         if (status != FOLD_OK) {
-            node_free(node);
+            fold_node_free(node);
             return status;
         }
         comm->node = node;
-        fold_sched_t *holder = &comm->cache[FOLD_SCHED_CACHE_NODE].sched;
-        holder->release     = node_release;
-        holder->release_arg = node;
         fold_debug("comm %u: %d nodes, %d-%d ranks per node, segment %s (%zu bytes)",
                    comm->id, node->topo->nnodes, node->topo->min_ppn, node->topo->max_ppn,
                    node->seg.base ? node->seg.name : "none", node->seg.data_size);

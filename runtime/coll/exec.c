@@ -59,7 +59,7 @@ static int sched_lookup(fold_comm_t *comm, const fold_exec_args_t *args,
                         fold_sched_entry_t **entry_p)
 {
     fold_sched_entry_t *victim = NULL;
-    for (int i = 0; i < FOLD_SCHED_CACHE_NODE; i++) {
+    for (int i = 0; i < FOLD_SCHED_CACHE_SIZE; i++) {
         fold_sched_entry_t *e = &comm->cache[i];
         if (e->last_use != 0 && e->alg == args->alg && args_equal(&e->args, &args->cargs)) {
             e->last_use = ++comm->use_clock;
@@ -72,7 +72,7 @@ static int sched_lookup(fold_comm_t *comm, const fold_exec_args_t *args,
     }
     if (victim == NULL) {
         fold_error("comm %u: more than %d collectives of different shapes in flight",
-                   comm->id, FOLD_SCHED_CACHE_NODE);
+                   comm->id, FOLD_SCHED_CACHE_SIZE);
         return FOLD_ERR_BUSY;
     }
 

@@ -18,9 +18,6 @@ void fold_sched_init(fold_sched_t *s, const fold_coll_args_t *args)
 
 void fold_sched_cleanup(fold_sched_t *s)
 {
-    if (s->release != NULL) {
-        s->release(s->release_arg);
-    }
     free(s->steps);
     free(s->succ);
     memset(s, 0, sizeof(*s));

@@ -122,9 +122,6 @@ typedef struct fold_sched {
     int          inplace;
     int          has_out;     /* 0: OUT must not be referenced */
     int          status;      /* sticky: first error while building */
-    /* Called by fold_sched_cleanup: lets a schedule slot own a resource. */
-    void       (*release)(void *arg);
-    void        *release_arg;
 } fold_sched_t;
 
 void fold_sched_init(fold_sched_t *s, const fold_coll_args_t *args);
