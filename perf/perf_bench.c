@@ -26,6 +26,7 @@ typedef struct perf_buffers {
 typedef struct perf_case {
     perf_coll_t coll;
     const char *requested;
+    const char *codec;       /* FOLD_CODEC of this run, NULL: fold's setting */
     size_t      count;
     size_t      bytes;
     long        iterations;
@@ -317,7 +318,8 @@ static int run_case(perf_env_t *env, const perf_buffers_t *b, perf_case_t *pc,
     const char *selected = fold_selected_algorithm(env->comm, coll_name, pc->count,
                                                    env->opts->dtype);
     char algorithm[PERF_NAME_LEN];
-    snprintf(algorithm, sizeof(algorithm), "%s", selected ? selected : pc->requested);
+    snprintf(algorithm, sizeof(algorithm), "%s%s%s", selected ? selected : pc->requested,
+             pc->codec ? "+" : "", pc->codec ? pc->codec : "");
     double *warmup_us = calloc((size_t)pc->warmups + 1, sizeof(double));
     if (warmup_us == NULL) {
         return FOLD_ERR_NO_MEMORY;
@@ -385,6 +387,55 @@ static int mpi_usable(const perf_env_t *env, size_t max_count)
     return 0;
 }
 
+/* What one sweep shares across its (collective, algorithm, codec) runs. */
+typedef struct perf_sweep {
+    perf_env_t           *env;
+    perf_results_t       *results;
+    perf_row_fn           on_row;
+    void                 *arg;
+    const perf_buffers_t *buffers;
+    const size_t         *counts;
+    size_t                ncounts;
+    double               *times;
+    int                   with_mpi;
+    perf_progress_t       progress;
+    size_t                step;
+} perf_sweep_t;
+
+/* Every size of one (collective, algorithm, codec). */
+static int sweep_sizes(perf_sweep_t *sw, int c, int a, const char *codec)
+{
+    const perf_options_t *o = sw->env->opts;
+    size_t esize = fold_dtype_size(o->dtype);
+    int status = FOLD_OK;
+    for (size_t s = 0; s < sw->ncounts && status == FOLD_OK; s++, sw->step++) {
+        perf_case_t pc = {
+            .coll = o->colls[c], .requested = o->algorithms[a], .codec = codec,
+            .count = sw->counts[s], .bytes = sw->counts[s] * esize, .with_mpi = sw->with_mpi,
+            .times = sw->times,
+        };
+        pc.iterations = perf_iterations_for(o, pc.bytes);
+        pc.warmups    = perf_warmups_for(o, pc.iterations);
+        char what[160];
+        snprintf(what, sizeof(what), "%s %s%s%s, %zu bytes", perf_coll_name(pc.coll),
+                 pc.requested, codec ? "+" : "", codec ? codec : "", pc.bytes);
+        perf_progress_update(&sw->progress, sw->step, what);
+        perf_row_t row;
+        status = run_case(sw->env, sw->buffers, &pc, &row);
+        if (status != FOLD_OK) {
+            break;
+        }
+        if (perf_results_add(sw->results, &row) != 0) {
+            return FOLD_ERR_NO_MEMORY;
+        }
+        if (sw->env->rank == 0 && sw->on_row != NULL) {
+            perf_progress_clear(&sw->progress);
+            sw->on_row(&sw->results->info, &row, sw->arg);
+        }
+    }
+    return status;
+}
+
 int perf_bench_run(perf_env_t *env, perf_results_t *results, perf_row_fn on_row, void *arg)
 {
     const perf_options_t *o = env->opts;
@@ -406,45 +457,35 @@ int perf_bench_run(perf_env_t *env, perf_results_t *results, perf_row_fn on_row,
         buffers_release(&buffers);
         return FOLD_ERR_NO_MEMORY;
     }
-    int with_mpi = mpi_usable(env, counts[ncounts - 1]);
-    perf_progress_t progress;
-    perf_progress_init(&progress, env->rank == 0,
-                       (size_t)o->ncolls * (size_t)o->nalgorithms * ncounts);
-    size_t step = 0;
+    int nvariants = o->ncodecs > 0 ? o->ncodecs : 1;
+    perf_sweep_t sw = {
+        .env = env, .results = results, .on_row = on_row, .arg = arg, .buffers = &buffers,
+        .counts = counts, .ncounts = ncounts, .times = times,
+        .with_mpi = mpi_usable(env, counts[ncounts - 1]),
+    };
+    perf_progress_init(&sw.progress, env->rank == 0,
+                       (size_t)o->ncolls * (size_t)o->nalgorithms * ncounts * (size_t)nvariants);
 
     for (int c = 0; c < o->ncolls && status == FOLD_OK; c++) {
         for (int a = 0; a < o->nalgorithms && status == FOLD_OK; a++) {
             if (!env->usable[c][a]) {
-                step += ncounts;
+                sw.step += ncounts * (size_t)nvariants;
                 continue;
             }
             status = fold_config_set(env->ctx, alg_variable(o->colls[c]), o->algorithms[a]);
-            for (size_t s = 0; s < ncounts && status == FOLD_OK; s++, step++) {
-                perf_case_t pc = {
-                    .coll = o->colls[c], .requested = o->algorithms[a], .count = counts[s],
-                    .bytes = counts[s] * esize, .with_mpi = with_mpi, .times = times,
-                };
-                pc.iterations = perf_iterations_for(o, pc.bytes);
-                pc.warmups    = perf_warmups_for(o, pc.iterations);
-                char what[160];
-                snprintf(what, sizeof(what), "%s %s, %zu bytes", perf_coll_name(pc.coll),
-                         pc.requested, pc.bytes);
-                perf_progress_update(&progress, step, what);
-                perf_row_t row;
-                status = run_case(env, &buffers, &pc, &row);
+            for (int k = 0; k < nvariants && status == FOLD_OK; k++) {
+                const char *codec = o->ncodecs > 0 ? o->codecs[k] : NULL;
+                if (codec != NULL) {
+                    status = fold_config_set(env->ctx, "CODEC", codec);
+                }
                 if (status == FOLD_OK) {
-                    if (perf_results_add(results, &row) != 0) {
-                        status = FOLD_ERR_NO_MEMORY;
-                    } else if (env->rank == 0 && on_row != NULL) {
-                        perf_progress_clear(&progress);
-                        on_row(&results->info, &row, arg);
-                    }
+                    status = sweep_sizes(&sw, c, a, codec);
                 }
             }
             fold_config_set(env->ctx, alg_variable(o->colls[c]), "auto");
         }
     }
-    perf_progress_clear(&progress);
+    perf_progress_clear(&sw.progress);
     free(times);
     buffers_release(&buffers);
     return status;

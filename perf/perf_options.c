@@ -223,6 +223,31 @@ static int opt_root(perf_options_t *o, const char *arg, char *why, size_t whylen
     return 0;
 }
 
+static int add_codec(perf_options_t *o, const char *item, char *why, size_t whylen)
+{
+    static const char *const known[] = {"auto", "none", "bits", "idx", "rle"};
+    int ok = 0;
+    for (size_t k = 0; k < sizeof(known) / sizeof(known[0]); k++) {
+        ok |= strcmp(item, known[k]) == 0;
+    }
+    for (int i = 0; ok && i < o->ncodecs; i++) {
+        ok = strcmp(o->codecs[i], item) != 0;
+    }
+    if (!ok || o->ncodecs == PERF_MAX_CODECS) {
+        snprintf(why, whylen, "'%s': expected distinct codecs among auto, none, bits, idx, rle",
+                 item);
+        return -1;
+    }
+    snprintf(o->codecs[o->ncodecs++], PERF_NAME_LEN, "%s", item);
+    return 0;
+}
+
+static int opt_codecs(perf_options_t *o, const char *arg, char *why, size_t whylen)
+{
+    o->ncodecs = 0;
+    return for_each_item(arg, o, why, whylen, add_codec);
+}
+
 static int opt_inplace(perf_options_t *o, const char *arg, char *why, size_t whylen)
 {
     o->inplace = 1;
@@ -482,6 +507,9 @@ static const perf_option_t perf_option_table[] = {
      "fold_info -a, or auto for fold's own choice (each row shows the algorithm it chose); an "
      "algorithm that does not implement a collective is skipped for it (default auto)",
      opt_algorithms},
+    {"codec", 0, "LIST", "sparse codecs to compare, comma-separated FOLD_CODEC values: auto, "
+     "none, bits, idx, rle; each algorithm runs once per codec and its rows show "
+     "ALGORITHM+CODEC (default: fold's setting, one run)", opt_codecs},
     {"segment-size", 's', "SIZE", "pipeline segment size in bytes, or auto "
      "(FOLD_SEGMENT_SIZE; default: fold's setting)", opt_segment_size},
     {"threads", 'T', "N", "reduction threads per rank, 0 = cores of the node / ranks on it "

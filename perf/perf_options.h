@@ -32,6 +32,7 @@ typedef enum perf_bootstrap {
 
 #define PERF_MAX_ALGORITHMS 16
 #define PERF_NAME_LEN       64
+#define PERF_MAX_CODECS     5
 
 typedef struct perf_options {
     perf_coll_t colls[PERF_COLL_COUNT];
@@ -49,6 +50,8 @@ typedef struct perf_options {
     int         inplace;
     char        algorithms[PERF_MAX_ALGORITHMS][PERF_NAME_LEN];
     int         nalgorithms;
+    char        codecs[PERF_MAX_CODECS][PERF_NAME_LEN]; /* FOLD_CODEC values to compare */
+    int         ncodecs;                     /* 0 keeps fold's setting */
     char        segment_size[PERF_NAME_LEN]; /* "" keeps fold's setting */
     long        threads;                     /* -1 keeps fold's setting */
     char        transport[PERF_NAME_LEN];    /* "" keeps fold's setting */

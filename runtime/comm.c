@@ -73,6 +73,7 @@ void fold_comm_destroy(fold_comm_t *comm)
     for (size_t i = 0; i < sizeof(comm->scratch) / sizeof(comm->scratch[0]); i++) {
         free(comm->scratch[i].buf);
     }
+    fold_wire_pool_free(comm);
     if (comm->node != NULL) {
         fold_node_free(comm->node);
     }

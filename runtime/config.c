@@ -1,5 +1,6 @@
 #include "config.h"
 #include "log.h"
+#include "codec/codec.h"
 
 #include <fold/fold_status.h>
 #include <ctype.h>
@@ -50,6 +51,9 @@ const fold_config_var_t fold_config_vars[FOLD_CFG_COUNT] = {
     [FOLD_CFG_SHM_SIZE] = {"SHM_SIZE", "4M", FOLD_CONFIG_SIZE,
         "Data bytes of the node shared-memory segment of each communicator (dpml); "
         "larger messages pass through it in chunks"},
+    [FOLD_CFG_CODEC] = {"CODEC", "auto", FOLD_CONFIG_STRING,
+        "Sparse codecs for allreduce/reduce messages (sum; bor/bxor/lor on integers): auto "
+        "(each send picks bits, idx, rle or dense by size), none, bits, idx, rle"},
 };
 
 int fold_parse_size(const char *text, size_t *out)
@@ -154,6 +158,8 @@ static int config_parse(fold_config_t *cfg, int idx)
     case FOLD_CFG_SHM_SIZE:
         return (fold_parse_size(v, &cfg->shm_size) == 0 && cfg->shm_size >= 4096 &&
                 cfg->shm_size <= ((size_t)1 << 40)) ? 0 : -1;
+    case FOLD_CFG_CODEC:
+        return fold_codec_parse(v, &cfg->codec_mask) == FOLD_OK ? 0 : -1;
     case FOLD_CFG_LOG_LEVEL:
         return fold_log_level_from_name(v, &cfg->log_level);
     default:

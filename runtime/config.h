@@ -23,7 +23,7 @@ enum {
     FOLD_CFG_TRANSPORT, FOLD_CFG_LOG_LEVEL, FOLD_CFG_TIMEOUT, FOLD_CFG_SPIN_COUNT,
     FOLD_CFG_ALLREDUCE_ALG, FOLD_CFG_REDUCE_ALG, FOLD_CFG_TUNE, FOLD_CFG_SEGMENT_SIZE,
     FOLD_CFG_PIPELINE_DEPTH, FOLD_CFG_NUM_THREADS, FOLD_CFG_THREAD_THRESHOLD,
-    FOLD_CFG_OFI_PROVIDER, FOLD_CFG_DPML_LEADERS, FOLD_CFG_SHM_SIZE,
+    FOLD_CFG_OFI_PROVIDER, FOLD_CFG_DPML_LEADERS, FOLD_CFG_SHM_SIZE, FOLD_CFG_CODEC,
     FOLD_CFG_COUNT
 };
 
@@ -40,6 +40,7 @@ typedef struct fold_config {
     size_t thread_threshold;
     long   dpml_leaders;            /* 0 = auto */
     size_t shm_size;                /* node segment data bytes per communicator */
+    int    codec_mask;              /* sparse codecs sends may use (1 << codec id) */
     int    log_level;
 } fold_config_t;
 

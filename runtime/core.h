@@ -53,6 +53,14 @@ typedef struct fold_tune {
     int               nrules;
 } fold_tune_t;
 
+/* What the sparse codecs did on this context's sends (exec_wire.c). */
+typedef struct fold_wire_counters {
+    uint64_t msgs[4];        /* sends per codec: dense (considered, not encoded), bits, idx, rle */
+    uint64_t dense_bytes;    /* bytes those sends would have taken dense */
+    uint64_t sent_bytes;     /* bytes they took */
+    uint64_t fused;          /* reductions that decoded a message while reducing */
+} fold_wire_counters_t;
+
 struct fold_context {
     uint32_t             magic;
     fold_tune_t          tune;            /* parsed FOLD_TUNE */
@@ -73,6 +81,7 @@ struct fold_context {
     int                  ncomms;
     int                  comms_cap;
     uint32_t             next_comm_id;
+    fold_wire_counters_t wire;
 };
 
 typedef struct fold_sched_entry {
@@ -100,6 +109,14 @@ typedef struct fold_node {
     int             broken;       /* a call failed midway: the flags are out of step */
 } fold_node_t;
 
+/* A staging buffer for encoded messages (exec_wire.c). */
+typedef struct fold_wire_buf {
+    void  *buf;
+    size_t size;
+    int    busy;
+} fold_wire_buf_t;
+#define FOLD_WIRE_POOL 32
+
 typedef struct fold_scratch {
     void  *buf;
     size_t size;
@@ -118,6 +135,7 @@ struct fold_comm {
     uint64_t            use_clock;
     fold_sched_entry_t  cache[FOLD_SCHED_CACHE_SIZE];
     fold_scratch_t      scratch[4];
+    fold_wire_buf_t     wire_pool[FOLD_WIRE_POOL];
     fold_node_t        *node;     /* NULL until a node-aware algorithm first runs */
 };
 
@@ -139,6 +157,10 @@ struct fold_request {
     uint32_t           *active;       /* posted transport steps */
     size_t              nactive;
     fold_tl_req_t      *tlreq;        /* per step */
+    struct fold_codec_stats *stats;   /* per step: density a reduction counted */
+    fold_wire_buf_t   **staging;      /* per step: the encoded message a send holds */
+    int                 codec_accept; /* encoded messages are valid for this op/dtype */
+    int                 codec_mask;   /* codecs this request's sends may use */
     size_t              ndone;
     int                 status;
     unsigned            idle_polls;
@@ -180,6 +202,15 @@ int  fold_exec_progress(fold_request_t *req);
 int  fold_exec_wait(fold_request_t *req);
 void fold_exec_release(fold_request_t *req);
 double fold_time_now(void);
+
+/* exec_wire.c: sparse codecs on the wire (see there). */
+void fold_wire_request_init(fold_request_t *req, const fold_exec_args_t *args);
+void fold_wire_send_data(fold_request_t *req, uint32_t i, const void **data, size_t *len);
+void fold_wire_send_done(fold_request_t *req, uint32_t i);
+int  fold_wire_length_ok(const fold_request_t *req, uint32_t i, size_t len);
+int  fold_wire_recv_done(fold_request_t *req, uint32_t i, char *why, size_t whylen);
+int  fold_wire_reduce(fold_request_t *req, uint32_t i, char *why, size_t whylen);
+void fold_wire_pool_free(fold_comm_t *comm);
 
 /* alg_dpml_setup.c: node state for node-aware algorithms. */
 /* Sets up comm->node on first use (collective over comm: gathers every rank's

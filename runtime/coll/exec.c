@@ -17,6 +17,7 @@
  */
 #include "core.h"
 #include "log.h"
+#include "codec/codec.h"
 #include "codec/reduce_kernel.h"
 
 #include <sched.h>
@@ -143,13 +144,17 @@ static int scratch_acquire(fold_comm_t *comm, size_t bytes, fold_scratch_t **out
 static fold_request_t *request_alloc(size_t nsteps)
 {
     size_t n = nsteps ? nsteps : 1;
-    size_t bytes = sizeof(fold_request_t) + n * (3 * sizeof(uint32_t) + sizeof(fold_tl_req_t));
+    size_t bytes = sizeof(fold_request_t) +
+                   n * (sizeof(fold_tl_req_t) + sizeof(fold_codec_stats_t) +
+                        sizeof(fold_wire_buf_t *) + 3 * sizeof(uint32_t));
     fold_request_t *req = calloc(1, bytes);
     if (req == NULL) {
         return NULL;
     }
     req->tlreq      = (fold_tl_req_t *)(req + 1);
-    req->pending    = (uint32_t *)(req->tlreq + n);
+    req->stats      = (fold_codec_stats_t *)(req->tlreq + n);
+    req->staging    = (fold_wire_buf_t **)(req->stats + n);
+    req->pending    = (uint32_t *)(req->staging + n);
     req->queue      = req->pending + n;
     req->active     = req->queue + n;
     req->nsteps_cap = n;
@@ -253,6 +258,7 @@ int fold_exec_start(fold_comm_t *comm, const fold_exec_args_t *args, fold_reques
     req->user_owned = 0;
     req->shm_epoch  = 0;
     req->shm_next   = NULL;
+    fold_wire_request_init(req, args);
     for (size_t i = 0; i < s->nsteps; i++) {
         req->pending[i] = s->steps[i].npred;
         if (s->steps[i].npred == 0) {
@@ -299,6 +305,11 @@ void fold_exec_release(fold_request_t *req)
         req->scratch->busy = 0;
     }
     comm->active_requests--;
+    if (req->nactive == 0) {
+        for (size_t i = 0; i < req->sched->nsteps; i++) {
+            fold_wire_send_done(req, (uint32_t)i);   /* sends a failure left behind */
+        }
+    }
     req->entry->refs--;
     req->magic = 0;
     if (req->nactive != 0) {
@@ -413,11 +424,22 @@ static int check_transfer(fold_request_t *req, uint32_t i)
         snprintf(why, sizeof(why), "the transport reported '%s'", fold_status_string(t->status));
         return request_fail(req, t->status, i, why);
     }
-    if (st->kind == FOLD_STEP_RECV && t->length != st->count * req->esize) {
+    if (st->kind == FOLD_STEP_SEND) {
+        fold_wire_send_done(req, i);
+        return FOLD_OK;
+    }
+    if (st->kind == FOLD_STEP_RECV && !fold_wire_length_ok(req, i, t->length)) {
         char why[128];
         snprintf(why, sizeof(why), "rank %d sent %zu bytes where %zu were expected "
                  "(mismatched calls?)", st->peer, t->length, st->count * req->esize);
         return request_fail(req, FOLD_ERR_TRUNCATED, i, why);
+    }
+    if (st->kind == FOLD_STEP_RECV) {
+        char why[128];
+        int status = fold_wire_recv_done(req, i, why, sizeof(why));
+        if (status != FOLD_OK) {
+            return request_fail(req, status, i, why);
+        }
     }
     return FOLD_OK;
 }
@@ -463,8 +485,10 @@ static int start_step(fold_request_t *req, uint32_t i)
         t->status = FOLD_INPROGRESS;
         t->length = 0;
         if (st->kind == FOLD_STEP_SEND) {
-            void *p = st->count ? step_ptr(req, st->src) : NULL;
-            status = ctx->tl_ops->tag_send(ctx->tl, peer, tag, p, st->count * req->esize, t);
+            const void *p;
+            size_t len;
+            fold_wire_send_data(req, i, &p, &len);
+            status = ctx->tl_ops->tag_send(ctx->tl, peer, tag, p, len, t);
         } else {
             void *p = st->count ? step_ptr(req, st->dst) : NULL;
             status = ctx->tl_ops->tag_recv(ctx->tl, peer, tag, p, st->count * req->esize, t);
@@ -483,11 +507,19 @@ static int start_step(fold_request_t *req, uint32_t i)
         return status;
     }
     case FOLD_STEP_REDUCE:
-        status = fold_reduce_local(req->op, req->dtype, step_ptr(req, st->src),
-                                   step_ptr(req, st->src2), step_ptr(req, st->dst), st->count,
-                                   ctx->nthreads, ctx->config.thread_threshold);
-        if (status != FOLD_OK) {
-            return request_fail(req, status, i, "the local reduction failed");
+        if (req->codec_accept) {
+            char why[128];
+            status = fold_wire_reduce(req, i, why, sizeof(why));
+            if (status != FOLD_OK) {
+                return request_fail(req, status, i, why);
+            }
+        } else {
+            status = fold_reduce_local(req->op, req->dtype, step_ptr(req, st->src),
+                                       step_ptr(req, st->src2), step_ptr(req, st->dst),
+                                       st->count, ctx->nthreads, ctx->config.thread_threshold);
+            if (status != FOLD_OK) {
+                return request_fail(req, status, i, "the local reduction failed");
+            }
         }
         step_done(req, i);
         return FOLD_OK;

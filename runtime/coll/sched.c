@@ -601,6 +601,8 @@ int fold_sched_finalize(fold_sched_t *s)
         s->succ[from->succ_off + from->nsucc++] = m.edges[e][1];
     }
 
+    fold_sched_mark_wire(s);
+
 out:
     dep_map_free(&m);
     free(counts);

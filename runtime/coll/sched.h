@@ -70,6 +70,8 @@ typedef enum fold_step_kind {
     FOLD_STEP_SHM_POST, FOLD_STEP_SHM_WAIT
 } fold_step_kind_t;
 
+#define FOLD_STEP_NONE UINT32_MAX
+
 typedef struct fold_step {
     uint8_t    kind;      /* fold_step_kind_t */
     uint8_t    flag;      /* shm post/wait: which flag of the rank */
@@ -82,6 +84,13 @@ typedef struct fold_step {
     fold_ref_t src;       /* send: data; copy: source; reduce: left (lower-rank) operand */
     fold_ref_t src2;      /* reduce: right operand */
     fold_ref_t dst;       /* recv: target; copy, reduce: destination; shm post/wait: range */
+    /* Sparse codecs (set by finalize, see fold_sched_mark_wire): */
+    uint8_t    wire;      /* recv: 1 when the reduce that consumes it decodes it;
+                             reduce: which operand is that receive's wire image
+                             (1 src, 2 src2, 0 none) */
+    uint8_t    counts;    /* reduce: a send forwards the result, so count its density */
+    uint32_t   link;      /* reduce with a wire operand: the recv step; send: the
+                             reduce that counted its data; FOLD_STEP_NONE otherwise */
     uint32_t   npred;     /* steps this one waits for (set by finalize) */
     uint32_t   succ_off;  /* its successors: succ[succ_off .. succ_off + nsucc) */
     uint32_t   nsucc;
@@ -167,8 +176,16 @@ void fold_sched_shm_wait(fold_sched_t *s, int peer, int local, int flag, uint64_
 void fold_sched_embed(fold_sched_t *s, const fold_sched_t *inner, fold_ref_t in,
                       fold_ref_t out, size_t tmp_base, const int *peers);
 
-/* Derives dependencies and message numbers; returns s->status. */
+/* Derives dependencies and message numbers, then marks the codec links; returns
+ * s->status. */
 int fold_sched_finalize(fold_sched_t *s);
+
+/* Finds, from the dependencies, the steps the executor may fuse with a codec
+ * (sched_wire.c): a receive into TMP whose only reader is one reduction that reads
+ * exactly what it received (the reduction decodes it while reducing), and a
+ * reduction whose result a send forwards unchanged (it counts the density the send
+ * chooses a codec by). */
+void fold_sched_mark_wire(fold_sched_t *s);
 
 const char *fold_step_kind_name(int kind);
 const char *fold_coll_name(fold_coll_t coll);

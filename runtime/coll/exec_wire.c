@@ -1,0 +1,254 @@
+/*
+ * Sparse codecs in the executor: which messages go out encoded, and how encoded
+ * messages are read back. The schedule never knows.
+ *
+ * A message is dense when its length is the step's count x element size, encoded
+ * (runtime/codec/codec.h, header first) when it is shorter. So a receiver needs no
+ * agreement with the sender beyond the collective's op and datatype, and each send
+ * decides alone, per segment and per hop, from its own data:
+ *
+ *   - the reduction that produced the data counted its density (step->counts), or a
+ *     few samples rule the data out as too dense, or one counting pass measures it;
+ *   - the codec with the fewest bytes wins if it saves enough for the path: half
+ *     the bytes to a rank on this node (a copy through shared memory costs about
+ *     what encoding and decoding cost), one eighth across nodes;
+ *   - the message is encoded into a staging buffer from the communicator's pool;
+ *     with no buffer free it goes dense.
+ *
+ * An encoded message that lands in a TMP slot read by exactly one reduction stays
+ * there, and that reduction decodes it while reducing (step->wire); anywhere else
+ * it is decoded in place of the dense data as soon as it arrives.
+ */
+#include "core.h"
+#include "log.h"
+#include "codec/codec.h"
+#include "codec/reduce_kernel.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Below this a message is latency-bound: not worth a look. */
+#define WIRE_MIN_BYTES 1024
+/* Elements a send samples before deciding to count. */
+#define WIRE_SAMPLES 64
+
+static char *ref_ptr(const fold_request_t *req, fold_ref_t ref)
+{
+    return req->buf[ref.buf] + ref.off * req->esize;
+}
+
+void fold_wire_request_init(fold_request_t *req, const fold_exec_args_t *args)
+{
+    const fold_context_t *ctx = req->comm->ctx;
+    int reduction = args->coll == FOLD_COLL_ALLREDUCE || args->coll == FOLD_COLL_REDUCE;
+
+    req->codec_accept = reduction && fold_codec_supported(args->op, args->dtype);
+    req->codec_mask   = req->codec_accept
+                            ? ctx->config.codec_mask & fold_codec_valid_mask(args->dtype)
+                            : 0;
+}
+
+/* ---- staging buffers ---------------------------------------------------------- */
+
+static fold_wire_buf_t *pool_acquire(fold_comm_t *comm, size_t bytes)
+{
+    fold_wire_buf_t *best = NULL;
+    for (int i = 0; i < FOLD_WIRE_POOL; i++) {
+        fold_wire_buf_t *b = &comm->wire_pool[i];
+        if (b->busy) {
+            continue;
+        }
+        if (b->size >= bytes) {
+            best = b;
+            break;
+        }
+        if (best == NULL || b->size > best->size) {
+            best = b;
+        }
+    }
+    if (best == NULL) {
+        return NULL;
+    }
+    if (best->size < bytes) {
+        void *buf = NULL;
+        if (posix_memalign(&buf, 64, bytes) != 0) {
+            return NULL;
+        }
+        free(best->buf);
+        best->buf  = buf;
+        best->size = bytes;
+    }
+    best->busy = 1;
+    return best;
+}
+
+void fold_wire_pool_free(fold_comm_t *comm)
+{
+    for (int i = 0; i < FOLD_WIRE_POOL; i++) {
+        free(comm->wire_pool[i].buf);
+        comm->wire_pool[i].buf  = NULL;
+        comm->wire_pool[i].size = 0;
+    }
+}
+
+void fold_wire_send_done(fold_request_t *req, uint32_t i)
+{
+    if (req->staging[i] != NULL) {
+        req->staging[i]->busy = 0;
+        req->staging[i] = NULL;
+    }
+}
+
+/* ---- sending ---------------------------------------------------------------- */
+
+static int peer_is_remote(const fold_request_t *req, int peer)
+{
+    const fold_comm_t *comm = req->comm;
+    const fold_context_t *ctx = comm->ctx;
+    if (ctx->node_of == NULL) {
+        return 1;
+    }
+    int me = fold_rank_map_get(&comm->map, comm->rank);
+    return ctx->node_of[fold_rank_map_get(&comm->map, peer)] != ctx->node_of[me];
+}
+
+/* Largest encoded size worth sending instead of `dense` bytes. */
+static size_t worth(size_t dense, int remote)
+{
+    return remote ? dense - dense / 8 : dense / 2;
+}
+
+void fold_wire_send_data(fold_request_t *req, uint32_t i, const void **data, size_t *len)
+{
+    const fold_step_t *st = &req->sched->steps[i];
+    size_t dense = st->count * req->esize;
+
+    *data = st->count ? ref_ptr(req, st->src) : NULL;
+    *len  = dense;
+    if (req->codec_mask == 0 || dense < WIRE_MIN_BYTES) {
+        return;
+    }
+
+    fold_wire_counters_t *counters = &req->comm->ctx->wire;
+    counters->msgs[FOLD_CODEC_DENSE]++;   /* until it is encoded below */
+    counters->dense_bytes += dense;
+    counters->sent_bytes  += dense;
+    int remote = peer_is_remote(req, st->peer);
+    size_t limit = worth(dense, remote);
+    fold_codec_stats_t counted, *stats = NULL;
+    if (st->link != FOLD_STEP_NONE && req->stats[st->link].count == st->count) {
+        stats = &req->stats[st->link];
+    } else {
+        /* Dense data must cost next to nothing: a handful of loads rule it out. */
+        double density = fold_codec_sample_density(req->dtype, *data, st->count, WIRE_SAMPLES);
+        if (density > (remote ? 0.97 : 0.6)) {
+            return;
+        }
+        fold_codec_count(req->dtype, *data, st->count, &counted);
+        stats = &counted;
+    }
+    fold_codec_id_t codec = fold_codec_choose(req->dtype, stats, req->codec_mask);
+    if (codec == FOLD_CODEC_DENSE || fold_codec_size(codec, req->dtype, stats) > limit) {
+        return;
+    }
+
+    fold_wire_buf_t *buf = pool_acquire(req->comm, limit);
+    if (buf == NULL) {
+        return;
+    }
+    size_t n = fold_codec_encode(codec, req->dtype, *data, st->count, buf->buf, limit);
+    if (n == 0) {
+        buf->busy = 0;   /* the counts were stale: send it dense */
+        return;
+    }
+    req->staging[i] = buf;
+    *data = buf->buf;
+    *len  = n;
+    counters->msgs[FOLD_CODEC_DENSE]--;
+    counters->msgs[codec]++;
+    counters->sent_bytes -= dense - n;
+}
+
+/* ---- receiving -------------------------------------------------------------- */
+
+int fold_wire_recv_done(fold_request_t *req, uint32_t i, char *why, size_t whylen)
+{
+    const fold_step_t *st = &req->sched->steps[i];
+    size_t dense = st->count * req->esize;
+    size_t len = req->tlreq[i].length;
+
+    if (len == dense || st->wire) {
+        return FOLD_OK;   /* dense, or decoded by the reduction that reads it */
+    }
+    /* The encoded bytes sit at the start of the destination: move them aside. */
+    fold_wire_buf_t *buf = pool_acquire(req->comm, len);
+    void *copy = buf ? buf->buf : malloc(len);
+    if (copy == NULL) {
+        snprintf(why, whylen, "no memory to decode %zu bytes from rank %d", len, st->peer);
+        return FOLD_ERR_NO_MEMORY;
+    }
+    char *dst = ref_ptr(req, st->dst);
+    memcpy(copy, dst, len);
+    int status = fold_codec_decode(req->dtype, copy, len, dst, st->count);
+    if (buf != NULL) {
+        buf->busy = 0;
+    } else {
+        free(copy);
+    }
+    if (status != FOLD_OK) {
+        snprintf(why, whylen, "rank %d sent a malformed encoded message (%zu bytes for %zu "
+                 "elements)", st->peer, len, st->count);
+    }
+    return status;
+}
+
+/* Whether an arrived message of this length is acceptable for the step. */
+int fold_wire_length_ok(const fold_request_t *req, uint32_t i, size_t len)
+{
+    const fold_step_t *st = &req->sched->steps[i];
+    size_t dense = st->count * req->esize;
+    return len == dense || (req->codec_accept && len < dense && len > 0);
+}
+
+/* ---- reducing --------------------------------------------------------------- */
+
+int fold_wire_reduce(fold_request_t *req, uint32_t i, char *why, size_t whylen)
+{
+    const fold_step_t *st = &req->sched->steps[i];
+    const fold_context_t *ctx = req->comm->ctx;
+    fold_codec_stats_t *stats = st->counts ? &req->stats[i] : NULL;
+    size_t dense = st->count * req->esize;
+
+    if (stats != NULL) {
+        stats->count = 0;   /* not counted unless this pass counts */
+    }
+    if (st->wire != 0) {
+        size_t len = req->tlreq[st->link].length;
+        if (len != dense) {
+            const void *wire  = ref_ptr(req, st->wire == 1 ? st->src : st->src2);
+            const void *other = ref_ptr(req, st->wire == 1 ? st->src2 : st->src);
+            int status = fold_codec_reduce_wire(req->op, req->dtype, wire, len, other,
+                                                ref_ptr(req, st->dst), st->count, stats);
+            req->comm->ctx->wire.fused++;
+            if (status != FOLD_OK) {
+                snprintf(why, whylen, "rank %d sent a malformed encoded message (%zu bytes "
+                         "for %zu elements)", req->sched->steps[st->link].peer, len, st->count);
+            }
+            return status;
+        }
+    }
+    if (stats != NULL && req->codec_mask != 0 && dense < ctx->config.thread_threshold) {
+        fold_codec_reduce_count(req->op, req->dtype, ref_ptr(req, st->src),
+                                ref_ptr(req, st->src2), ref_ptr(req, st->dst), st->count,
+                                stats);
+        return FOLD_OK;
+    }
+    int status = fold_reduce_local(req->op, req->dtype, ref_ptr(req, st->src),
+                                   ref_ptr(req, st->src2), ref_ptr(req, st->dst), st->count,
+                                   ctx->nthreads, ctx->config.thread_threshold);
+    if (status != FOLD_OK) {
+        snprintf(why, whylen, "the local reduction failed");
+    }
+    return status;
+}
