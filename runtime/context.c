@@ -256,12 +256,13 @@ static void context_destroy(fold_context_t *ctx)
     const fold_wire_counters_t *w = &ctx->wire;
     if (w->dense_bytes != 0) {
         fold_debug("codecs: %llu sends encoded (bits %llu, idx %llu, rle %llu), %llu left "
-                   "dense; %llu of %llu bytes sent; %llu fused decodes",
+                   "dense; %llu of %llu bytes sent; %llu fused decodes, %llu results "
+                   "encoded by their reduction",
                    (unsigned long long)(w->msgs[1] + w->msgs[2] + w->msgs[3]),
                    (unsigned long long)w->msgs[1], (unsigned long long)w->msgs[2],
                    (unsigned long long)w->msgs[3], (unsigned long long)w->msgs[0],
                    (unsigned long long)w->sent_bytes, (unsigned long long)w->dense_bytes,
-                   (unsigned long long)w->fused);
+                   (unsigned long long)w->fused, (unsigned long long)w->direct);
     }
     while (ctx->ncomms > 0) {
         fold_comm_destroy(ctx->comms[ctx->ncomms - 1]);

@@ -59,6 +59,7 @@ typedef struct fold_wire_counters {
     uint64_t dense_bytes;    /* bytes those sends would have taken dense */
     uint64_t sent_bytes;     /* bytes they took */
     uint64_t fused;          /* reductions that decoded a message while reducing */
+    uint64_t direct;         /* reductions that wrote their result encoded for a send */
 } fold_wire_counters_t;
 
 struct fold_context {
@@ -113,6 +114,7 @@ typedef struct fold_node {
 typedef struct fold_wire_buf {
     void  *buf;
     size_t size;
+    size_t len;    /* bytes of the encoded message it holds */
     int    busy;
 } fold_wire_buf_t;
 #define FOLD_WIRE_POOL 32

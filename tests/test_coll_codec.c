@@ -6,7 +6,7 @@
  * are exact in any order (and -0.0 survives exactly when every rank holds -0.0). The context's codec
  * counters prove the encoded paths ran: sparse inputs must have been sent encoded
  * with the codec asked for, FOLD_CODEC=none must encode nothing, and reductions
- * must have decoded messages while reducing.
+ * must have decoded messages while reducing and written results encoded for sends.
  */
 #include <criterion/criterion.h>
 
@@ -59,7 +59,7 @@ typedef struct matrix {
     pthread_mutex_t lock;
     int             failures;
     char            first[512];
-    uint64_t        fused;        /* over the whole run */
+    uint64_t        fused, direct;   /* over the whole run */
     uint64_t        case_sent[5], case_considered;   /* per case, summed over ranks */
 } matrix_t;
 
@@ -325,6 +325,7 @@ static int run_case(fold_context_t *ctx, int rank, int size, matrix_t *m, const 
         m->case_considered += ctx->wire.msgs[k] - before.msgs[k];
     }
     m->fused += ctx->wire.fused - before.fused;
+    m->direct += ctx->wire.direct - before.direct;
     pthread_mutex_unlock(&m->lock);
     free(input);
     free(pristine);
@@ -361,9 +362,10 @@ static void run_matrix(int size)
     cr_expect_eq(result, m.failures ? -1 : 0);
     if (size > 1) {
         cr_expect_gt(m.fused, 0, "no reduction decoded a message while reducing");
+        cr_expect_gt(m.direct, 0, "no reduction wrote its result encoded for a send");
     }
-    cr_log_info("p=%d: %zu cases, %llu fused decodes", size, m.ncases,
-                (unsigned long long)m.fused);
+    cr_log_info("p=%d: %zu cases, %llu fused decodes, %llu results encoded by a reduction",
+                size, m.ncases, (unsigned long long)m.fused, (unsigned long long)m.direct);
     free(m.expected);
     free(m.cases);
     pthread_mutex_destroy(&m.lock);

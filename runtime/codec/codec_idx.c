@@ -33,19 +33,32 @@ static const char *idx_check(const codec_msg_t *m, const codec_kernels_t *kern)
     return NULL;
 }
 
+#define IDX_READ(W, T)                                                                    \
+    static void idx_read##W(codec_reader_t *r, size_t i0, size_t len, unsigned char *out)  \
+    {                                                                                      \
+        const codec_msg_t *m = r->m;                                                       \
+        size_t pos = r->pos;                                                               \
+        memset(out, 0, len * sizeof(T));                                                   \
+        /* Validated: increasing and < n, so each index lands in its block, in order. */  \
+        for (; pos < m->k; pos++) {                                                        \
+            size_t i = codec_ld32(m->idx + pos * 4);                                       \
+            if (i >= i0 + len) {                                                           \
+                break;                                                                     \
+            }                                                                              \
+            memcpy(out + (i - i0) * sizeof(T), m->vals + pos * sizeof(T), sizeof(T));      \
+        }                                                                                  \
+        r->pos = pos;                                                                      \
+    }
+
+IDX_READ(32, uint32_t)
+IDX_READ(64, uint64_t)
+
 static const void *idx_read(codec_reader_t *r, size_t i0, size_t len, void *tmp)
 {
-    const codec_msg_t *m = r->m;
-    size_t es = m->esize;
-    unsigned char *out = tmp;
-    memset(out, 0, len * es);
-    /* Validated: increasing and < n, so each index lands in its block, in order. */
-    for (; r->pos < m->k; r->pos++) {
-        size_t i = codec_ld32(m->idx + r->pos * 4);
-        if (i >= i0 + len) {
-            break;
-        }
-        memcpy(out + (i - i0) * es, m->vals + r->pos * es, es);
+    if (r->m->esize == 4) {
+        idx_read32(r, i0, len, tmp);
+    } else {
+        idx_read64(r, i0, len, tmp);
     }
     return tmp;
 }

@@ -65,55 +65,76 @@ static const char *rle_check(const codec_msg_t *m, const codec_kernels_t *kern)
     return total == n ? NULL : "rle: fewer elements than n";
 }
 
+/* Literal words of a segment, one by one while it is short, then in bulk. */
+#define RLE_READ(W, T, MARK, ESC)                                                         \
+    static const void *rle_read##W(codec_reader_t *r, size_t len, unsigned char *out)     \
+    {                                                                                      \
+        const codec_msg_t *m = r->m;                                                       \
+        const unsigned char *s = m->vals;                                                  \
+        const size_t k = m->k;                                                             \
+        size_t p = 0, pos = r->pos;                                                        \
+        if (r->zeros == 0 && pos < k) {                                                    \
+            /* A block of literals only is read in place. */                               \
+            size_t lit = r->kern->find_marker(s + pos * sizeof(T), codec_min(k - pos, len)); \
+            if (lit == len) {                                                              \
+                r->pos = pos + len;                                                        \
+                return s + pos * sizeof(T);                                                \
+            }                                                                              \
+            memcpy(out, s + pos * sizeof(T), lit * sizeof(T));                             \
+            p = lit;                                                                       \
+            pos += lit;                                                                    \
+        }                                                                                  \
+        while (p < len) {                                                                  \
+            if (r->zeros > 0) {                                                            \
+                size_t t = (size_t)(r->zeros < len - p ? r->zeros : len - p);              \
+                memset(out + p * sizeof(T), 0, t * sizeof(T));                             \
+                p += t;                                                                    \
+                r->zeros -= t;                                                             \
+                continue;                                                                  \
+            }                                                                              \
+            if (pos >= k) { /* not after validation; never read past the words */         \
+                memset(out + p * sizeof(T), 0, (len - p) * sizeof(T));                     \
+                break;                                                                     \
+            }                                                                              \
+            T u;                                                                           \
+            memcpy(&u, s + pos * sizeof(T), sizeof(T));                                    \
+            if (u <= (T)MARK) {                                                            \
+                size_t lim = codec_min(k - pos, len - p), q = 0;                           \
+                do {                                                                       \
+                    memcpy(out + (p + q) * sizeof(T), &u, sizeof(T));                      \
+                    if (++q == lim) {                                                      \
+                        break;                                                             \
+                    }                                                                      \
+                    memcpy(&u, s + (pos + q) * sizeof(T), sizeof(T));                      \
+                } while (u <= (T)MARK && q < 16);                                          \
+                if (q == 16 && q < lim && u <= (T)MARK) {                                  \
+                    size_t j = r->kern->find_marker(s + (pos + q) * sizeof(T), lim - q);   \
+                    memcpy(out + (p + q) * sizeof(T), s + (pos + q) * sizeof(T),           \
+                           j * sizeof(T));                                                 \
+                    q += j;                                                                \
+                }                                                                          \
+                p += q;                                                                    \
+                pos += q;                                                                  \
+            } else if ((u & (T)ESC) == (T)ESC && pos + 1 < k) {                            \
+                memcpy(out + p * sizeof(T), s + (pos + 1) * sizeof(T), sizeof(T));         \
+                p++;                                                                       \
+                pos += 2;                                                                  \
+            } else {                                                                       \
+                r->zeros = u & (T)ESC;                                                     \
+                pos++;                                                                     \
+            }                                                                              \
+        }                                                                                  \
+        r->pos = pos;                                                                      \
+        return out;                                                                        \
+    }
+
+RLE_READ(32, uint32_t, CODEC_MARK32, CODEC_ESC32)
+RLE_READ(64, uint64_t, CODEC_MARK64, CODEC_ESC64)
+
 static const void *rle_read(codec_reader_t *r, size_t i0, size_t len, void *tmp)
 {
-    const codec_msg_t *m = r->m;
-    size_t es = m->esize;
-    uint64_t esc = esc_mantissa(es);
-    unsigned char *out = tmp;
-    size_t p = 0;
     (void)i0;
-
-    if (r->zeros == 0 && r->pos < m->k) {
-        /* A block of literals only is read in place. */
-        size_t lit = r->kern->find_marker(m->vals + r->pos * es, codec_min(m->k - r->pos, len));
-        if (lit == len) {
-            r->pos += len;
-            return m->vals + (r->pos - len) * es;
-        }
-        memcpy(out, m->vals + r->pos * es, lit * es);
-        p = lit;
-        r->pos += lit;
-    }
-    while (p < len) {
-        if (r->zeros > 0) {
-            size_t t = (size_t)(r->zeros < len - p ? r->zeros : len - p);
-            memset(out + p * es, 0, t * es);
-            p += t;
-            r->zeros -= t;
-            continue;
-        }
-        if (r->pos >= m->k) {   /* not after validation; never read past the words */
-            memset(out + p * es, 0, (len - p) * es);
-            break;
-        }
-        uint64_t u = codec_ld(m->vals + r->pos * es, es);
-        if (!codec_is_marker(u, es)) {
-            size_t lit = r->kern->find_marker(m->vals + r->pos * es,
-                                              codec_min(m->k - r->pos, len - p));
-            memcpy(out + p * es, m->vals + r->pos * es, lit * es);
-            p += lit;
-            r->pos += lit;
-        } else if ((u & esc) == esc && r->pos + 1 < m->k) {
-            memcpy(out + p * es, m->vals + (r->pos + 1) * es, es);
-            p++;
-            r->pos += 2;
-        } else {
-            r->zeros = u & esc;
-            r->pos++;
-        }
-    }
-    return tmp;
+    return r->m->esize == 4 ? rle_read32(r, len, tmp) : rle_read64(r, len, tmp);
 }
 
 static void rle_begin(codec_writer_t *w)
@@ -187,12 +208,10 @@ static void rle_literals(codec_writer_t *w, const unsigned char *x, size_t count
     }
 }
 
-static void rle_write(codec_writer_t *w, const codec_block_t *blk)
+/* The checked writer: every word against cap. Used for a block that might not fit. */
+static void rle_write_checked(codec_writer_t *w, const codec_block_t *blk)
 {
     const unsigned char *x = blk->x;
-    if (blk->i0 % FOLD_CODEC_RLE_SPLIT == 0) {
-        rle_flush_zeros(w);
-    }
     for (size_t p = 0; p < blk->len && !w->full;) {
         int bit = (int)((blk->nz[p / 64] >> (p % 64)) & 1);
         size_t end = segment_end(blk->nz, p, blk->len, bit);
@@ -203,6 +222,87 @@ static void rle_write(codec_writer_t *w, const codec_block_t *blk)
             w->zeros += end - p;
         }
         p = end;
+    }
+}
+
+/* The fast writer: a bitmap word at a time (all zero: run grows; all non-zero: 64
+ * literals), segments inside mixed words; no cap checks (the caller made sure the
+ * block's worst case fits). */
+#define RLE_WRITE(W, T, MARK, ESC)                                                       \
+    static void rle_write##W(codec_writer_t *w, const codec_block_t *blk)                \
+    {                                                                                     \
+        const unsigned char *x = blk->x;                                                  \
+        unsigned char *o = w->wire + FOLD_CODEC_HEADER_BYTES;                             \
+        size_t k = w->k, zeros = w->zeros;                                                \
+        const int nans = blk->nans > 0;                                                   \
+        for (size_t wi = 0; wi * 64 < blk->len; wi++) {                                   \
+            const size_t wl = codec_min(64, blk->len - wi * 64);                          \
+            const uint64_t bits = blk->nz[wi];                                            \
+            const unsigned char *xw = x + wi * 64 * sizeof(T);                            \
+            size_t p = 0;                                                                 \
+            while (p < wl) {                                                              \
+                uint64_t rest = bits >> p;                                                \
+                size_t seg;                                                               \
+                if (!(rest & 1)) {                                                        \
+                    seg = rest == 0 ? wl - p : codec_min((size_t)__builtin_ctzll(rest), wl - p); \
+                    zeros += seg;                                                         \
+                    p += seg;                                                             \
+                    continue;                                                             \
+                }                                                                         \
+                seg = ~rest == 0 ? 64 - p : (size_t)__builtin_ctzll(~rest);               \
+                seg = codec_min(seg, wl - p);                                             \
+                if (zeros > 0) {                                                          \
+                    T mk = (T)MARK | (T)zeros;                                            \
+                    memcpy(o + k++ * sizeof(T), &mk, sizeof(T));                          \
+                    zeros = 0;                                                            \
+                }                                                                         \
+                const unsigned char *src = xw + p * sizeof(T);                            \
+                if (nans) {                                                               \
+                    for (size_t j = 0; j < seg; j++) {                                    \
+                        T u;                                                              \
+                        memcpy(&u, src + j * sizeof(T), sizeof(T));                       \
+                        if (u > (T)MARK) {                                                \
+                            T e = (T)MARK | (T)ESC;                                       \
+                            memcpy(o + k++ * sizeof(T), &e, sizeof(T));                   \
+                        }                                                                 \
+                        memcpy(o + k++ * sizeof(T), &u, sizeof(T));                       \
+                    }                                                                     \
+                } else if (seg <= 8) {                                                    \
+                    for (size_t j = 0; j < seg; j++) {                                    \
+                        memcpy(o + (k + j) * sizeof(T), src + j * sizeof(T), sizeof(T));  \
+                    }                                                                     \
+                    k += seg;                                                             \
+                } else {                                                                  \
+                    memcpy(o + k * sizeof(T), src, seg * sizeof(T));                      \
+                    k += seg;                                                             \
+                }                                                                         \
+                p += seg;                                                                 \
+            }                                                                             \
+        }                                                                                 \
+        w->k = k;                                                                         \
+        w->zeros = zeros;                                                                 \
+    }
+
+RLE_WRITE(32, uint32_t, CODEC_MARK32, CODEC_ESC32)
+RLE_WRITE(64, uint64_t, CODEC_MARK64, CODEC_ESC64)
+
+static void rle_write(codec_writer_t *w, const codec_block_t *blk)
+{
+    if (blk->i0 % FOLD_CODEC_RLE_SPLIT == 0) {
+        rle_flush_zeros(w);
+    }
+    if (w->full) {
+        return;
+    }
+    /* At most a marker before each literal segment (<= nnz of them) plus the one
+     * flushed at the start, and an escape per NaN. */
+    size_t words = (w->cap - FOLD_CODEC_HEADER_BYTES) / w->esize;
+    if (2 * blk->nnz + blk->nans + 1 > words - w->k) {
+        rle_write_checked(w, blk);
+    } else if (w->esize == 4) {
+        rle_write32(w, blk);
+    } else {
+        rle_write64(w, blk);
     }
 }
 

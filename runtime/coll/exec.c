@@ -435,7 +435,7 @@ static int check_transfer(fold_request_t *req, uint32_t i)
         return request_fail(req, FOLD_ERR_TRUNCATED, i, why);
     }
     if (st->kind == FOLD_STEP_RECV) {
-        char why[128];
+        char why[256];
         int status = fold_wire_recv_done(req, i, why, sizeof(why));
         if (status != FOLD_OK) {
             return request_fail(req, status, i, why);
@@ -508,7 +508,7 @@ static int start_step(fold_request_t *req, uint32_t i)
     }
     case FOLD_STEP_REDUCE:
         if (req->codec_accept) {
-            char why[128];
+            char why[256];
             status = fold_wire_reduce(req, i, why, sizeof(why));
             if (status != FOLD_OK) {
                 return request_fail(req, status, i, why);

@@ -124,6 +124,11 @@ void fold_wire_send_data(fold_request_t *req, uint32_t i, const void **data, siz
     const fold_step_t *st = &req->sched->steps[i];
     size_t dense = st->count * req->esize;
 
+    if (req->staging[i] != NULL) {
+        *data = req->staging[i]->buf;   /* the reduction wrote it encoded */
+        *len  = req->staging[i]->len;
+        return;
+    }
     *data = st->count ? ref_ptr(req, st->src) : NULL;
     *len  = dense;
     if (req->codec_mask == 0 || dense < WIRE_MIN_BYTES) {
@@ -198,7 +203,8 @@ int fold_wire_recv_done(fold_request_t *req, uint32_t i, char *why, size_t whyle
     }
     if (status != FOLD_OK) {
         snprintf(why, whylen, "rank %d sent a malformed encoded message (%zu bytes for %zu "
-                 "elements)", st->peer, len, st->count);
+                 "elements; mismatched calls?): %s", st->peer, len, st->count,
+                 fold_codec_error_detail());
     }
     return status;
 }
@@ -213,6 +219,84 @@ int fold_wire_length_ok(const fold_request_t *req, uint32_t i, size_t len)
 
 /* ---- reducing --------------------------------------------------------------- */
 
+/* The codec to encode a op b with, before it exists: the operands' densities
+ * (sampled, or the encoded operand's bytes per dense byte) bound the result's; bits
+ * serves everything up to ~97% non-zero, idx is smaller below ~3%. DENSE when the
+ * result will not be worth encoding. */
+static fold_codec_id_t guess_codec(const fold_request_t *req, double density, int remote)
+{
+    int mask = req->codec_mask;
+    if (density > (remote ? 0.9 : 0.45)) {
+        return FOLD_CODEC_DENSE;
+    }
+    if ((mask & (1 << FOLD_CODEC_IDX)) && (density < 0.02 || !(mask & (1 << FOLD_CODEC_BITS)))) {
+        return FOLD_CODEC_IDX;
+    }
+    if (mask & (1 << FOLD_CODEC_BITS)) {
+        return FOLD_CODEC_BITS;
+    }
+    return (mask & (1 << FOLD_CODEC_RLE)) ? FOLD_CODEC_RLE : FOLD_CODEC_DENSE;
+}
+
+/* a op b (a possibly the encoded message of the step's wire operand) written
+ * encoded into a staging buffer for the send that forwards it, instead of dense
+ * into dst. 1 when done; 0 when the reduction must run the ordinary way (guessed
+ * dense, no buffer, or the result did not shrink enough). */
+static int reduce_encoded(fold_request_t *req, uint32_t i, int *status, char *why,
+                          size_t whylen)
+{
+    const fold_step_t *st = &req->sched->steps[i];
+    const fold_step_t *snd = &req->sched->steps[st->fwd];
+    size_t dense = st->count * req->esize;
+    int remote = peer_is_remote(req, snd->peer);
+    const void *a = ref_ptr(req, st->wire == 2 ? st->src2 : st->src);
+    const void *b = ref_ptr(req, st->wire == 2 ? st->src : st->src2);
+    size_t wire_len = st->wire ? req->tlreq[st->link].length : dense;
+
+    double da = wire_len != dense ? (double)wire_len / (double)dense
+                                  : fold_codec_sample_density(req->dtype, a, st->count,
+                                                              WIRE_SAMPLES);
+    double db = fold_codec_sample_density(req->dtype, b, st->count, WIRE_SAMPLES);
+    fold_codec_id_t codec = guess_codec(req, da + db, remote);
+    if (codec == FOLD_CODEC_DENSE) {
+        return 0;
+    }
+    size_t limit = worth(dense, remote);
+    fold_wire_buf_t *buf = pool_acquire(req->comm, limit);
+    if (buf == NULL) {
+        return 0;
+    }
+    size_t n = 0;
+    if (wire_len != dense) {
+        *status = fold_codec_reduce_wire_encode(req->op, req->dtype, codec, a, wire_len, b,
+                                                st->count, buf->buf, limit, &n);
+        if (*status != FOLD_OK) {
+            buf->busy = 0;
+            snprintf(why, whylen, "rank %d sent a malformed encoded message (%zu bytes for "
+                     "%zu elements): %s", req->sched->steps[st->link].peer, wire_len,
+                     st->count, fold_codec_error_detail());
+            return 1;
+        }
+    } else {
+        n = fold_codec_reduce_encode(req->op, req->dtype, codec, a, b, st->count, buf->buf,
+                                     limit);
+    }
+    if (n == 0) {
+        buf->busy = 0;   /* guessed wrong: denser than it looked */
+        return 0;
+    }
+    buf->len = n;
+    req->staging[st->fwd] = buf;
+    fold_wire_counters_t *counters = &req->comm->ctx->wire;
+    counters->msgs[codec]++;
+    counters->dense_bytes += dense;
+    counters->sent_bytes  += n;
+    counters->fused       += wire_len != dense;
+    counters->direct++;
+    *status = FOLD_OK;
+    return 1;
+}
+
 int fold_wire_reduce(fold_request_t *req, uint32_t i, char *why, size_t whylen)
 {
     const fold_step_t *st = &req->sched->steps[i];
@@ -223,17 +307,23 @@ int fold_wire_reduce(fold_request_t *req, uint32_t i, char *why, size_t whylen)
     if (stats != NULL) {
         stats->count = 0;   /* not counted unless this pass counts */
     }
+    int status;
+    if (st->counts == 2 && req->codec_mask != 0 && dense >= WIRE_MIN_BYTES &&
+        reduce_encoded(req, i, &status, why, whylen)) {
+        return status;
+    }
     if (st->wire != 0) {
         size_t len = req->tlreq[st->link].length;
         if (len != dense) {
             const void *wire  = ref_ptr(req, st->wire == 1 ? st->src : st->src2);
             const void *other = ref_ptr(req, st->wire == 1 ? st->src2 : st->src);
-            int status = fold_codec_reduce_wire(req->op, req->dtype, wire, len, other,
-                                                ref_ptr(req, st->dst), st->count, stats);
+            status = fold_codec_reduce_wire(req->op, req->dtype, wire, len, other,
+                                            ref_ptr(req, st->dst), st->count, stats);
             req->comm->ctx->wire.fused++;
             if (status != FOLD_OK) {
                 snprintf(why, whylen, "rank %d sent a malformed encoded message (%zu bytes "
-                         "for %zu elements)", req->sched->steps[st->link].peer, len, st->count);
+                         "for %zu elements): %s", req->sched->steps[st->link].peer, len,
+                         st->count, fold_codec_error_detail());
             }
             return status;
         }
@@ -244,9 +334,9 @@ int fold_wire_reduce(fold_request_t *req, uint32_t i, char *why, size_t whylen)
                                 stats);
         return FOLD_OK;
     }
-    int status = fold_reduce_local(req->op, req->dtype, ref_ptr(req, st->src),
-                                   ref_ptr(req, st->src2), ref_ptr(req, st->dst), st->count,
-                                   ctx->nthreads, ctx->config.thread_threshold);
+    status = fold_reduce_local(req->op, req->dtype, ref_ptr(req, st->src),
+                               ref_ptr(req, st->src2), ref_ptr(req, st->dst), st->count,
+                               ctx->nthreads, ctx->config.thread_threshold);
     if (status != FOLD_OK) {
         snprintf(why, whylen, "the local reduction failed");
     }

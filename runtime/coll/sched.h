@@ -88,9 +88,12 @@ typedef struct fold_step {
     uint8_t    wire;      /* recv: 1 when the reduce that consumes it decodes it;
                              reduce: which operand is that receive's wire image
                              (1 src, 2 src2, 0 none) */
-    uint8_t    counts;    /* reduce: a send forwards the result, so count its density */
+    uint8_t    counts;    /* reduce: a send forwards the result, so count its density;
+                             2: only that send reads it, in TMP, so the reduction may
+                             write it encoded straight for the send */
     uint32_t   link;      /* reduce with a wire operand: the recv step; send: the
                              reduce that counted its data; FOLD_STEP_NONE otherwise */
+    uint32_t   fwd;       /* reduce with counts: the send forwarding its result */
     uint32_t   npred;     /* steps this one waits for (set by finalize) */
     uint32_t   succ_off;  /* its successors: succ[succ_off .. succ_off + nsucc) */
     uint32_t   nsucc;
@@ -184,7 +187,7 @@ int fold_sched_finalize(fold_sched_t *s);
  * (sched_wire.c): a receive into TMP whose only reader is one reduction that reads
  * exactly what it received (the reduction decodes it while reducing), and a
  * reduction whose result a send forwards unchanged (it counts the density the send
- * chooses a codec by). */
+ * chooses a codec by, or encodes its result for the send directly). */
 void fold_sched_mark_wire(fold_sched_t *s);
 
 const char *fold_step_kind_name(int kind);

@@ -11,7 +11,9 @@
  *
  *   reduce(..., -> X[a..b))  ->  send X[a..b) to q
  *       the reduction counts the density of its result, so the send picks its
- *       codec without another pass over the data.
+ *       codec without another pass over the data; where X is TMP and nothing else
+ *       reads X[a..b), the reduction may instead write its result encoded, straight
+ *       into the send's staging buffer (a op b -> a_C, a_C op b -> a_C).
  *
  * Every reader of a range has an edge from the range's last writer, and every later
  * writer an edge from the readers since, so both patterns can be read off the
@@ -108,6 +110,7 @@ void fold_sched_mark_wire(fold_sched_t *s)
         s->steps[i].wire   = 0;
         s->steps[i].counts = 0;
         s->steps[i].link   = FOLD_STEP_NONE;
+        s->steps[i].fwd    = FOLD_STEP_NONE;
     }
     for (uint32_t i = 0; i < s->nsteps; i++) {
         fold_step_t *st = &s->steps[i];
@@ -120,13 +123,20 @@ void fold_sched_mark_wire(fold_sched_t *s)
                 red->link = i;
             }
         } else if (st->kind == FOLD_STEP_REDUCE) {
+            int readers = 0;
             for (uint32_t k = 0; k < st->nsucc; k++) {
-                fold_step_t *snd = &s->steps[s->succ[st->succ_off + k]];
+                uint32_t j = s->succ[st->succ_off + k];
+                fold_step_t *snd = &s->steps[j];
+                readers += reads_range(s, snd, st->dst, st->count);
                 if (snd->kind == FOLD_STEP_SEND && snd->count == st->count &&
-                    same_range(s, snd->src, st->dst)) {
+                    same_range(s, snd->src, st->dst) && st->fwd == FOLD_STEP_NONE) {
                     st->counts = 1;
+                    st->fwd    = j;
                     snd->link  = i;
                 }
+            }
+            if (st->counts && readers == 1 && st->dst.buf == FOLD_BUF_TMP) {
+                st->counts = 2;
             }
         }
     }
