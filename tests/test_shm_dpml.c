@@ -114,7 +114,7 @@ static const struct { fold_dtype_t dt; fold_op_t op; } combos[] = {
 
 static void build_cases(dmatrix_t *m, int size)
 {
-    static const char *const algs[] = {"dpml", "dpml_pipelined"};
+    static const char *const algs[] = {"dpml", "dpml_pipelined", "shm_flat"};
     static const size_t counts[] = {1, 7, 1000, 65537, 300003};
     static const char *const leaders[] = {"auto", "1", "2", "3"};
     /* FOLD_TEST_REDUCED=1 (the sanitizer stage of scripts/test.sh) skips the largest. */
@@ -124,7 +124,7 @@ static void build_cases(dmatrix_t *m, int size)
     size_t cap = 4096, rot = 0;
     m->cases  = malloc(cap * sizeof(*m->cases));
     m->ncases = 0;
-    for (int a = 0; a < 2; a++) {
+    for (int a = 0; a < 3; a++) {
         for (int coll = FOLD_COLL_ALLREDUCE; coll <= FOLD_COLL_REDUCE; coll++) {
             for (size_t k = 0; k < ncounts; k++) {
                 int large = counts[k] > 1000;

@@ -19,7 +19,9 @@
  *
  * Pure functions over buffers with explicit lengths. A decoder treats its input as
  * untrusted: it validates the whole message before writing anything, so on an error
- * the output buffer is untouched. Nothing here allocates or logs;
+ * the output buffer is untouched. It accepts what decodes unambiguously even where
+ * the encoder would have written it otherwise (explicit zero values in bits and
+ * idx, runs split differently in rle): only encoder output is canonical. Nothing here allocates or logs;
  * fold_codec_error_detail() says why the last decode on this thread failed.
  *
  * Wire format (host byte order, which is little-endian wherever fold runs; no

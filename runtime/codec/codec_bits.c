@@ -38,6 +38,21 @@ static const void *bits_read(codec_reader_t *r, size_t i0, size_t len, void *tmp
     return tmp;
 }
 
+static void bits_read_reduce(codec_reader_t *r, codec_opk_t opk, size_t i0, size_t len,
+                             const void *b, void *out, void *tmp, uint64_t *nz, codec_tally_t *t)
+{
+    const codec_msg_t *m = r->m;
+    if (r->kern->reduce_bits[opk] == NULL) {
+        const void *a = bits_read(r, i0, len, tmp);
+        r->kern->reduce[opk](a, b, out, len, nz, t);
+        return;
+    }
+    uint64_t anz[CODEC_WORDS];
+    memcpy(anz, m->bitmap + i0 / 64 * 8, (len + 63) / 64 * 8);
+    r->pos += r->kern->reduce_bits[opk](m->vals + r->pos * m->esize, m->k - r->pos, anz, b, out,
+                                        len, nz, t);
+}
+
 static void bits_begin(codec_writer_t *w)
 {
     if (w->cap < FOLD_CODEC_HEADER_BYTES || w->cap - FOLD_CODEC_HEADER_BYTES < bitmap_bytes(w->n)) {
@@ -68,6 +83,6 @@ static size_t bits_finish(codec_writer_t *w)
 }
 
 const codec_format_t codec_format_bits = {
-    .check = bits_check, .read = bits_read, .begin = bits_begin,
+    .check = bits_check, .read = bits_read, .read_reduce = bits_read_reduce, .begin = bits_begin,
     .write = bits_write, .finish = bits_finish,
 };

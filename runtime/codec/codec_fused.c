@@ -20,17 +20,19 @@ typedef struct codec_scratch {
     _Alignas(64) uint64_t nz[CODEC_WORDS];
 } codec_scratch_t;
 
-/* Adds a block's counts to st. Runs restart at every FOLD_CODEC_RLE_SPLIT. */
-static void stats_add(const codec_kernels_t *kern, const codec_scratch_t *s, size_t i0,
-                      size_t len, size_t nnz, size_t nans, fold_codec_stats_t *st,
-                      int *prev_zero)
+/* A block's tally, runs cut at every FOLD_CODEC_RLE_SPLIT; prev_zero carries the
+ * previous block's last element. */
+static codec_tally_t tally_begin(size_t i0, int prev_zero)
 {
-    if (i0 % FOLD_CODEC_RLE_SPLIT == 0) {
-        *prev_zero = 0;
-    }
-    st->nnz += nnz;
-    st->nans += nans;
-    st->runs += kern->run_starts(s->nz, len, prev_zero);
+    codec_tally_t t = {0, 0, 0, i0 % FOLD_CODEC_RLE_SPLIT == 0 ? 0 : prev_zero};
+    return t;
+}
+
+static void stats_add(fold_codec_stats_t *st, const codec_tally_t *t)
+{
+    st->nnz += t->nnz;
+    st->runs += t->runs;
+    st->nans += t->nans;
 }
 
 static void stats_begin(fold_codec_stats_t *st, size_t n)
@@ -44,9 +46,17 @@ static size_t block_len(size_t n, size_t i0)
     return codec_min(CODEC_BLOCK, n - i0);
 }
 
-static size_t nz_count(const codec_kernels_t *kern, const codec_scratch_t *s, size_t len)
+/* A block of the message op b, fused where the codec has a one-pass kernel. */
+static void read_reduce(codec_reader_t *r, const codec_format_t *fmt, codec_opk_t opk,
+                        size_t i0, size_t len, const void *b, void *out, codec_scratch_t *s,
+                        codec_tally_t *t)
 {
-    return kern->popcount(s->nz, (len + 63) / 64);
+    if (fmt->read_reduce != NULL) {
+        fmt->read_reduce(r, opk, i0, len, b, out, s->data, s->nz, t);
+    } else {
+        const void *a = fmt->read(r, i0, len, s->data);
+        r->kern->reduce[opk](a, b, out, len, s->nz, t);
+    }
 }
 
 static int codec_usable(fold_codec_id_t c, fold_dtype_t dtype)
@@ -70,11 +80,10 @@ static void writer_init(codec_writer_t *w, fold_codec_id_t c, size_t es, size_t 
 }
 
 static void writer_block(codec_writer_t *w, const codec_format_t *fmt, const void *x,
-                         const codec_scratch_t *s, size_t i0, size_t len, size_t nnz,
-                         size_t nans)
+                         const codec_scratch_t *s, size_t i0, size_t len, const codec_tally_t *t)
 {
     codec_block_t blk = {
-        .x = x, .nz = s->nz, .i0 = i0, .len = len, .nnz = nnz, .nans = nans,
+        .x = x, .nz = s->nz, .i0 = i0, .len = len, .nnz = t->nnz, .nans = t->nans,
     };
     fmt->write(w, &blk);
 }
@@ -97,8 +106,10 @@ void fold_codec_count(fold_dtype_t dtype, const void *x, size_t n, fold_codec_st
     codec_scratch_t s;
     for (size_t i0 = 0; i0 < n; i0 += CODEC_BLOCK) {
         size_t len = block_len(n, i0);
-        size_t nans = kern->scan((const char *)x + i0 * es, len, s.nz, is_float);
-        stats_add(kern, &s, i0, len, nz_count(kern, &s, len), nans, st, &prev_zero);
+        codec_tally_t t = tally_begin(i0, prev_zero);
+        kern->scan((const char *)x + i0 * es, len, s.nz, is_float, &t);
+        stats_add(st, &t);
+        prev_zero = t.prev_zero;
     }
 }
 
@@ -121,12 +132,11 @@ size_t fold_codec_encode(fold_codec_id_t c, fold_dtype_t dtype, const void *x, s
     for (size_t i0 = 0; i0 < n && !w.full; i0 += CODEC_BLOCK) {
         size_t len = block_len(n, i0);
         const char *xb = (const char *)x + i0 * es;
-        size_t nans = 0, nnz = 0;
+        codec_tally_t t = tally_begin(i0, 0);
         if (c != FOLD_CODEC_DENSE) {
-            nans = kern->scan(xb, len, s.nz, is_float);
-            nnz = nz_count(kern, &s, len);
+            kern->scan(xb, len, s.nz, is_float, &t);
         }
-        writer_block(&w, fmt, xb, &s, i0, len, nnz, nans);
+        writer_block(&w, fmt, xb, &s, i0, len, &t);
     }
     return fmt->finish(&w);
 }
@@ -183,12 +193,13 @@ int fold_codec_reduce_wire(fold_op_t op, fold_dtype_t dtype, const void *wire, s
     }
     for (size_t i0 = 0; i0 < n; i0 += CODEC_BLOCK) {
         size_t bl = block_len(n, i0);
-        const void *a = fmt->read(&r, i0, bl, s.data);
-        size_t nans = kern->reduce[opk](a, (const char *)b + i0 * es, (char *)out + i0 * es, bl,
-                                        s.nz);
+        codec_tally_t t = tally_begin(i0, prev_zero);
+        read_reduce(&r, fmt, opk, i0, bl, (const char *)b + i0 * es, (char *)out + i0 * es, &s,
+                    &t);
         if (st != NULL) {
-            stats_add(kern, &s, i0, bl, nz_count(kern, &s, bl), nans, st, &prev_zero);
+            stats_add(st, &t);
         }
+        prev_zero = t.prev_zero;
     }
     return FOLD_OK;
 }
@@ -213,11 +224,13 @@ void fold_codec_reduce_count(fold_op_t op, fold_dtype_t dtype, const void *a, co
     for (size_t i0 = 0; i0 < n; i0 += CODEC_BLOCK) {
         size_t bl = block_len(n, i0);
         size_t off = i0 * es;
-        size_t nans = kern->reduce[opk]((const char *)a + off, (const char *)b + off,
-                                        (char *)out + off, bl, s.nz);
+        codec_tally_t t = tally_begin(i0, prev_zero);
+        kern->reduce[opk]((const char *)a + off, (const char *)b + off, (char *)out + off, bl,
+                          s.nz, &t);
         if (st != NULL) {
-            stats_add(kern, &s, i0, bl, nz_count(kern, &s, bl), nans, st, &prev_zero);
+            stats_add(st, &t);
         }
+        prev_zero = t.prev_zero;
     }
 }
 
@@ -239,9 +252,9 @@ size_t fold_codec_reduce_encode(fold_op_t op, fold_dtype_t dtype, fold_codec_id_
     for (size_t i0 = 0; i0 < n && !w.full; i0 += CODEC_BLOCK) {
         size_t bl = block_len(n, i0);
         size_t off = i0 * es;
-        size_t nans = kern->reduce[opk]((const char *)a + off, (const char *)b + off, s.data,
-                                        bl, s.nz);
-        writer_block(&w, fmt, s.data, &s, i0, bl, nz_count(kern, &s, bl), nans);
+        codec_tally_t t = tally_begin(i0, 0);
+        kern->reduce[opk]((const char *)a + off, (const char *)b + off, s.data, bl, s.nz, &t);
+        writer_block(&w, fmt, s.data, &s, i0, bl, &t);
     }
     return fmt->finish(&w);
 }
@@ -274,9 +287,9 @@ int fold_codec_reduce_wire_encode(fold_op_t op, fold_dtype_t dtype, fold_codec_i
     fmt->begin(&w);
     for (size_t i0 = 0; i0 < n && !w.full; i0 += CODEC_BLOCK) {
         size_t bl = block_len(n, i0);
-        const void *a = in->read(&r, i0, bl, s.data);
-        size_t nans = kern->reduce[opk](a, (const char *)b + i0 * es, s.data, bl, s.nz);
-        writer_block(&w, fmt, s.data, &s, i0, bl, nz_count(kern, &s, bl), nans);
+        codec_tally_t t = tally_begin(i0, 0);
+        read_reduce(&r, in, opk, i0, bl, (const char *)b + i0 * es, s.data, &s, &t);
+        writer_block(&w, fmt, s.data, &s, i0, bl, &t);
     }
     *out_len = fmt->finish(&w);
     return FOLD_OK;

@@ -53,17 +53,51 @@ typedef enum codec_opk {
     CODEC_OPK_NONE = -1
 } codec_opk_t;
 
+/* What a block's bitmap says, added up as the kernels go: non-zeros, runs of
+ * zeros that start in the block (a zero whose predecessor is non-zero; prev_zero
+ * carries the last element's state from block to block, and the caller clears it
+ * where runs are cut, at multiples of FOLD_CODEC_RLE_SPLIT), and the negative NaNs
+ * (float types). */
+typedef struct codec_tally {
+    size_t nnz, runs, nans;
+    int    prev_zero;
+} codec_tally_t;
+
+/* Adds one bitmap word of `bits` elements (1..64; higher bits clear) to t. Inline,
+ * so each ISA file gets it with its own popcount instruction. */
+static inline void codec_tally_word(codec_tally_t *t, uint64_t w, size_t bits)
+{
+    uint64_t valid = bits == 64 ? ~0ull : (1ull << bits) - 1;
+    uint64_t z = ~w & valid;
+    t->nnz += (size_t)__builtin_popcountll(w);
+    t->runs += (size_t)__builtin_popcountll(z & ~((z << 1) | (uint64_t)t->prev_zero));
+    t->prev_zero = (int)((z >> (bits - 1)) & 1);
+}
+
+static inline void codec_tally_words(codec_tally_t *t, const uint64_t *nz, size_t len)
+{
+    for (size_t w = 0; w * 64 < len; w++) {
+        codec_tally_word(t, nz[w], len - w * 64 < 64 ? len - w * 64 : 64);
+    }
+}
+
 /* One instruction set's kernels for one element width (4 or 8 bytes). Lengths are
  * in elements, len <= CODEC_BLOCK; pointers need no alignment. Bitmaps cover the
  * block (bit i of word i/64 for element i) and the kernels clear the bits past len. */
 typedef struct codec_kernels {
-    /* nz := non-zero bitmap of x; returns how many elements are negative NaNs
-     * when `nans` is set (float types), else 0. */
-    size_t (*scan)(const void *x, size_t len, uint64_t *nz, int nans);
-    /* out := a op b (out may be a or b), nz := its bitmap; returns its negative
-     * NaNs (FSUM only, 0 for the others). */
-    size_t (*reduce[CODEC_OPK_COUNT])(const void *a, const void *b, void *out, size_t len,
-                                      uint64_t *nz);
+    /* nz := non-zero bitmap of x, tallied into t; negative NaNs counted only when
+     * `nans` is set (float types). */
+    void (*scan)(const void *x, size_t len, uint64_t *nz, int nans, codec_tally_t *t);
+    /* out := a op b (out may be a or b), nz := its bitmap, tallied into t (NaNs
+     * for FSUM only). */
+    void (*reduce[CODEC_OPK_COUNT])(const void *a, const void *b, void *out, size_t len,
+                                    uint64_t *nz, codec_tally_t *t);
+    /* Optional (NULL: expand, then reduce): out := expand(vals, anz) op b, the two
+     * in one pass, nz and t as reduce. vals holds `avail` readable elements, at
+     * least popcount(anz). Returns how many values it used. */
+    size_t (*reduce_bits[CODEC_OPK_COUNT])(const void *vals, size_t avail,
+                                           const uint64_t *anz, const void *b, void *out,
+                                           size_t len, uint64_t *nz, codec_tally_t *t);
     /* dst := x's elements whose nz bit is set, packed; returns how many. dst has
      * room for `room` elements, at least that many. */
     size_t (*compress)(const void *x, size_t len, const uint64_t *nz, void *dst,
@@ -74,12 +108,11 @@ typedef struct codec_kernels {
                      void *out);
     /* Index of the first RLE marker in s[0..avail) (float widths), or avail. */
     size_t (*find_marker)(const void *s, size_t avail);
+    /* Copies the words of s[0..avail) before the first marker to out; returns how
+     * many (find_marker and a copy in one pass). */
+    size_t (*copy_literals)(const void *s, size_t avail, void *out);
     /* Set bits in `words` 64-bit words read from p (any alignment). */
     size_t (*popcount)(const void *p, size_t words);
-    /* Runs of zeros that start in the block: zero elements whose predecessor is
-     * non-zero. *prev_zero says whether the element before the block was zero
-     * and is updated to the block's last element. */
-    size_t (*run_starts)(const uint64_t *nz, size_t len, int *prev_zero);
 } codec_kernels_t;
 
 extern const codec_kernels_t codec_kernels_scalar[2];
@@ -146,6 +179,10 @@ typedef struct codec_format {
     const void *(*read)(codec_reader_t *r, size_t i0, size_t len, void *tmp);
     /* Starts a message (sets w->full when even its fixed part cannot fit). */
     void (*begin)(codec_writer_t *w);
+    /* Optional (NULL: read, then kern->reduce): block [i0, i0 + len) of the message
+     * op b into out in one pass (tmp: a block of scratch, which out may be). */
+    void (*read_reduce)(codec_reader_t *r, codec_opk_t opk, size_t i0, size_t len,
+                        const void *b, void *out, void *tmp, uint64_t *nz, codec_tally_t *t);
     /* Appends a block; blocks come in order. Sets w->full when it does not fit. */
     void (*write)(codec_writer_t *w, const codec_block_t *blk);
     /* Completes the message; returns its bytes, header included, or 0 if full. */

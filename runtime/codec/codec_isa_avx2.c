@@ -125,104 +125,135 @@ static inline uint64_t fsum64(uint64_t a, uint64_t b)
 
 /* ---- scan / reduce ------------------------------------------------------------ */
 
-/* One kernel: LANES elements of W bits per vector; VOP computes r from va, vb (in
- * 256-bit integer vectors), SOP the same for scalars a, b of type T. ZMASK(r) is
- * the movemask of the lanes equal to zero, MARKS(r) that of the marker lanes. */
-#define REDUCE_AVX2(W, T, name, LANES, FLOAT, VOP, SOP)                                   \
-    AVX2 static size_t reduce##W##_##name(const void *av, const void *bv, void *outv,    \
-                                          size_t len, uint64_t *nz)                      \
-    {                                                                                     \
-        const char *pa = av, *pb = bv;                                                    \
-        char *po = outv;                                                                  \
-        const __m256i zero = _mm256_setzero_si256();                                      \
-        const __m256i one = W == 32 ? _mm256_set1_epi32(1) : _mm256_set1_epi64x(1);       \
-        size_t marks = 0, i = 0;                                                          \
-        (void)one;                                                                        \
-        memset(nz, 0, (len + 63) / 64 * sizeof(uint64_t));                                 \
-        for (; i + LANES <= len; i += LANES) {                                            \
-            __m256i va = _mm256_loadu_si256((const __m256i *)(pa + i * (W / 8)));         \
-            __m256i vb = _mm256_loadu_si256((const __m256i *)(pb + i * (W / 8)));         \
-            __m256i r;                                                                    \
-            VOP;                                                                          \
-            _mm256_storeu_si256((__m256i *)(po + i * (W / 8)), r);                        \
-            unsigned z = ZMASK##W(r);                                                     \
-            nz[i / 64] |= (uint64_t)(~z & ((1u << LANES) - 1)) << (i % 64);               \
-            if (FLOAT) {                                                                  \
-                marks += (size_t)__builtin_popcount(MARKS##W(r));                         \
-            }                                                                             \
-        }                                                                                 \
-        for (; i < len; i++) {                                                            \
-            T a, b, r;                                                                    \
-            memcpy(&a, pa + i * sizeof(T), sizeof(T));                                    \
-            memcpy(&b, pb + i * sizeof(T), sizeof(T));                                    \
-            r = SOP;                                                                      \
-            memcpy(po + i * sizeof(T), &r, sizeof(T));                                    \
-            nz[i / 64] |= (uint64_t)(r != 0) << (i % 64);                                 \
-            if (FLOAT) {                                                                  \
-                marks += r > (T)(W == 32 ? CODEC_MARK32 : CODEC_MARK64);                   \
-            }                                                                             \
-        }                                                                                 \
-        return marks;                                                                     \
-    }
-
 #define ZMASK32(r) ((unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(r, zero))))
 #define ZMASK64(r) ((unsigned)_mm256_movemask_pd(_mm256_castsi256_pd(_mm256_cmpeq_epi64(r, zero))))
-/* u > MARK unsigned  <=>  (u ^ sign) > (MARK ^ sign) signed */
-#define MARKS32(r)                                                                        \
-    ((unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(                 \
-        _mm256_xor_si256(r, _mm256_set1_epi32(INT32_MIN)),                                \
-        _mm256_set1_epi32((int)(CODEC_MARK32 ^ 0x80000000u))))))
-#define MARKS64(r)                                                                        \
-    ((unsigned)_mm256_movemask_pd(_mm256_castsi256_pd(_mm256_cmpgt_epi64(                 \
-        _mm256_xor_si256(r, _mm256_set1_epi64x(INT64_MIN)),                               \
-        _mm256_set1_epi64x((long long)(CODEC_MARK64 ^ 0x8000000000000000ull))))))
+/* Lanes that are markers: u > MARK unsigned  <=>  (u ^ sign) > (MARK ^ sign) signed */
+#define MARKV32(r)                                                                        \
+    _mm256_cmpgt_epi32(_mm256_xor_si256(r, _mm256_set1_epi32(INT32_MIN)),                 \
+                       _mm256_set1_epi32((int)(CODEC_MARK32 ^ 0x80000000u)))
+#define MARKV64(r)                                                                        \
+    _mm256_cmpgt_epi64(_mm256_xor_si256(r, _mm256_set1_epi64x(INT64_MIN)),                \
+                       _mm256_set1_epi64x((long long)(CODEC_MARK64 ^ 0x8000000000000000ull)))
+#define MARKS32(r) ((unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(MARKV32(r))))
+#define MARKS64(r) ((unsigned)_mm256_movemask_pd(_mm256_castsi256_pd(MARKV64(r))))
 
-#define LOR_VOP(W)                                                                        \
-    r = _mm256_andnot_si256(_mm256_and_si256(_mm256_cmpeq_epi##W(va, zero),               \
-                                             _mm256_cmpeq_epi##W(vb, zero)),              \
-                            one)
+/* Marker-range NaNs in x[0..len) (whole vectors only: len a multiple of 8). */
+AVX2 static size_t count_marks32(const char *p, size_t len)
+{
+    size_t c = 0;
+    for (size_t i = 0; i < len; i += 8) {
+        __m256i r = _mm256_loadu_si256((const __m256i *)(p + i * 4));
+        c += (size_t)__builtin_popcount(MARKS32(r));
+    }
+    return c;
+}
 
-REDUCE_AVX2(32, uint32_t, fsum, 8, 1,
-            r = add_ps_a_first(va, vb),
-            fsum32(a, b))
-REDUCE_AVX2(32, uint32_t, isum, 8, 0, r = _mm256_add_epi32(va, vb), (uint32_t)(a + b))
-REDUCE_AVX2(32, uint32_t, bor, 8, 0, r = _mm256_or_si256(va, vb), a | b)
-REDUCE_AVX2(32, uint32_t, bxor, 8, 0, r = _mm256_xor_si256(va, vb), a ^ b)
-REDUCE_AVX2(32, uint32_t, lor, 8, 0, LOR_VOP(32), (uint32_t)((a != 0) | (b != 0)))
-REDUCE_AVX2(64, uint64_t, fsum, 4, 1,
-            r = add_pd_a_first(va, vb),
-            fsum64(a, b))
-REDUCE_AVX2(64, uint64_t, isum, 4, 0, r = _mm256_add_epi64(va, vb), a + b)
-REDUCE_AVX2(64, uint64_t, bor, 4, 0, r = _mm256_or_si256(va, vb), a | b)
-REDUCE_AVX2(64, uint64_t, bxor, 4, 0, r = _mm256_xor_si256(va, vb), a ^ b)
-REDUCE_AVX2(64, uint64_t, lor, 4, 0, LOR_VOP(64), (uint64_t)((a != 0) | (b != 0)))
+AVX2 static size_t count_marks64(const char *p, size_t len)
+{
+    size_t c = 0;
+    for (size_t i = 0; i < len; i += 4) {
+        __m256i r = _mm256_loadu_si256((const __m256i *)(p + i * 8));
+        c += (size_t)__builtin_popcount(MARKS64(r));
+    }
+    return c;
+}
 
-#define SCAN_AVX2(W, T, LANES)                                                            \
-    AVX2 static size_t scan##W(const void *x, size_t len, uint64_t *nz, int nans)        \
-    {                                                                                     \
-        const char *p = x;                                                                \
-        const __m256i zero = _mm256_setzero_si256();                                      \
-        size_t marks = 0, i = 0;                                                          \
-        memset(nz, 0, (len + 63) / 64 * sizeof(uint64_t));                                 \
-        for (; i + LANES <= len; i += LANES) {                                            \
-            __m256i r = _mm256_loadu_si256((const __m256i *)(p + i * (W / 8)));           \
-            unsigned z = ZMASK##W(r);                                                     \
-            nz[i / 64] |= (uint64_t)(~z & ((1u << LANES) - 1)) << (i % 64);               \
-            if (nans) {                                                                   \
-                marks += (size_t)__builtin_popcount(MARKS##W(r));                         \
+/* The pass of every scan and reduce kernel (see codec_isa_avx512.c): each bitmap
+ * word built in a register and tallied as it is stored; NaNs flagged by an OR of
+ * compares and counted in a second look at the rare blocks that have them. The
+ * tail word goes element by element (SOP on scalars a, b of type T). */
+#define PASS_AVX2(W, T, LANES, HAS_B, STORE, FLOAT, VOP, SOP)                             \
+    const char *pa = av, *pb = bv;                                                        \
+    char *po = outv;                                                                      \
+    const __m256i zero = _mm256_setzero_si256();                                          \
+    const __m256i one = W == 32 ? _mm256_set1_epi32(1) : _mm256_set1_epi64x(1);           \
+    __m256i any = _mm256_setzero_si256();                                                 \
+    size_t base = 0, tail_marks = 0;                                                      \
+    (void)one;                                                                            \
+    (void)pb;                                                                             \
+    (void)po;                                                                             \
+    for (; base + 64 <= len; base += 64) {                                                \
+        uint64_t w = 0;                                                                   \
+        for (int j = 0; j < 64 / LANES; j++) {                                            \
+            size_t off = (base + LANES * (size_t)j) * (W / 8);                            \
+            __m256i va = _mm256_loadu_si256((const __m256i *)(pa + off));                 \
+            __m256i vb = HAS_B ? _mm256_loadu_si256((const __m256i *)(pb + off)) : va;    \
+            __m256i r = VOP;                                                              \
+            (void)vb;                                                                     \
+            if (STORE) {                                                                  \
+                _mm256_storeu_si256((__m256i *)(po + off), r);                            \
+            }                                                                             \
+            w |= (uint64_t)(~ZMASK##W(r) & ((1u << LANES) - 1)) << (LANES * j);           \
+            if (FLOAT) {                                                                  \
+                any = _mm256_or_si256(any, MARKV##W(r));                                  \
             }                                                                             \
         }                                                                                 \
-        for (; i < len; i++) {                                                            \
-            T u;                                                                          \
-            memcpy(&u, p + i * sizeof(T), sizeof(T));                                     \
-            nz[i / 64] |= (uint64_t)(u != 0) << (i % 64);                                 \
-            marks += nans && u > (T)(W == 32 ? CODEC_MARK32 : CODEC_MARK64);               \
+        nz[base / 64] = w;                                                                \
+        codec_tally_word(t, w, 64);                                                       \
+    }                                                                                     \
+    if (base < len) {                                                                     \
+        uint64_t w = 0;                                                                   \
+        for (size_t i = base; i < len; i++) {                                             \
+            T a, b, r;                                                                    \
+            memcpy(&a, pa + i * sizeof(T), sizeof(T));                                    \
+            b = a;                                                                        \
+            if (HAS_B) {                                                                  \
+                memcpy(&b, pb + i * sizeof(T), sizeof(T));                                \
+            }                                                                             \
+            r = SOP;                                                                      \
+            (void)b;                                                                      \
+            if (STORE) {                                                                  \
+                memcpy(po + i * sizeof(T), &r, sizeof(T));                                \
+            }                                                                             \
+            w |= (uint64_t)(r != 0) << (i - base);                                        \
+            tail_marks += r > (T)(W == 32 ? CODEC_MARK32 : CODEC_MARK64);                  \
         }                                                                                 \
-        return marks;                                                                     \
+        nz[base / 64] = w;                                                                \
+        codec_tally_word(t, w, len - base);                                               \
+    }                                                                                     \
+    if (FLOAT) {                                                                          \
+        t->nans += tail_marks;                                                            \
+        if (!_mm256_testz_si256(any, any)) {                                              \
+            t->nans += count_marks##W(STORE ? (const char *)po : pa, base);               \
+        }                                                                                 \
     }
 
-SCAN_AVX2(32, uint32_t, 8)
-SCAN_AVX2(64, uint64_t, 4)
+AVX2 static void scan32(const void *av, size_t len, uint64_t *nz, int nans, codec_tally_t *t)
+{
+    const void *bv = NULL;
+    void *outv = NULL;
+    PASS_AVX2(32, uint32_t, 8, 0, 0, nans, va, a);
+}
+
+AVX2 static void scan64(const void *av, size_t len, uint64_t *nz, int nans, codec_tally_t *t)
+{
+    const void *bv = NULL;
+    void *outv = NULL;
+    PASS_AVX2(64, uint64_t, 4, 0, 0, nans, va, a);
+}
+
+#define REDUCE_AVX2(W, T, name, LANES, FLOAT, VOP, SOP)                                   \
+    AVX2 static void reduce##W##_##name(const void *av, const void *bv, void *outv,      \
+                                        size_t len, uint64_t *nz, codec_tally_t *t)      \
+    {                                                                                     \
+        PASS_AVX2(W, T, LANES, 1, 1, FLOAT, VOP, SOP);                                    \
+    }
+
+#define LOR_VOP(W)                                                                        \
+    _mm256_andnot_si256(_mm256_and_si256(_mm256_cmpeq_epi##W(va, zero),                   \
+                                         _mm256_cmpeq_epi##W(vb, zero)),                  \
+                        one)
+
+REDUCE_AVX2(32, uint32_t, fsum, 8, 1, add_ps_a_first(va, vb), fsum32(a, b))
+REDUCE_AVX2(32, uint32_t, isum, 8, 0, _mm256_add_epi32(va, vb), (uint32_t)(a + b))
+REDUCE_AVX2(32, uint32_t, bor, 8, 0, _mm256_or_si256(va, vb), a | b)
+REDUCE_AVX2(32, uint32_t, bxor, 8, 0, _mm256_xor_si256(va, vb), a ^ b)
+REDUCE_AVX2(32, uint32_t, lor, 8, 0, LOR_VOP(32), (uint32_t)((a != 0) | (b != 0)))
+REDUCE_AVX2(64, uint64_t, fsum, 4, 1, add_pd_a_first(va, vb), fsum64(a, b))
+REDUCE_AVX2(64, uint64_t, isum, 4, 0, _mm256_add_epi64(va, vb), a + b)
+REDUCE_AVX2(64, uint64_t, bor, 4, 0, _mm256_or_si256(va, vb), a | b)
+REDUCE_AVX2(64, uint64_t, bxor, 4, 0, _mm256_xor_si256(va, vb), a ^ b)
+REDUCE_AVX2(64, uint64_t, lor, 4, 0, LOR_VOP(64), (uint64_t)((a != 0) | (b != 0)))
 
 /* ---- compress / expand --------------------------------------------------------- */
 
@@ -235,9 +266,6 @@ SCAN_AVX2(64, uint64_t, 4)
         size_t k = 0, i = 0;                                                                 \
         for (; i + LANES <= len; i += LANES) {                                               \
             unsigned m = (unsigned)(nz[i / 64] >> (i % 64)) & ((1u << LANES) - 1);           \
-            if (m == 0) {                                                                    \
-                continue;                                                                    \
-            }                                                                                \
             __m256i v = _mm256_loadu_si256((const __m256i *)(p + i * (W / 8)));              \
             __m256i c = _mm256_permutevar8x32_epi32(v, perm_index(TAB_C[m]));               \
             size_t cnt = (size_t)__builtin_popcount(m);                                      \
@@ -264,16 +292,13 @@ SCAN_AVX2(64, uint64_t, 4)
         size_t k = 0, i = 0;                                                                 \
         for (; i + LANES <= len; i += LANES) {                                               \
             unsigned m = (unsigned)(nz[i / 64] >> (i % 64)) & ((1u << LANES) - 1);           \
-            __m256i e = _mm256_setzero_si256();                                              \
-            if (m != 0) {                                                                    \
-                size_t cnt = (size_t)__builtin_popcount(m);                                  \
-                __m256i v = k + LANES <= avail                                               \
-                                ? _mm256_loadu_si256((const __m256i *)(s + k * (W / 8)))     \
-                                : MASKLOAD((const void *)(s + k * (W / 8)), PREFIX(cnt));    \
-                e = _mm256_permutevar8x32_epi32(v, perm_index(TAB_E[m]));                   \
-                e = _mm256_and_si256(e, LANES_OF(m));                                        \
-                k += cnt;                                                                    \
-            }                                                                                \
+            size_t can = k < avail ? avail - k : 0;   /* branch-free but for the end */     \
+            __m256i v = can >= LANES                                                         \
+                            ? _mm256_loadu_si256((const __m256i *)(s + k * (W / 8)))         \
+                            : MASKLOAD((const void *)(s + k * (W / 8)), PREFIX(can));        \
+            __m256i e = _mm256_permutevar8x32_epi32(v, perm_index(TAB_E[m]));               \
+            e = _mm256_and_si256(e, LANES_OF(m));                                            \
+            k += (size_t)__builtin_popcount(m);                                              \
             _mm256_storeu_si256((__m256i *)(o + i * (W / 8)), e);                            \
         }                                                                                    \
         for (; i < len; i++) {                                                               \
@@ -295,6 +320,92 @@ PACK_AVX2(32, uint32_t, 8, compress8_tab, expand8_tab, prefix32, lanes_of32, MAS
           MASKSTORE32)
 PACK_AVX2(64, uint64_t, 4, compress4_tab, expand4_tab, prefix64, lanes_of64, MASKLOAD64,
           MASKSTORE64)
+
+/* The Bits last hop in one pass (see codec_isa_avx512.c): a = expand(values) by
+ * permutation, straight into the reduce. Element-wise tail. */
+#define RBITS_AVX2(W, T, LANES, TAB_E, PREFIX, LANES_OF, MASKLOAD, name, FLOAT, VOP, SOP)   \
+    AVX2 static size_t reduce_bits##W##_##name(const void *vals, size_t avail,             \
+                                               const uint64_t *anz, const void *bv,        \
+                                               void *outv, size_t len, uint64_t *nz,       \
+                                               codec_tally_t *t)                           \
+    {                                                                                       \
+        const char *pv = vals, *pb = bv;                                                    \
+        char *po = outv;                                                                    \
+        const __m256i zero = _mm256_setzero_si256();                                        \
+        const __m256i one = W == 32 ? _mm256_set1_epi32(1) : _mm256_set1_epi64x(1);         \
+        __m256i any = _mm256_setzero_si256();                                               \
+        size_t k = 0, base = 0, tail_marks = 0;                                             \
+        (void)one;                                                                          \
+        for (; base + 64 <= len; base += 64) {                                              \
+            const uint64_t am = anz[base / 64];                                             \
+            uint64_t w = 0;                                                                 \
+            for (int j = 0; j < 64 / LANES; j++) {                                          \
+                size_t off = (base + LANES * (size_t)j) * (W / 8);                          \
+                unsigned m = (unsigned)(am >> (LANES * j)) & ((1u << LANES) - 1);           \
+                size_t kj = k + (size_t)__builtin_popcountll(                               \
+                                    am & ((1ull << (LANES * j)) - 1));                      \
+                size_t can = kj < avail ? avail - kj : 0;                                   \
+                __m256i v = can >= LANES                                                    \
+                                ? _mm256_loadu_si256((const __m256i *)(pv + kj * (W / 8)))  \
+                                : MASKLOAD((const void *)(pv + kj * (W / 8)),               \
+                                           PREFIX(codec_min(can, LANES)));                  \
+                __m256i va = _mm256_and_si256(                                              \
+                    _mm256_permutevar8x32_epi32(v, perm_index(TAB_E[m])), LANES_OF(m));     \
+                __m256i vb = _mm256_loadu_si256((const __m256i *)(pb + off));               \
+                __m256i r = VOP;                                                            \
+                _mm256_storeu_si256((__m256i *)(po + off), r);                              \
+                w |= (uint64_t)(~ZMASK##W(r) & ((1u << LANES) - 1)) << (LANES * j);         \
+                if (FLOAT) {                                                                \
+                    any = _mm256_or_si256(any, MARKV##W(r));                                \
+                }                                                                           \
+            }                                                                               \
+            k += (size_t)__builtin_popcountll(am);                                          \
+            nz[base / 64] = w;                                                              \
+            codec_tally_word(t, w, 64);                                                     \
+        }                                                                                   \
+        if (base < len) {                                                                   \
+            const uint64_t am = anz[base / 64];                                             \
+            uint64_t w = 0;                                                                 \
+            for (size_t i = base; i < len; i++) {                                           \
+                T a = 0, b, r;                                                              \
+                if (((am >> (i - base)) & 1) && k < avail) {                                \
+                    memcpy(&a, pv + k++ * sizeof(T), sizeof(T));                            \
+                }                                                                           \
+                memcpy(&b, pb + i * sizeof(T), sizeof(T));                                  \
+                r = SOP;                                                                    \
+                memcpy(po + i * sizeof(T), &r, sizeof(T));                                  \
+                w |= (uint64_t)(r != 0) << (i - base);                                      \
+                tail_marks += r > (T)(W == 32 ? CODEC_MARK32 : CODEC_MARK64);                \
+            }                                                                               \
+            nz[base / 64] = w;                                                              \
+            codec_tally_word(t, w, len - base);                                             \
+        }                                                                                   \
+        if (FLOAT) {                                                                        \
+            t->nans += tail_marks;                                                          \
+            if (!_mm256_testz_si256(any, any)) {                                            \
+                t->nans += count_marks##W(po, base);                                        \
+            }                                                                               \
+        }                                                                                   \
+        return k;                                                                           \
+    }
+
+#define RB32(name, FLOAT, VOP, SOP)                                                         \
+    RBITS_AVX2(32, uint32_t, 8, expand8_tab, prefix32, lanes_of32, MASKLOAD32, name, FLOAT, \
+               VOP, SOP)
+#define RB64(name, FLOAT, VOP, SOP)                                                         \
+    RBITS_AVX2(64, uint64_t, 4, expand4_tab, prefix64, lanes_of64, MASKLOAD64, name, FLOAT, \
+               VOP, SOP)
+
+RB32(fsum, 1, add_ps_a_first(va, vb), fsum32(a, b))
+RB32(isum, 0, _mm256_add_epi32(va, vb), (uint32_t)(a + b))
+RB32(bor, 0, _mm256_or_si256(va, vb), a | b)
+RB32(bxor, 0, _mm256_xor_si256(va, vb), a ^ b)
+RB32(lor, 0, LOR_VOP(32), (uint32_t)((a != 0) | (b != 0)))
+RB64(fsum, 1, add_pd_a_first(va, vb), fsum64(a, b))
+RB64(isum, 0, _mm256_add_epi64(va, vb), a + b)
+RB64(bor, 0, _mm256_or_si256(va, vb), a | b)
+RB64(bxor, 0, _mm256_xor_si256(va, vb), a ^ b)
+RB64(lor, 0, LOR_VOP(64), (uint64_t)((a != 0) | (b != 0)))
 
 /* ---- RLE markers and bit counts ------------------------------------------------ */
 
@@ -336,6 +447,56 @@ AVX2 static size_t find_marker64(const void *s, size_t avail)
     return avail;
 }
 
+AVX2 static size_t copy_literals32(const void *s, size_t avail, void *out)
+{
+    const char *p = s;
+    char *o = out;
+    size_t i = 0;
+    for (; i + 8 <= avail; i += 8) {
+        __m256i r = _mm256_loadu_si256((const __m256i *)(p + i * 4));
+        unsigned m = MARKS32(r);
+        if (m != 0) {
+            size_t c = (size_t)__builtin_ctz(m);
+            _mm256_maskstore_epi32((int *)(o + i * 4), prefix32(c), r);
+            return i + c;
+        }
+        _mm256_storeu_si256((__m256i *)(o + i * 4), r);
+    }
+    for (; i < avail; i++) {
+        uint32_t u = codec_ld32(p + i * 4);
+        if (u > CODEC_MARK32) {
+            return i;
+        }
+        codec_st32(o + i * 4, u);
+    }
+    return avail;
+}
+
+AVX2 static size_t copy_literals64(const void *s, size_t avail, void *out)
+{
+    const char *p = s;
+    char *o = out;
+    size_t i = 0;
+    for (; i + 4 <= avail; i += 4) {
+        __m256i r = _mm256_loadu_si256((const __m256i *)(p + i * 8));
+        unsigned m = MARKS64(r);
+        if (m != 0) {
+            size_t c = (size_t)__builtin_ctz(m);
+            _mm256_maskstore_epi64((long long *)(o + i * 8), prefix64(c), r);
+            return i + c;
+        }
+        _mm256_storeu_si256((__m256i *)(o + i * 8), r);
+    }
+    for (; i < avail; i++) {
+        uint64_t u = codec_ld64(p + i * 8);
+        if (u > CODEC_MARK64) {
+            return i;
+        }
+        codec_st64(o + i * 8, u);
+    }
+    return avail;
+}
+
 AVX2 static size_t popcount_words(const void *p, size_t words)
 {
     const unsigned char *b = p;
@@ -346,23 +507,6 @@ AVX2 static size_t popcount_words(const void *p, size_t words)
     return c;
 }
 
-AVX2 static size_t run_starts(const uint64_t *nz, size_t len, int *prev_zero)
-{
-    size_t starts = 0;
-    uint64_t carry = (uint64_t)(*prev_zero != 0);
-    for (size_t w = 0; w * 64 < len; w++) {
-        size_t bits = codec_min(64, len - w * 64);
-        uint64_t valid = bits == 64 ? ~0ull : (1ull << bits) - 1;
-        uint64_t z = ~nz[w] & valid;
-        starts += (size_t)__builtin_popcountll(z & ~((z << 1) | carry));
-        carry = (z >> (bits - 1)) & 1;
-    }
-    if (len > 0) {
-        *prev_zero = (int)carry;
-    }
-    return starts;
-}
-
 #define AVX2_TABLE(W)                                                                  \
     {                                                                                  \
         .scan = scan##W,                                                               \
@@ -371,8 +515,16 @@ AVX2 static size_t run_starts(const uint64_t *nz, size_t len, int *prev_zero)
             [CODEC_OPK_BOR] = reduce##W##_bor,   [CODEC_OPK_BXOR] = reduce##W##_bxor,  \
             [CODEC_OPK_LOR] = reduce##W##_lor,                                         \
         },                                                                             \
+        .reduce_bits = {                                                               \
+            [CODEC_OPK_FSUM] = reduce_bits##W##_fsum,                                  \
+            [CODEC_OPK_ISUM] = reduce_bits##W##_isum,                                  \
+            [CODEC_OPK_BOR] = reduce_bits##W##_bor,                                    \
+            [CODEC_OPK_BXOR] = reduce_bits##W##_bxor,                                  \
+            [CODEC_OPK_LOR] = reduce_bits##W##_lor,                                    \
+        },                                                                             \
         .compress = compress##W, .expand = expand##W, .find_marker = find_marker##W,   \
-        .popcount = popcount_words, .run_starts = run_starts,                          \
+        .copy_literals = copy_literals##W,                                             \
+        .popcount = popcount_words,                                                    \
     }
 
 const codec_kernels_t codec_kernels_avx2[2] = {AVX2_TABLE(32), AVX2_TABLE(64)};

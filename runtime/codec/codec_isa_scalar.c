@@ -26,17 +26,23 @@ static inline size_t popcount64(uint64_t x)
         memcpy(p + i * sizeof(T), &v, sizeof(T));                                      \
     }                                                                                  \
                                                                                        \
-    static size_t scan##W(const void *x, size_t len, uint64_t *nz, int nans)          \
+    static void scan##W(const void *x, size_t len, uint64_t *nz, int nans,            \
+                        codec_tally_t *t)                                              \
     {                                                                                  \
         const unsigned char *p = x;                                                    \
         size_t marks = 0;                                                              \
-        memset(nz, 0, (len + 63) / 64 * sizeof(uint64_t));                              \
-        for (size_t i = 0; i < len; i++) {                                             \
-            T u = ld##W(p, i);                                                         \
-            nz[i / 64] |= (uint64_t)(u != 0) << (i % 64);                              \
-            marks += u > (T)MARK;                                                      \
+        for (size_t base = 0; base < len; base += 64) {                                \
+            size_t e = codec_min(64, len - base);                                      \
+            uint64_t w = 0;                                                            \
+            for (size_t j = 0; j < e; j++) {                                           \
+                T u = ld##W(p, base + j);                                              \
+                w |= (uint64_t)(u != 0) << j;                                          \
+                marks += u > (T)MARK;                                                  \
+            }                                                                          \
+            nz[base / 64] = w;                                                         \
+            codec_tally_word(t, w, e);                                                 \
         }                                                                              \
-        return nans ? marks : 0;                                                       \
+        t->nans += nans ? marks : 0;                                                   \
     }                                                                                  \
                                                                                        \
     static size_t compress##W(const void *x, size_t len, const uint64_t *nz, void *dst, \
@@ -60,13 +66,15 @@ static inline size_t popcount64(uint64_t x)
         const unsigned char *s = src;                                                  \
         unsigned char *o = out;                                                        \
         size_t k = 0;                                                                  \
-        (void)avail;                                                                   \
-        for (size_t i = 0; i < len; i++) {                                             \
-            T v = 0;                                                                   \
-            if ((nz[i / 64] >> (i % 64)) & 1) {                                        \
-                v = ld##W(s, k++);                                                     \
-            }                                                                          \
+        if (avail == 0) { /* then the bitmap is empty */                              \
+            memset(out, 0, len * sizeof(T));                                           \
+            return 0;                                                                  \
+        }                                                                              \
+        for (size_t i = 0; i < len; i++) { /* branch-free: load, then mask */          \
+            T bit = (T)((nz[i / 64] >> (i % 64)) & 1);                                 \
+            T v = ld##W(s, k < avail ? k : avail - 1) & (T)(0 - bit);                  \
             st##W(o, i, v);                                                            \
+            k += (size_t)bit;                                                          \
         }                                                                              \
         return k;                                                                      \
     }                                                                                  \
@@ -80,6 +88,13 @@ static inline size_t popcount64(uint64_t x)
             }                                                                          \
         }                                                                              \
         return avail;                                                                  \
+    }                                                                                  \
+                                                                                       \
+    static size_t copy_literals##W(const void *s, size_t avail, void *out)            \
+    {                                                                                  \
+        size_t i = find_marker##W(s, avail);                                           \
+        memcpy(out, s, i * sizeof(T));                                                 \
+        return i;                                                                      \
     }
 
 SCALAR_WIDTH(32, uint32_t, CODEC_MARK32)
@@ -87,23 +102,28 @@ SCALAR_WIDTH(64, uint64_t, CODEC_MARK64)
 
 /* One reduce kernel: out = EXPR(a, b) over integers of type T, bitmap of out. */
 #define SCALAR_REDUCE(W, T, name, EXPR, COUNT_MARKS)                                   \
-    static size_t reduce##W##_##name(const void *av, const void *bv, void *outv,       \
-                                     size_t len, uint64_t *nz)                         \
+    static void reduce##W##_##name(const void *av, const void *bv, void *outv,         \
+                                   size_t len, uint64_t *nz, codec_tally_t *t)         \
     {                                                                                  \
         const unsigned char *pa = av, *pb = bv;                                        \
         unsigned char *po = outv;                                                      \
         size_t marks = 0;                                                              \
-        memset(nz, 0, (len + 63) / 64 * sizeof(uint64_t));                              \
-        for (size_t i = 0; i < len; i++) {                                             \
-            T a = ld##W(pa, i), b = ld##W(pb, i);                                      \
-            T r = EXPR;                                                                \
-            st##W(po, i, r);                                                           \
-            nz[i / 64] |= (uint64_t)(r != 0) << (i % 64);                              \
-            if (COUNT_MARKS) {                                                         \
-                marks += r > (T)(W == 32 ? CODEC_MARK32 : CODEC_MARK64);                \
+        for (size_t base = 0; base < len; base += 64) {                                \
+            size_t e = codec_min(64, len - base);                                      \
+            uint64_t w = 0;                                                            \
+            for (size_t j = 0; j < e; j++) {                                           \
+                T a = ld##W(pa, base + j), b = ld##W(pb, base + j);                    \
+                T r = EXPR;                                                            \
+                st##W(po, base + j, r);                                                \
+                w |= (uint64_t)(r != 0) << j;                                          \
+                if (COUNT_MARKS) {                                                     \
+                    marks += r > (T)(W == 32 ? CODEC_MARK32 : CODEC_MARK64);            \
+                }                                                                      \
             }                                                                          \
+            nz[base / 64] = w;                                                         \
+            codec_tally_word(t, w, e);                                                 \
         }                                                                              \
-        return marks;                                                                  \
+        t->nans += marks;                                                              \
     }
 
 static inline uint32_t fsum32(uint32_t a, uint32_t b)
@@ -153,24 +173,6 @@ static size_t popcount_words(const void *p, size_t words)
     return c;
 }
 
-/* Zero elements whose predecessor is non-zero, over the block's bitmap. */
-static size_t run_starts(const uint64_t *nz, size_t len, int *prev_zero)
-{
-    size_t starts = 0;
-    uint64_t carry = (uint64_t)(*prev_zero != 0);
-    for (size_t w = 0; w * 64 < len; w++) {
-        size_t bits = codec_min(64, len - w * 64);
-        uint64_t valid = bits == 64 ? ~0ull : (1ull << bits) - 1;
-        uint64_t z = ~nz[w] & valid;
-        starts += popcount64(z & ~((z << 1) | carry));
-        carry = (z >> (bits - 1)) & 1;
-    }
-    if (len > 0) {
-        *prev_zero = (int)carry;
-    }
-    return starts;
-}
-
 #define SCALAR_TABLE(W)                                                                \
     {                                                                                  \
         .scan = scan##W,                                                               \
@@ -180,7 +182,8 @@ static size_t run_starts(const uint64_t *nz, size_t len, int *prev_zero)
             [CODEC_OPK_LOR] = reduce##W##_lor,                                         \
         },                                                                             \
         .compress = compress##W, .expand = expand##W, .find_marker = find_marker##W,   \
-        .popcount = popcount_words, .run_starts = run_starts,                          \
+        .copy_literals = copy_literals##W,                                             \
+        .popcount = popcount_words,                                                    \
     }
 
 const codec_kernels_t codec_kernels_scalar[2] = {SCALAR_TABLE(32), SCALAR_TABLE(64)};

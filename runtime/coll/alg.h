@@ -34,6 +34,7 @@ extern const fold_alg_t fold_alg_greedy;
 extern const fold_alg_t fold_alg_recursive_doubling;
 extern const fold_alg_t fold_alg_dpml;
 extern const fold_alg_t fold_alg_dpml_pipelined;
+extern const fold_alg_t fold_alg_shm_flat;
 
 extern const fold_alg_t *const fold_alg_all[];   /* NULL-terminated */
 const fold_alg_t *fold_alg_find(const char *name);

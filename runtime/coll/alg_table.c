@@ -13,6 +13,7 @@ const fold_alg_t *const fold_alg_all[] = {
     &fold_alg_greedy,
     &fold_alg_dpml,
     &fold_alg_dpml_pipelined,
+    &fold_alg_shm_flat,
     NULL,
 };
 

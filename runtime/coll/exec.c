@@ -611,7 +611,11 @@ int fold_exec_progress(fold_request_t *req)
         }
         return FOLD_INPROGRESS;
     }
-    ctx->tl_ops->progress(ctx->tl);
+    /* A schedule without transport steps (node shared memory only) need not drive
+     * the transport on every poll: that would cost more than the flags it polls. */
+    if (req->sched->uses_tl || (req->idle_polls & 63) == 0) {
+        ctx->tl_ops->progress(ctx->tl);
+    }
     for (;;) {
         for (size_t k = 0; k < req->nactive;) {
             uint32_t i = req->active[k];

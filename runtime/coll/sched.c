@@ -601,6 +601,10 @@ int fold_sched_finalize(fold_sched_t *s)
         s->succ[from->succ_off + from->nsucc++] = m.edges[e][1];
     }
 
+    s->uses_tl = 0;
+    for (size_t i = 0; i < n; i++) {
+        s->uses_tl |= s->steps[i].kind == FOLD_STEP_SEND || s->steps[i].kind == FOLD_STEP_RECV;
+    }
     fold_sched_mark_wire(s);
 
 out:

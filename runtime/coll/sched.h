@@ -131,6 +131,7 @@ typedef struct fold_sched {
     size_t       tmp_count;   /* scratch elements used */
     size_t       shm_count;   /* node segment elements used */
     int          uses_shm;    /* references SHM or has shm steps */
+    int          uses_tl;     /* has sends or receives (set by finalize) */
     int          inplace;
     int          has_out;     /* 0: OUT must not be referenced */
     int          status;      /* sticky: first error while building */

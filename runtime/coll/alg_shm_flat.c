@@ -1,0 +1,90 @@
+/*
+ * Flat shared-memory allreduce and reduce for small messages on one node: the
+ * latency path of DPML (Bayatpour et al. sec. 4) with no leader hop and no
+ * transport. Every rank copies its input into its own row of the node segment and
+ * raises its `written` flag; then every rank (allreduce) or the root (reduce)
+ * waits for the others' flags and folds all rows, in rank order, into its output.
+ * One flag hop instead of DPML's two (written, then published), and every rank
+ * computes the same bits, since each folds the same rows in the same order.
+ *
+ *   rank:      0          1          2
+ *   row:     [ x0 ]     [ x1 ]     [ x2 ]      copy in, post written = 1
+ *   out:     x0+x1+x2   x0+x1+x2   x0+x1+x2    wait written >= 1 of the others
+ *
+ * A rank's own contribution is read from IN (in place: from its row). The rows are
+ * reused by the next call: the builder's first step waits for every local rank's
+ * `done` of the previous call, posted after its last read.
+ *
+ * Where it does not apply (several nodes, or a message too big for the segment)
+ * the builder builds DPML instead, which also serves those cases, so forcing the
+ * algorithm is never an error. Not marked rank-ordered because of that fallback.
+ */
+#include "alg_dpml.h"
+#include "topo.h"
+
+#include <fold/fold_status.h>
+
+static fold_ref_t row_of(const fold_topo_t *t, int rank, size_t n)
+{
+    return fold_ref_shm((size_t)t->local_of[rank] * n);
+}
+
+static int shm_flat_build(const fold_coll_args_t *args, fold_sched_t *s)
+{
+    const fold_topo_t *t = args->topo;
+    const size_t n = args->count;
+
+    if (t == NULL || t->size != args->size || args->root < 0 || args->root >= args->size) {
+        return FOLD_ERR_INVALID_ARG;
+    }
+    if (t->nnodes > 1 || n * (size_t)args->size > args->shm_count) {
+        return fold_dpml_build(args, s, 0);
+    }
+    const int p = args->size, me = args->rank;
+    const int allreduce = args->coll == FOLD_COLL_ALLREDUCE;
+    const int folds = allreduce || me == args->root;
+    if (n == 0) {
+        return s->status;
+    }
+    if (p == 1) {
+        fold_sched_copy(s, fold_ref_in(0), fold_ref_out(0), n);
+        return s->status;
+    }
+    /* Rank r's row is SHM[l * n, (l + 1) * n), l its local index. */
+    const size_t whole = n * (size_t)p;
+    fold_sched_shm_wait(s, -1, -1, FOLD_FLAG_DONE, 0, fold_ref_shm(0), whole);
+    /* In place, OUT is IN: the fold overwrites it before reaching this rank's turn,
+     * so its own contribution is read back from its row. */
+    if (!folds || allreduce || args->inplace) {
+        fold_ref_t row = row_of(t, me, n);
+        fold_sched_copy(s, fold_ref_in(0), row, n);
+        fold_sched_shm_post(s, FOLD_FLAG_WRITTEN, 1, row, n);
+    }
+    const fold_ref_t own = args->inplace ? row_of(t, me, n) : fold_ref_in(0);
+    if (folds) {
+        for (int r = 0; r < p; r++) {
+            if (r != me) {
+                fold_sched_shm_wait(s, r, t->local_of[r], FOLD_FLAG_WRITTEN, 1,
+                                    row_of(t, r, n), n);
+            }
+        }
+        fold_ref_t acc = me == 0 ? own : row_of(t, 0, n);
+        for (int r = 1; r < p; r++) {
+            fold_ref_t next = r == me ? own : row_of(t, r, n);
+            fold_sched_reduce(s, acc, next, fold_ref_out(0), n);
+            acc = fold_ref_out(0);
+        }
+    }
+    fold_sched_shm_post(s, FOLD_FLAG_DONE, FOLD_SHM_CALL_DONE, fold_ref_shm(0), whole);
+    return s->status;
+}
+
+const fold_alg_t fold_alg_shm_flat = {
+    .name        = "shm_flat",
+    .description = "small messages on one node: every rank posts its input in the node "
+                   "segment and folds all of them, one flag hop, no transport (dpml "
+                   "across nodes)",
+    .allreduce   = shm_flat_build,
+    .reduce      = shm_flat_build,
+    .flags       = FOLD_ALG_NODE_AWARE,
+};
