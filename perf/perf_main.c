@@ -261,7 +261,10 @@ int main(int argc, char **argv)
     info->sparsity        = opts.sparsity;
     info->distribution    = opts.distribution;
     info->bootstrap       = bootstrap == PERF_BOOTSTRAP_OOB ? "oob (MPI_Allgather)" : "pmix";
-    info->transport       = config_value(ctx, "TRANSPORT", transport, sizeof(transport));
+    /* --transport reaches fold through the init parameters, not the variable. */
+    info->transport       = opts.transport[0] != '\0'
+                                ? opts.transport
+                                : config_value(ctx, "TRANSPORT", transport, sizeof(transport));
     info->segment_size    = config_value(ctx, "SEGMENT_SIZE", segment, sizeof(segment));
     info->threads         = config_value(ctx, "NUM_THREADS", threads, sizeof(threads));
     if (strcmp(info->threads, "0") == 0) {
