@@ -1,16 +1,47 @@
 #!/usr/bin/env bash
-# Runs a fold program (mp_coll) on namespaced nodes over UCX's TCP transport, so that
-# every message between nodes crosses a veth link, then checks from fold's own debug log
-# that fold saw the nodes mnrun made: one "context up" line per rank, as many nodes as
-# asked for, the ranks of each node grouped together, and local sizes matching --ppn.
-# Usage: mn_nodes_test.sh PPN TIMEOUT_SEC PROGRAM [ARGS...]   (PPN as mnrun's --ppn list)
-# Exit status: the program's, 77 when mnrun skipped, 1 when the node check fails.
+# Runs a fold program (mp_coll) on namespaced nodes over TCP, so that every message
+# between nodes crosses a veth link, then checks from fold's own debug log that fold saw
+# the nodes mnrun made: one "context up" line per rank, as many nodes as asked for, the
+# ranks of each node grouped together, and local sizes matching --ppn.
+# Usage: mn_nodes_test.sh [--transport ucp|ofi-tcp] PPN TIMEOUT_SEC PROGRAM [ARGS...]
+#   (PPN as mnrun's --ppn list)
+#   --transport ucp      fold over UCX with UCX_TLS=tcp,self (default)
+#   --transport ofi-tcp  fold over libfabric, FOLD_TRANSPORT=ofi and
+#                        FOLD_OFI_PROVIDER="tcp;ofi_rxm" (exported here and passed with
+#                        mpirun -x NAME, so that the semicolon never crosses a command line)
+# Exit status: the program's, 77 when mnrun skipped, 1 when the node check fails, 2 on a
+# usage error.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-ppn=${1:?usage: mn_nodes_test.sh PPN TIMEOUT_SEC PROGRAM [ARGS...]}
-timeout_s=${2:?}
+usage="usage: mn_nodes_test.sh [--transport ucp|ofi-tcp] PPN TIMEOUT_SEC PROGRAM [ARGS...]"
+transport=ucp
+while [ $# -gt 0 ]; do
+    case $1 in
+        --transport)
+            [ $# -ge 2 ] || { echo "$usage" >&2; exit 2; }
+            transport=$2; shift 2 ;;
+        --transport=*) transport=${1#--transport=}; shift ;;
+        *) break ;;
+    esac
+done
+[ $# -ge 3 ] || { echo "$usage" >&2; exit 2; }
+ppn=$1
+timeout_s=$2
 shift 2
+
+# What every rank gets besides FOLD_LOG_LEVEL=debug. UCX_TLS=tcp,self keeps UCX off the
+# shared memory the namespaces share; for ofi it is harmless (fold opens no UCX then).
+transport_args=(-x "UCX_TLS=tcp,self")
+case $transport in
+    ucp) ;;
+    ofi-tcp)
+        export FOLD_TRANSPORT=ofi
+        export FOLD_OFI_PROVIDER="tcp;ofi_rxm"
+        transport_args+=(-x FOLD_TRANSPORT -x FOLD_OFI_PROVIDER)
+        ;;
+    *) echo "mn_nodes_test: unknown transport: $transport" >&2; echo "$usage" >&2; exit 2 ;;
+esac
 
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
@@ -63,10 +94,19 @@ check_nodes() {
 }
 
 status=0
+echo "mn_nodes_test: transport $transport, ranks per node $ppn"
 "$here/mnrun.sh" --ppn "$ppn" --timeout "$timeout_s" --stats \
-    -x UCX_TLS=tcp,self -x FOLD_LOG_LEVEL=debug -- "$@" >"$log" 2>&1 || status=$?
+    "${transport_args[@]}" -x FOLD_LOG_LEVEL=debug -- "$@" >"$log" 2>&1 || status=$?
 cat "$log"
 [ "$status" -ne 77 ] || exit 77
+# Every rank must have come up on the transport asked for ("context up: ..., transport
+# NAME, ..."), so that a fallback to another backend cannot pass unnoticed.
+want_tl=${transport%%-*}
+wrong_tl=$(grep 'context up:' "$log" | grep -cv ", transport $want_tl," || true)
+if [ "$wrong_tl" -ne 0 ]; then
+    echo "mn_nodes_test: FAILED: $wrong_tl context-up lines without transport $want_tl"
+    exit 1
+fi
 if ! check_nodes; then
     echo "mn_nodes_test: FAILED: fold's node detection does not match the namespaces"
     exit 1
