@@ -73,9 +73,30 @@ static int completed_request(fold_request_t **req_p)
 }
 
 /* Starts a reduction; *req_p is NULL when it completed without communication. */
+/* Blocking tiny calls for shm_flat on one node take the fast path (fast_shm.c);
+ * FOLD_INPROGRESS when this call cannot. */
+static int try_fast(fold_comm_t *comm, fold_exec_args_t *args, int root)
+{
+    size_t bytes = args->cargs.count * fold_dtype_size(args->dtype);
+    if (args->alg != &fold_alg_shm_flat || bytes > FOLD_FAST_MAX_BYTES) {
+        return FOLD_INPROGRESS;
+    }
+    if (comm->node == NULL) {
+        int status = fold_node_prepare(comm, args);   /* collective, first call only */
+        if (status != FOLD_OK) {
+            return status;
+        }
+    }
+    if (!fold_fast_eligible(comm, bytes)) {
+        return FOLD_INPROGRESS;
+    }
+    return fold_fast_reduction(comm, args->coll, args->in, args->out, args->cargs.count,
+                               args->dtype, args->op, root);
+}
+
 static int reduction_start(fold_coll_t coll, const void *sendbuf, void *recvbuf, size_t count,
                            fold_dtype_t dtype, fold_op_t op, int root, fold_comm_t *comm,
-                           fold_request_t **req_p)
+                           int blocking, fold_request_t **req_p)
 {
     const char *fn = fold_coll_name(coll);
     int status;
@@ -122,6 +143,9 @@ static int reduction_start(fold_coll_t coll, const void *sendbuf, void *recvbuf,
         .dtype = dtype,
         .op    = op,
     };
+    if (blocking && (status = try_fast(comm, &args, root)) != FOLD_INPROGRESS) {
+        return status;
+    }
     return fold_exec_start(comm, &args, req_p);
 }
 
@@ -140,7 +164,7 @@ int fold_allreduce(const void *sendbuf, void *recvbuf, size_t count, fold_dtype_
 {
     fold_request_t *req;
     int status = reduction_start(FOLD_COLL_ALLREDUCE, sendbuf, recvbuf, count, dtype, op, 0,
-                                 comm, &req);
+                                 comm, 1, &req);
     return status == FOLD_OK ? run_blocking(req) : status;
 }
 
@@ -149,7 +173,7 @@ int fold_reduce(const void *sendbuf, void *recvbuf, size_t count, fold_dtype_t d
 {
     fold_request_t *req;
     int status = reduction_start(FOLD_COLL_REDUCE, sendbuf, recvbuf, count, dtype, op, root,
-                                 comm, &req);
+                                 comm, 1, &req);
     return status == FOLD_OK ? run_blocking(req) : status;
 }
 
@@ -174,7 +198,7 @@ int fold_iallreduce(const void *sendbuf, void *recvbuf, size_t count, fold_dtype
     }
     fold_request_t *req;
     int status = reduction_start(FOLD_COLL_ALLREDUCE, sendbuf, recvbuf, count, dtype, op, 0,
-                                 comm, &req);
+                                 comm, 0, &req);
     return nonblocking(status, req, req_p);
 }
 
@@ -186,7 +210,7 @@ int fold_ireduce(const void *sendbuf, void *recvbuf, size_t count, fold_dtype_t 
     }
     fold_request_t *req;
     int status = reduction_start(FOLD_COLL_REDUCE, sendbuf, recvbuf, count, dtype, op, root,
-                                 comm, &req);
+                                 comm, 0, &req);
     return nonblocking(status, req, req_p);
 }
 

@@ -108,7 +108,18 @@ typedef struct fold_node {
     uint64_t        epoch;        /* node-aware calls started so far */
     fold_request_t *head, *tail;  /* node-aware requests not finished, in start order */
     int             broken;       /* a call failed midway: the flags are out of step */
+    /* shm_flat's tiny-message fast path (fast_shm.c) */
+    uint64_t        fast_calls;       /* calls so far */
+    int             fast_readers[2];  /* who reads each slot's data: -1 all, else the root */
+    int             fast_saw_all;     /* the last call waited for every rank's input */
 } fold_node_t;
+
+/* fast_shm.c: blocking shm_flat calls of at most this many bytes on one node. */
+#define FOLD_FAST_MAX_BYTES 2048
+size_t fold_fast_region_bytes(int local_size);
+int    fold_fast_eligible(const fold_comm_t *comm, size_t bytes);
+int    fold_fast_reduction(fold_comm_t *comm, fold_coll_t coll, const void *in, void *out,
+                           size_t count, fold_dtype_t dtype, fold_op_t op, int root);
 
 /* A staging buffer for encoded messages (exec_wire.c). */
 typedef struct fold_wire_buf {

@@ -5,7 +5,10 @@
  *
  *    reader (a message's codec)        kernels (one ISA)            writer (a codec)
  *    block of a_C -> dense, in L1  ->  out = a op b, bitmap of   ->  block -> wire
- *                                      out's non-zeros, NaNs
+ *                                      out's non-zeros, tally
+ *
+ * (Bits, the common case, skips the dense copy of a: its reader hands the bitmap
+ * and values to a kernel that expands straight into the reduce.)
  *
  * The kernels (codec_isa_*.c) are the only vector code: a pass over a block that
  * computes (or just reads) the values and sets one bit per non-zero element, which
@@ -63,23 +66,20 @@ typedef struct codec_tally {
     int    prev_zero;
 } codec_tally_t;
 
-/* Adds one bitmap word of `bits` elements (1..64; higher bits clear) to t. Inline,
- * so each ISA file gets it with its own popcount instruction. */
-static inline void codec_tally_word(codec_tally_t *t, uint64_t w, size_t bits)
-{
-    uint64_t valid = bits == 64 ? ~0ull : (1ull << bits) - 1;
-    uint64_t z = ~w & valid;
-    t->nnz += (size_t)__builtin_popcountll(w);
-    t->runs += (size_t)__builtin_popcountll(z & ~((z << 1) | (uint64_t)t->prev_zero));
-    t->prev_zero = (int)((z >> (bits - 1)) & 1);
-}
-
-static inline void codec_tally_words(codec_tally_t *t, const uint64_t *nz, size_t len)
-{
-    for (size_t w = 0; w * 64 < len; w++) {
-        codec_tally_word(t, nz[w], len - w * 64 < 64 ? len - w * 64 : 64);
-    }
-}
+/* Adds one bitmap word of `bits` elements (1..64; higher bits clear) to the tally
+ * t, a struct lvalue: kernels keep a local copy whose address is never taken, so
+ * it lives in registers. (Each ISA file gets its own popcount instruction.) */
+#define CODEC_TALLY(t, w, bits)                                                     \
+    do {                                                                            \
+        uint64_t codec_tw_ = (w);                                                   \
+        size_t codec_tb_ = (bits);                                                  \
+        uint64_t codec_tz_ = ~codec_tw_ & (codec_tb_ == 64 ? ~0ull                  \
+                                                           : (1ull << codec_tb_) - 1); \
+        (t).nnz += (size_t)__builtin_popcountll(codec_tw_);                         \
+        (t).runs += (size_t)__builtin_popcountll(                                   \
+            codec_tz_ & ~((codec_tz_ << 1) | (uint64_t)(t).prev_zero));             \
+        (t).prev_zero = (int)((codec_tz_ >> (codec_tb_ - 1)) & 1);                  \
+    } while (0)
 
 /* One instruction set's kernels for one element width (4 or 8 bytes). Lengths are
  * in elements, len <= CODEC_BLOCK; pointers need no alignment. Bitmaps cover the

@@ -163,6 +163,7 @@ AVX2 static size_t count_marks64(const char *p, size_t len)
  * compares and counted in a second look at the rare blocks that have them. The
  * tail word goes element by element (SOP on scalars a, b of type T). */
 #define PASS_AVX2(W, T, LANES, HAS_B, STORE, FLOAT, VOP, SOP)                             \
+    codec_tally_t tl = *t_out; /* in registers, not via t_out */       \
     const char *pa = av, *pb = bv;                                                        \
     char *po = outv;                                                                      \
     const __m256i zero = _mm256_setzero_si256();                                          \
@@ -189,7 +190,7 @@ AVX2 static size_t count_marks64(const char *p, size_t len)
             }                                                                             \
         }                                                                                 \
         nz[base / 64] = w;                                                                \
-        codec_tally_word(t, w, 64);                                                       \
+        CODEC_TALLY(tl, w, 64);                                                       \
     }                                                                                     \
     if (base < len) {                                                                     \
         uint64_t w = 0;                                                                   \
@@ -209,23 +210,24 @@ AVX2 static size_t count_marks64(const char *p, size_t len)
             tail_marks += r > (T)(W == 32 ? CODEC_MARK32 : CODEC_MARK64);                  \
         }                                                                                 \
         nz[base / 64] = w;                                                                \
-        codec_tally_word(t, w, len - base);                                               \
+        CODEC_TALLY(tl, w, len - base);                                               \
     }                                                                                     \
     if (FLOAT) {                                                                          \
-        t->nans += tail_marks;                                                            \
+        tl.nans += tail_marks;                                                            \
         if (!_mm256_testz_si256(any, any)) {                                              \
-            t->nans += count_marks##W(STORE ? (const char *)po : pa, base);               \
+            tl.nans += count_marks##W(STORE ? (const char *)po : pa, base);               \
         }                                                                                 \
-    }
+    }                                                                                     \
+    *t_out = tl
 
-AVX2 static void scan32(const void *av, size_t len, uint64_t *nz, int nans, codec_tally_t *t)
+AVX2 static void scan32(const void *av, size_t len, uint64_t *nz, int nans, codec_tally_t *t_out)
 {
     const void *bv = NULL;
     void *outv = NULL;
     PASS_AVX2(32, uint32_t, 8, 0, 0, nans, va, a);
 }
 
-AVX2 static void scan64(const void *av, size_t len, uint64_t *nz, int nans, codec_tally_t *t)
+AVX2 static void scan64(const void *av, size_t len, uint64_t *nz, int nans, codec_tally_t *t_out)
 {
     const void *bv = NULL;
     void *outv = NULL;
@@ -234,7 +236,7 @@ AVX2 static void scan64(const void *av, size_t len, uint64_t *nz, int nans, code
 
 #define REDUCE_AVX2(W, T, name, LANES, FLOAT, VOP, SOP)                                   \
     AVX2 static void reduce##W##_##name(const void *av, const void *bv, void *outv,      \
-                                        size_t len, uint64_t *nz, codec_tally_t *t)      \
+                                        size_t len, uint64_t *nz, codec_tally_t *t_out)      \
     {                                                                                     \
         PASS_AVX2(W, T, LANES, 1, 1, FLOAT, VOP, SOP);                                    \
     }
@@ -327,15 +329,39 @@ PACK_AVX2(64, uint64_t, 4, compress4_tab, expand4_tab, prefix64, lanes_of64, MAS
     AVX2 static size_t reduce_bits##W##_##name(const void *vals, size_t avail,             \
                                                const uint64_t *anz, const void *bv,        \
                                                void *outv, size_t len, uint64_t *nz,       \
-                                               codec_tally_t *t)                           \
+                                               codec_tally_t *t_out)                           \
     {                                                                                       \
         const char *pv = vals, *pb = bv;                                                    \
         char *po = outv;                                                                    \
+        codec_tally_t tl = *t_out;                                      \
         const __m256i zero = _mm256_setzero_si256();                                        \
         const __m256i one = W == 32 ? _mm256_set1_epi32(1) : _mm256_set1_epi64x(1);         \
         __m256i any = _mm256_setzero_si256();                                               \
         size_t k = 0, base = 0, tail_marks = 0;                                             \
         (void)one;                                                                          \
+        for (; base + 64 <= len && k + 64 <= avail; base += 64) { /* all readable */   \
+            const uint64_t am = anz[base / 64];                                             \
+            uint64_t w = 0;                                                                 \
+            for (int j = 0; j < 64 / LANES; j++) {                                          \
+                size_t off = (base + LANES * (size_t)j) * (W / 8);                          \
+                unsigned m = (unsigned)(am >> (LANES * j)) & ((1u << LANES) - 1);           \
+                size_t kj = k + (size_t)__builtin_popcountll(                               \
+                                    am & ((1ull << (LANES * j)) - 1));                      \
+                __m256i v = _mm256_loadu_si256((const __m256i *)(pv + kj * (W / 8)));       \
+                __m256i va = _mm256_and_si256(                                              \
+                    _mm256_permutevar8x32_epi32(v, perm_index(TAB_E[m])), LANES_OF(m));     \
+                __m256i vb = _mm256_loadu_si256((const __m256i *)(pb + off));               \
+                __m256i r = VOP;                                                            \
+                _mm256_storeu_si256((__m256i *)(po + off), r);                              \
+                w |= (uint64_t)(~ZMASK##W(r) & ((1u << LANES) - 1)) << (LANES * j);         \
+                if (FLOAT) {                                                                \
+                    any = _mm256_or_si256(any, MARKV##W(r));                                \
+                }                                                                           \
+            }                                                                               \
+            k += (size_t)__builtin_popcountll(am);                                          \
+            nz[base / 64] = w;                                                              \
+            CODEC_TALLY(tl, w, 64);                                                     \
+        }                                                                                   \
         for (; base + 64 <= len; base += 64) {                                              \
             const uint64_t am = anz[base / 64];                                             \
             uint64_t w = 0;                                                                 \
@@ -361,7 +387,7 @@ PACK_AVX2(64, uint64_t, 4, compress4_tab, expand4_tab, prefix64, lanes_of64, MAS
             }                                                                               \
             k += (size_t)__builtin_popcountll(am);                                          \
             nz[base / 64] = w;                                                              \
-            codec_tally_word(t, w, 64);                                                     \
+            CODEC_TALLY(tl, w, 64);                                                     \
         }                                                                                   \
         if (base < len) {                                                                   \
             const uint64_t am = anz[base / 64];                                             \
@@ -378,14 +404,15 @@ PACK_AVX2(64, uint64_t, 4, compress4_tab, expand4_tab, prefix64, lanes_of64, MAS
                 tail_marks += r > (T)(W == 32 ? CODEC_MARK32 : CODEC_MARK64);                \
             }                                                                               \
             nz[base / 64] = w;                                                              \
-            codec_tally_word(t, w, len - base);                                             \
+            CODEC_TALLY(tl, w, len - base);                                             \
         }                                                                                   \
         if (FLOAT) {                                                                        \
-            t->nans += tail_marks;                                                          \
+            tl.nans += tail_marks;                                                          \
             if (!_mm256_testz_si256(any, any)) {                                            \
-                t->nans += count_marks##W(po, base);                                        \
+                tl.nans += count_marks##W(po, base);                                        \
             }                                                                               \
         }                                                                                   \
+        *t_out = tl;                                                                   \
         return k;                                                                           \
     }
 

@@ -79,6 +79,7 @@ AVX512 static size_t count_marks64(const char *p, size_t len)
  * its marker-range NaNs when FLOAT (see count_marks), all tallied into t. Full 64-element words take plain loads and
  * stores; the tail word masked ones. */
 #define PASS32(HAS_B, STORE, FLOAT, OP)                                                      \
+    codec_tally_t tl = *t_out; /* in registers, not via t_out */          \
     const char *pa = av, *pb = bv;                                                           \
     char *po = outv;                                                                         \
     const __m512i one = _mm512_set1_epi32(1);                                                \
@@ -105,7 +106,7 @@ AVX512 static size_t count_marks64(const char *p, size_t len)
         }                                                                                    \
         uint64_t w_ = word_of16(k[0], k[1], k[2], k[3]);                                     \
         nz[base / 64] = w_;                                                                  \
-        codec_tally_word(t, w_, 64);                                                         \
+        CODEC_TALLY(tl, w_, 64);                                                         \
     }                                                                                        \
     if (base < len) {                                                                        \
         uint64_t bits = 0;                                                                   \
@@ -125,13 +126,15 @@ AVX512 static size_t count_marks64(const char *p, size_t len)
             }                                                                                \
         }                                                                                    \
         nz[base / 64] = bits;                                                                \
-        codec_tally_word(t, bits, len - base);                                               \
+        CODEC_TALLY(tl, bits, len - base);                                               \
     }                                                                                        \
     if (FLOAT && _mm512_reduce_max_epu32(vmax) > (uint32_t)CODEC_MARK32) {                     \
-        t->nans += count_marks32(STORE ? (const char *)po : pa, len);                           \
-    }
+        tl.nans += count_marks32(STORE ? (const char *)po : pa, len);                           \
+    }                                                                                        \
+    *t_out = tl
 
 #define PASS64(HAS_B, STORE, FLOAT, OP)                                                      \
+    codec_tally_t tl = *t_out; /* in registers, not via t_out */          \
     const char *pa = av, *pb = bv;                                                           \
     char *po = outv;                                                                         \
     const __m512i one = _mm512_set1_epi64(1);                                                \
@@ -159,7 +162,7 @@ AVX512 static size_t count_marks64(const char *p, size_t len)
         uint64_t w_ = word_of16(_mm512_kunpackb(k[1], k[0]), _mm512_kunpackb(k[3], k[2]),    \
                                 _mm512_kunpackb(k[5], k[4]), _mm512_kunpackb(k[7], k[6]));   \
         nz[base / 64] = w_;                                                                  \
-        codec_tally_word(t, w_, 64);                                                         \
+        CODEC_TALLY(tl, w_, 64);                                                         \
     }                                                                                        \
     if (base < len) {                                                                        \
         uint64_t bits = 0;                                                                   \
@@ -179,20 +182,21 @@ AVX512 static size_t count_marks64(const char *p, size_t len)
             }                                                                                \
         }                                                                                    \
         nz[base / 64] = bits;                                                                \
-        codec_tally_word(t, bits, len - base);                                               \
+        CODEC_TALLY(tl, bits, len - base);                                               \
     }                                                                                        \
     if (FLOAT && _mm512_reduce_max_epu64(vmax) > (uint64_t)CODEC_MARK64) {                     \
-        t->nans += count_marks64(STORE ? (const char *)po : pa, len);                           \
-    }
+        tl.nans += count_marks64(STORE ? (const char *)po : pa, len);                           \
+    }                                                                                        \
+    *t_out = tl
 
-AVX512 static void scan32(const void *av, size_t len, uint64_t *nz, int nans, codec_tally_t *t)
+AVX512 static void scan32(const void *av, size_t len, uint64_t *nz, int nans, codec_tally_t *t_out)
 {
     const void *bv = NULL;
     void *outv = NULL;
     PASS32(0, 0, nans, va);
 }
 
-AVX512 static void scan64(const void *av, size_t len, uint64_t *nz, int nans, codec_tally_t *t)
+AVX512 static void scan64(const void *av, size_t len, uint64_t *nz, int nans, codec_tally_t *t_out)
 {
     const void *bv = NULL;
     void *outv = NULL;
@@ -201,13 +205,13 @@ AVX512 static void scan64(const void *av, size_t len, uint64_t *nz, int nans, co
 
 #define R32(name, FLOAT, OP)                                                                 \
     AVX512 static void reduce32_##name(const void *av, const void *bv, void *outv,          \
-                                       size_t len, uint64_t *nz, codec_tally_t *t)          \
+                                       size_t len, uint64_t *nz, codec_tally_t *t_out)          \
     {                                                                                        \
         PASS32(1, 1, FLOAT, OP);                                                             \
     }
 #define R64(name, FLOAT, OP)                                                                 \
     AVX512 static void reduce64_##name(const void *av, const void *bv, void *outv,          \
-                                       size_t len, uint64_t *nz, codec_tally_t *t)          \
+                                       size_t len, uint64_t *nz, codec_tally_t *t_out)          \
     {                                                                                        \
         PASS64(1, 1, FLOAT, OP);                                                             \
     }
@@ -227,21 +231,44 @@ R64(lor, 0,
 
 /* The Bits last hop in one pass: a = expand(values, bitmap) feeds the reduce
  * directly, no dense copy of a. Each vector's first value is k plus the popcount
- * of the word's lower bits, so the loads do not wait on one another. */
+ * of the word's lower bits, so the loads do not wait on one another. A full word
+ * whose 64 values are all readable goes without a guard or a mask; the rest (the
+ * message's last values, the block's tail) with masked loads and stores. */
 #define RBITS(W, LANES, MASKT, LANEFN, LOADZ, STOREM, EXPANDZ, TEST, MASKTEST, MAXU, CNTMARKS, \
               MARK, name, FLOAT, OP)                                                            \
     AVX512 static size_t reduce_bits##W##_##name(const void *vals, size_t avail,               \
                                                  const uint64_t *anz, const void *bv,          \
                                                  void *outv, size_t len, uint64_t *nz,         \
-                                                 codec_tally_t *t)                             \
+                                                 codec_tally_t *t_out)                         \
     {                                                                                           \
         const char *pv = vals, *pb = bv;                                                        \
         char *po = outv;                                                                        \
+        codec_tally_t tl = *t_out;                                                              \
         const __m512i one = W == 32 ? _mm512_set1_epi32(1) : _mm512_set1_epi64(1);              \
         __m512i vmax = _mm512_setzero_si512();                                                  \
         (void)one;                                                                              \
-        size_t k = 0;                                                                           \
-        for (size_t base = 0; base < len; base += 64) {                                         \
+        size_t k = 0, base = 0;                                                                 \
+        for (; base + 64 <= len && k + 64 <= avail; base += 64) {                               \
+            const uint64_t am = anz[base / 64];                                                 \
+            uint64_t bits = 0;                                                                  \
+            for (int j = 0; j < 64 / LANES; j++) {                                              \
+                size_t off = (base + LANES * (size_t)j) * (W / 8);                              \
+                MASKT mj = (MASKT)(am >> (LANES * j));                                          \
+                size_t kj = k + (size_t)__builtin_popcountll(am & ((1ull << (LANES * j)) - 1)); \
+                __m512i va = EXPANDZ(mj, _mm512_loadu_si512(pv + kj * (W / 8)));                \
+                __m512i vb = _mm512_loadu_si512(pb + off);                                      \
+                __m512i r = OP;                                                                 \
+                _mm512_storeu_si512(po + off, r);                                               \
+                bits |= (uint64_t)TEST(r, r) << (LANES * j);                                    \
+                if (FLOAT) {                                                                    \
+                    vmax = MAXU(vmax, r);                                                       \
+                }                                                                               \
+            }                                                                                   \
+            k += (size_t)__builtin_popcountll(am);                                              \
+            nz[base / 64] = bits;                                                               \
+            CODEC_TALLY(tl, bits, 64);                                                          \
+        }                                                                                       \
+        for (; base < len; base += 64) {                                                        \
             const uint64_t am = anz[base / 64];                                                 \
             uint64_t bits = 0;                                                                  \
             for (size_t j = 0; j < 64 / LANES && base + LANES * j < len; j++) {                 \
@@ -250,32 +277,24 @@ R64(lor, 0,
                 MASKT mj = (MASKT)(am >> (LANES * j)) & lm;                                     \
                 size_t kj = k + (size_t)__builtin_popcountll(am & ((1ull << (LANES * j)) - 1)); \
                 size_t can = kj < avail ? avail - kj : 0;                                       \
-                __m512i v = can >= LANES ? _mm512_loadu_si512(pv + kj * (W / 8))                \
-                                         : LOADZ(LANEFN(can), pv + kj * (W / 8));               \
+                __m512i v = LOADZ(LANEFN(can), pv + kj * (W / 8));                              \
                 __m512i va = EXPANDZ(mj, v);                                                    \
-                __m512i vb, r;                                                                  \
-                if (lm == (MASKT)~(MASKT)0) {                                                   \
-                    vb = _mm512_loadu_si512(pb + off);                                          \
-                    r = OP;                                                                     \
-                    _mm512_storeu_si512(po + off, r);                                           \
-                    bits |= (uint64_t)TEST(r, r) << (LANES * j);                                \
-                } else {                                                                        \
-                    vb = LOADZ(lm, pb + off);                                                   \
-                    r = OP;                                                                     \
-                    STOREM(po + off, lm, r);                                                    \
-                    bits |= (uint64_t)MASKTEST(lm, r, r) << (LANES * j);                        \
-                }                                                                               \
+                __m512i vb = LOADZ(lm, pb + off);                                               \
+                __m512i r = OP;                                                                 \
+                STOREM(po + off, lm, r);                                                        \
+                bits |= (uint64_t)MASKTEST(lm, r, r) << (LANES * j);                            \
                 if (FLOAT) {                                                                    \
-                    vmax = MAXU(vmax, r);                                                       \
+                    vmax = MAXU(vmax, r); /* masked-off lanes are 0 */                          \
                 }                                                                               \
             }                                                                                   \
             k += (size_t)__builtin_popcountll(am);                                              \
             nz[base / 64] = bits;                                                               \
-            codec_tally_word(t, bits, codec_min(64, len - base));                               \
+            CODEC_TALLY(tl, bits, codec_min(64, len - base));                                   \
         }                                                                                       \
         if (FLOAT && CNTMARKS##_max(vmax) > MARK) {                                             \
-            t->nans += CNTMARKS(po, len);                                                       \
+            tl.nans += CNTMARKS(po, len);                                                       \
         }                                                                                       \
+        *t_out = tl;                                                                            \
         return k;                                                                               \
     }
 

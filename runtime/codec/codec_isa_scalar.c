@@ -27,10 +27,11 @@ static inline size_t popcount64(uint64_t x)
     }                                                                                  \
                                                                                        \
     static void scan##W(const void *x, size_t len, uint64_t *nz, int nans,            \
-                        codec_tally_t *t)                                              \
+                        codec_tally_t *t_out)                                              \
     {                                                                                  \
         const unsigned char *p = x;                                                    \
         size_t marks = 0;                                                              \
+        codec_tally_t tl = *t_out;                                 \
         for (size_t base = 0; base < len; base += 64) {                                \
             size_t e = codec_min(64, len - base);                                      \
             uint64_t w = 0;                                                            \
@@ -40,9 +41,10 @@ static inline size_t popcount64(uint64_t x)
                 marks += u > (T)MARK;                                                  \
             }                                                                          \
             nz[base / 64] = w;                                                         \
-            codec_tally_word(t, w, e);                                                 \
+            CODEC_TALLY(tl, w, e);                                                 \
         }                                                                              \
-        t->nans += nans ? marks : 0;                                                   \
+        tl.nans += nans ? marks : 0;                                                   \
+        *t_out = tl;                                                              \
     }                                                                                  \
                                                                                        \
     static size_t compress##W(const void *x, size_t len, const uint64_t *nz, void *dst, \
@@ -103,11 +105,12 @@ SCALAR_WIDTH(64, uint64_t, CODEC_MARK64)
 /* One reduce kernel: out = EXPR(a, b) over integers of type T, bitmap of out. */
 #define SCALAR_REDUCE(W, T, name, EXPR, COUNT_MARKS)                                   \
     static void reduce##W##_##name(const void *av, const void *bv, void *outv,         \
-                                   size_t len, uint64_t *nz, codec_tally_t *t)         \
+                                   size_t len, uint64_t *nz, codec_tally_t *t_out)         \
     {                                                                                  \
         const unsigned char *pa = av, *pb = bv;                                        \
         unsigned char *po = outv;                                                      \
         size_t marks = 0;                                                              \
+        codec_tally_t tl = *t_out;                                 \
         for (size_t base = 0; base < len; base += 64) {                                \
             size_t e = codec_min(64, len - base);                                      \
             uint64_t w = 0;                                                            \
@@ -121,9 +124,10 @@ SCALAR_WIDTH(64, uint64_t, CODEC_MARK64)
                 }                                                                      \
             }                                                                          \
             nz[base / 64] = w;                                                         \
-            codec_tally_word(t, w, e);                                                 \
+            CODEC_TALLY(tl, w, e);                                                 \
         }                                                                              \
-        t->nans += marks;                                                              \
+        tl.nans += marks;                                                              \
+        *t_out = tl;                                                              \
     }
 
 static inline uint32_t fsum32(uint32_t a, uint32_t b)

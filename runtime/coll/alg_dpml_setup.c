@@ -116,7 +116,9 @@ static int node_setup(fold_comm_t *comm, fold_node_t *node)
     if (creator == comm->rank && local_size > 1) {
         mine.nonce = random_nonce();
         segment_name(comm, mine.nonce, name, sizeof(name));
-        mine.status = fold_shm_create(&node->seg, name, local_size, ctx->config.shm_size);
+        /* shm_flat's fast-path region lies past what the node-aware schedules use */
+        mine.status = fold_shm_create(&node->seg, name, local_size,
+                                      ctx->config.shm_size + fold_fast_region_bytes(local_size));
         created = mine.status == FOLD_OK;
     }
     if ((status = comm_allgather_int32(comm, &mine, all, RECORD_INTS)) != FOLD_OK) {

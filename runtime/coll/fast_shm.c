@@ -1,0 +1,153 @@
+/*
+ * The tiny-message fast path of shm_flat: a blocking allreduce or reduce of at most
+ * FOLD_FAST_MAX_BYTES on a communicator that lives on one node runs here, outside
+ * the executor, in a few hundred nanoseconds. Same protocol as the schedule
+ * (alg_shm_flat.c), cut to the bone:
+ *
+ *   region (end of the node segment), per local rank l:
+ *     slot[l][0], slot[l][1]   | seq (8 B) | data ... |   one per call parity
+ *     done[l]                  | seq of the last call l finished reading |
+ *
+ *   call k (the same count on every rank), b = k mod 2:
+ *     1. before overwriting slot[me][b] (call k - 2's data), wait until its readers
+ *        (everyone, or the root of a reduce) have stored done >= k - 2 -- unless
+ *        this rank saw every other rank's input of call k - 1, which they post only
+ *        after finishing call k - 2 (back-to-back allreduces never wait here)
+ *     2. copy the input to slot[me][b], store seq = k (release)
+ *     3. allreduce, or the root of a reduce: wait for every slot[r][b].seq == k,
+ *        fold the rows in rank order into the output, store done = k
+ *
+ * The sequence number shares a cache line with the first 56 bytes of data, so a
+ * small message costs the reader one line transfer per peer. Every rank folds the
+ * same rows in the same order, so all get the same bits, for any op.
+ * Waits spin, yield once the node is oversubscribed, and fail after FOLD_TIMEOUT
+ * naming the rank they waited for; the region is then left alone for good.
+ */
+#include "core.h"
+#include "log.h"
+#include "codec/reduce_kernel.h"
+
+#include <sched.h>
+#include <stdatomic.h>
+#include <string.h>
+
+#define SLOT_BYTES (FOLD_FAST_MAX_BYTES + 64)   /* seq + data, whole lines */
+
+typedef struct fast_slot {
+    _Atomic uint64_t seq;
+    char             data[SLOT_BYTES - sizeof(uint64_t)];
+} fast_slot_t;
+
+typedef struct fast_rank {
+    fast_slot_t      slot[2];
+    _Atomic uint64_t done;
+    char             pad[64 - sizeof(uint64_t)];
+} fast_rank_t;
+
+size_t fold_fast_region_bytes(int local_size)
+{
+    return (size_t)local_size * sizeof(fast_rank_t);
+}
+
+static fast_rank_t *region(const fold_node_t *node, int local)
+{
+    const fold_shm_seg_t *seg = &node->seg;
+    char *base = seg->data + seg->data_size - fold_fast_region_bytes(seg->local_size);
+    return (fast_rank_t *)base + local;
+}
+
+/* Waits until *word >= value; FOLD_ERR_TIMEOUT after FOLD_TIMEOUT seconds. */
+static int wait_for(fold_comm_t *comm, _Atomic uint64_t *word, uint64_t value, int peer,
+                    const char *what, fold_coll_t coll)
+{
+    const fold_context_t *ctx = comm->ctx;
+    double start = 0;
+    for (unsigned long polls = 0;; polls++) {
+        if (atomic_load_explicit(word, memory_order_acquire) >= value) {
+            return FOLD_OK;
+        }
+        if ((long)polls > ctx->spin_count) {
+            sched_yield();
+        }
+        if ((polls & 4095) == 4095) {
+            double now = fold_time_now();
+            if (start == 0) {
+                start = now;
+            } else if (now - start > ctx->config.timeout_sec) {
+                fold_error("%s (shm_flat) on comm %u, rank %d of %d: no progress for %.1f s "
+                           "(FOLD_TIMEOUT=%g) waiting for rank %d's %s %llu",
+                           fold_coll_name(coll), comm->id, comm->rank, comm->size,
+                           now - start, ctx->config.timeout_sec, peer, what,
+                           (unsigned long long)value);
+                comm->node->broken = 1;
+                return FOLD_ERR_TIMEOUT;
+            }
+        }
+    }
+}
+
+int fold_fast_eligible(const fold_comm_t *comm, size_t bytes)
+{
+    const fold_node_t *node = comm->node;
+    return bytes <= FOLD_FAST_MAX_BYTES && node != NULL && node->seg.base != NULL &&
+           !node->broken && node->topo->nnodes == 1 && node->seg.local_size == comm->size;
+}
+
+int fold_fast_reduction(fold_comm_t *comm, fold_coll_t coll, const void *in, void *out,
+                        size_t count, fold_dtype_t dtype, fold_op_t op, int root)
+{
+    fold_node_t *node = comm->node;
+    const fold_topo_t *topo = node->topo;
+    const fold_context_t *ctx = comm->ctx;
+    const size_t bytes = count * fold_dtype_size(dtype);
+    const int allreduce = coll == FOLD_COLL_ALLREDUCE;
+    const int folds = allreduce || comm->rank == root;
+    const uint64_t k = ++node->fast_calls;
+    const int b = (int)(k & 1);
+    fast_rank_t *me = region(node, node->local_rank);
+    int status = FOLD_OK;
+
+    /* 1. Nobody still reads what this slot held two calls ago. */
+    int readers = node->fast_readers[b];
+    if (k > 2 && !node->fast_saw_all) {
+        for (int r = 0; r < comm->size && status == FOLD_OK; r++) {
+            if (r != comm->rank && (readers < 0 || readers == r)) {
+                status = wait_for(comm, &region(node, topo->local_of[r])->done, k - 2, r,
+                                  "reading of call", coll);
+            }
+        }
+        if (status != FOLD_OK) {
+            return status;
+        }
+    }
+    node->fast_readers[b] = allreduce ? -1 : root;
+    node->fast_saw_all    = folds;
+
+    /* 2. Post the input. */
+    memcpy(me->slot[b].data, in, bytes);
+    atomic_store_explicit(&me->slot[b].seq, k, memory_order_release);
+    if (!folds) {
+        return FOLD_OK;
+    }
+
+    /* 3. Fold everyone's. */
+    for (int r = 0; r < comm->size; r++) {
+        fast_rank_t *peer = region(node, topo->local_of[r]);
+        if (r != comm->rank &&
+            (status = wait_for(comm, &peer->slot[b].seq, k, r, "input of call", coll)) != FOLD_OK) {
+            return status;
+        }
+    }
+    /* Rank order; a rank's own row is its slot (in place, out is in). */
+    const void *acc = region(node, topo->local_of[0])->slot[b].data;
+    for (int r = 1; r < comm->size; r++) {
+        status = fold_reduce_local(op, dtype, acc, region(node, topo->local_of[r])->slot[b].data,
+                                   out, count, 1, ctx->config.thread_threshold);
+        if (status != FOLD_OK) {
+            return status;
+        }
+        acc = out;
+    }
+    atomic_store_explicit(&me->done, k, memory_order_release);
+    return FOLD_OK;
+}

@@ -1,0 +1,143 @@
+/*
+ * shm_flat's tiny-message fast path (runtime/coll/fast_shm.c), ranks as threads on
+ * one node: a long random sequence of blocking allreduces and reduces (random
+ * roots, counts, datatypes, in place or not, a non-commutative op in between, which
+ * takes an ordered algorithm) that exercises
+ * slot reuse across call kinds, checked against the independent reference; the
+ * calls must really have taken the fast path. A rank that never comes makes the
+ * others time out naming it.
+ */
+#include <criterion/criterion.h>
+
+#include "coll_reference.h"
+#include "loopback_harness.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NCALLS 400
+
+typedef struct fast_call {
+    int          allreduce, root, inplace;
+    size_t       count;
+    fold_dtype_t dt;
+    fold_op_t    op;
+} fast_call_t;
+
+typedef struct fast_run {
+    fast_call_t calls[NCALLS];
+    fold_op_t   affine;
+} fast_run_t;
+
+static const struct { fold_dtype_t dt; fold_op_t op; } combos[] = {
+    {FOLD_FLOAT32, FOLD_OP_SUM}, {FOLD_INT64, FOLD_OP_PROD}, {FOLD_FLOAT64, FOLD_OP_MAX},
+    {FOLD_UINT8, FOLD_OP_BXOR},  {FOLD_INT32, FOLD_OP_SUM},  {FOLD_FLOAT16, FOLD_OP_SUM},
+};
+
+static void make_calls(fast_run_t *run, int size)
+{
+    unsigned seed = 12345u + (unsigned)size;
+    for (int k = 0; k < NCALLS; k++) {
+        fast_call_t *c = &run->calls[k];
+        c->allreduce = rand_r(&seed) % 3 != 0;
+        c->root      = rand_r(&seed) % size;
+        c->inplace   = rand_r(&seed) % 2;
+        int pick     = rand_r(&seed) % 7;
+        if (pick == 6) {
+            c->dt = FOLD_UINT64;
+            c->op = run->affine;
+        } else {
+            c->dt = combos[pick].dt;
+            c->op = combos[pick].op;
+        }
+        c->count = 1 + (size_t)(rand_r(&seed) % (FOLD_FAST_MAX_BYTES / fold_dtype_size(c->dt)));
+    }
+}
+
+/* Call k's inputs are the reference's at elements shift .. shift + count, so that
+ * every call posts different data (a stale slot would show). */
+static int fast_rank(fold_context_t *ctx, int rank, int size, void *arg)
+{
+    fast_run_t *run = arg;
+    fold_comm_h w = fold_comm_world(ctx);
+    size_t cap = (FOLD_FAST_MAX_BYTES + 8 * NCALLS) * 8;
+    char *all_in = malloc(cap), *all_want = malloc(cap), out[FOLD_FAST_MAX_BYTES];
+    int bad = 0;
+    fold_config_set(ctx, "ALLREDUCE_ALG", "shm_flat");
+    fold_config_set(ctx, "REDUCE_ALG", "shm_flat");
+    for (int k = 0; k < NCALLS && !bad; k++) {
+        const fast_call_t *c = &run->calls[k];
+        size_t es = fold_dtype_size(c->dt), shift = (size_t)k * 5;
+        int has_out = c->allreduce || rank == c->root;
+        ref_fill_input(c->dt, c->op, rank, shift + c->count, all_in);
+        for (size_t i = shift; i < shift + c->count; i++) {
+            ref_expected(c->dt, c->op, size, i, all_want);
+        }
+        const char *in = all_in + shift * es, *want = all_want + shift * es;
+        const void *sbuf = in;
+        if (c->inplace && has_out) {
+            memcpy(out, in, c->count * es);
+            sbuf = FOLD_IN_PLACE;
+        }
+        int st = c->allreduce ? fold_allreduce(sbuf, out, c->count, c->dt, c->op, w)
+                              : fold_reduce(sbuf, has_out ? out : NULL, c->count, c->dt, c->op,
+                                            c->root, w);
+        if (st != FOLD_OK || (has_out && memcmp(out, want, c->count * es) != 0)) {
+            fprintf(stderr, "rank %d call %d (%s root %d count %zu %s): %s\n", rank, k,
+                    c->allreduce ? "allreduce" : "reduce", c->root, c->count,
+                    fold_dtype_name(c->dt), st != FOLD_OK ? fold_status_string(st)
+                                                        : "wrong result");
+            bad = 1;
+        }
+    }
+    /* shm_flat serves commutative ops (the others go to an ordered algorithm). */
+    uint64_t commutative = 0;
+    for (int k = 0; k < NCALLS; k++) {
+        commutative += run->calls[k].op < FOLD_OP_USER_FIRST;
+    }
+    fold_comm_t *comm = fold_comm_world(ctx);
+    if (!bad && (comm->node == NULL || comm->node->fast_calls != commutative)) {
+        fprintf(stderr, "rank %d: %llu of %llu calls took the fast path\n", rank,
+                comm->node ? (unsigned long long)comm->node->fast_calls : 0ull,
+                (unsigned long long)commutative);
+        bad = 1;
+    }
+    free(all_in);
+    free(all_want);
+    return bad;
+}
+
+static void run_sequence(int size)
+{
+    fast_run_t run;
+    cr_assert_eq(fold_op_create(ref_affine_fn, NULL, 0, &run.affine), FOLD_OK);
+    make_calls(&run, size);
+    cr_expect_eq(lh_run(size, fast_rank, &run), 0);
+    fold_op_free(run.affine);
+}
+
+Test(shm_fast, sequence_2) { run_sequence(2); }
+Test(shm_fast, sequence_3) { run_sequence(3); }
+Test(shm_fast, sequence_5) { run_sequence(5); }
+
+/* Rank 1 skips the second call: rank 0 times out naming it, and the node state is
+ * given up, so its next call fails at once instead of waiting again. */
+static int absent_rank(fold_context_t *ctx, int rank, int size, void *arg)
+{
+    fold_comm_h w = fold_comm_world(ctx);
+    fold_config_set(ctx, "ALLREDUCE_ALG", "shm_flat");
+    fold_config_set(ctx, "TIMEOUT", "1");
+    int v = rank + 1, sum = 0, ok = 1;
+    ok &= fold_allreduce(&v, &sum, 1, FOLD_INT32, FOLD_OP_SUM, w) == FOLD_OK && sum == 3;
+    if (rank == 0) {
+        ok &= fold_allreduce(&v, &sum, 1, FOLD_INT32, FOLD_OP_SUM, w) == FOLD_ERR_TIMEOUT;
+        ok &= fold_allreduce(&v, &sum, 1, FOLD_INT32, FOLD_OP_SUM, w) != FOLD_OK;
+    }
+    return !ok;
+}
+
+Test(shm_fast, absent_rank_times_out)
+{
+    cr_expect_eq(lh_run(2, absent_rank, NULL), 0);
+}
