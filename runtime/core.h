@@ -112,6 +112,8 @@ typedef struct fold_node {
     uint64_t        fast_calls;       /* calls so far */
     int             fast_readers[2];  /* who reads each slot's data: -1 all, else the root */
     int             fast_saw_all;     /* the last call waited for every rank's input */
+    int             fast_done_rank;   /* the rank whose `done` was read last ... */
+    uint64_t        fast_done_seen;   /* ... and the value it had */
 } fold_node_t;
 
 /* fast_shm.c: blocking shm_flat calls of at most this many bytes on one node. */

@@ -3,7 +3,8 @@
 set -euo pipefail
 
 packages=(build-essential cmake pkg-config libucx-dev libfabric-dev libhwloc-dev libpmix-dev
-          libcriterion-dev openmpi-bin libopenmpi-dev gnuplot-nox iproute2)
+          libcriterion-dev openmpi-bin libopenmpi-dev gnuplot-nox iproute2
+          clang libclang-rt-14-dev)   # clang + libFuzzer: the codec fuzzers (tests/fuzz)
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

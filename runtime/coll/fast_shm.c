@@ -109,11 +109,15 @@ int fold_fast_reduction(fold_comm_t *comm, fold_coll_t coll, const void *in, voi
 
     /* 1. Nobody still reads what this slot held two calls ago. */
     int readers = node->fast_readers[b];
-    if (k > 2 && !node->fast_saw_all) {
+    if (k > 2 && !node->fast_saw_all &&
+        !(readers >= 0 && readers == node->fast_done_rank && node->fast_done_seen >= k - 2)) {
         for (int r = 0; r < comm->size && status == FOLD_OK; r++) {
             if (r != comm->rank && (readers < 0 || readers == r)) {
-                status = wait_for(comm, &region(node, topo->local_of[r])->done, k - 2, r,
-                                  "reading of call", coll);
+                _Atomic uint64_t *done = &region(node, topo->local_of[r])->done;
+                status = wait_for(comm, done, k - 2, r, "reading of call", coll);
+                /* A root usually is a call ahead: remember, and skip the next look. */
+                node->fast_done_rank = r;
+                node->fast_done_seen = atomic_load_explicit(done, memory_order_acquire);
             }
         }
         if (status != FOLD_OK) {

@@ -20,12 +20,12 @@
 
 /* Measured on a 2-core node (see the README's tuning section for the numbers). */
 const char fold_default_tune[] =
-    "allreduce:0-8k:recursive_doubling"
+    "allreduce:0-8k:shm_flat"
     "#allreduce:32k-16M:p2-2:dpml_pipelined"
     "#allreduce:16M-inf:p2-2:dpml"
     "#allreduce:8k-inf:p2-2:rabenseifner"
     "#allreduce:8k-inf:rabenseifner"
-    "#reduce:0-8k:binomial"
+    "#reduce:0-8k:shm_flat"
     "#reduce:8k-16k:p2-2:binomial"
     "#reduce:16k-1M:p2-2:dpml_pipelined"
     "#reduce:1M-inf:p2-2:dpml"

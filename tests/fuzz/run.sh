@@ -1,0 +1,68 @@
+#!/bin/sh
+# Builds the codec fuzzers with clang's libFuzzer (whatever compiler builds fold)
+# and runs each for a while on a seed corpus of valid encodings.
+#
+#   tests/fuzz/run.sh [SECONDS [OUTDIR]]     SECONDS per target (default 20),
+#                                            OUTDIR default build-fuzz/ at the top
+#   CLANG=clang-14 tests/fuzz/run.sh 60      another clang
+#
+# Targets: fuzz_bits, fuzz_idx, fuzz_rle (the codec byte pinned) and fuzz_any.
+# The corpus grows in OUTDIR/corpus/TARGET across runs; a crash leaves
+# OUTDIR/crash-* (rerun: OUTDIR/fuzz_any OUTDIR/crash-...). Exit status 77: no
+# clang with libFuzzer here (ctest counts it as skipped).
+set -eu
+
+secs=${1:-20}
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+out=${2:-$root/build-fuzz}
+clang=${CLANG:-clang}
+mkdir -p "$out/obj" "$out/seeds" "$out/corpus"
+out=$(cd "$out" && pwd)
+
+if ! command -v "$clang" >/dev/null 2>&1; then
+    echo "run.sh: no $clang: skipped" >&2
+    exit 77
+fi
+probe="$out/obj/probe.c"
+echo 'int LLVMFuzzerTestOneInput(const unsigned char *d, unsigned long n) { return 0; }' > "$probe"
+if ! "$clang" -fsanitize=fuzzer "$probe" -o "$out/obj/probe" 2>/dev/null; then
+    echo "run.sh: $clang has no libFuzzer runtime (Debian: libclang-rt-14-dev): skipped" >&2
+    exit 77
+fi
+
+cflags="-g -O1 -fno-omit-frame-pointer -std=gnu11 -I$root/include -I$root/runtime"
+san="-fsanitize=address,undefined -fno-sanitize-recover=undefined"
+
+# The codec library once, instrumented for the fuzzer, then one link per target.
+objs=""
+for src in "$root"/runtime/codec/codec*.c; do
+    obj="$out/obj/$(basename "$src" .c).o"
+    "$clang" $cflags $san -fsanitize=fuzzer-no-link -c "$src" -o "$obj"
+    objs="$objs $obj"
+done
+for t in bits:1 idx:2 rle:3 any:; do
+    name=${t%%:*}
+    codec=${t#*:}
+    def=""
+    [ -n "$codec" ] && def="-DFUZZ_CODEC=$codec"
+    "$clang" $cflags $san -fsanitize=fuzzer $def "$here/fuzz_codec.c" $objs -o "$out/fuzz_$name"
+done
+"$clang" $cflags $san "$here/fuzz_seed.c" $objs -o "$out/fuzz_seed"
+"$out/fuzz_seed" "$out/seeds"
+
+status=0
+for name in bits idx rle any; do
+    mkdir -p "$out/corpus/$name"
+    echo "== fuzz_$name: $secs s"
+    if ! (cd "$out" && ./"fuzz_$name" -max_total_time="$secs" -timeout=20 -rss_limit_mb=2048 \
+            -max_len=300000 -print_final_stats=1 "corpus/$name" seeds 2>"fuzz_$name.log"); then
+        status=1
+        echo "fuzz_$name FAILED: see $out/fuzz_$name.log" >&2
+        tail -n 40 "$out/fuzz_$name.log" >&2
+    else
+        grep -E "^stat::number_of_executed_units|^stat::new_units_added|Done [0-9]+ runs" \
+            "$out/fuzz_$name.log" || true
+    fi
+done
+exit $status
