@@ -30,8 +30,9 @@
 
 /* Below this a message is latency-bound: not worth a look. */
 #define WIRE_MIN_BYTES 1024
-/* Elements a send samples before deciding to count. */
-#define WIRE_SAMPLES 64
+/* Elements a send samples before deciding to count. Each is likely a cache miss
+ * (the data streams through memory): few, or they cost dense data its speed. */
+#define WIRE_SAMPLES 32
 
 static char *ref_ptr(const fold_request_t *req, fold_ref_t ref)
 {
@@ -119,6 +120,13 @@ static size_t worth(size_t dense, int remote)
     return remote ? dense - dense / 8 : dense / 2;
 }
 
+/* Above this non-zero fraction no codec gets under worth() (bits costs the
+ * fraction plus 1/32 for float32), so the data is sent dense without a look. */
+static double dense_above(int remote)
+{
+    return remote ? 0.85 : 0.45;
+}
+
 void fold_wire_send_data(fold_request_t *req, uint32_t i, const void **data, size_t *len)
 {
     const fold_step_t *st = &req->sched->steps[i];
@@ -147,7 +155,7 @@ void fold_wire_send_data(fold_request_t *req, uint32_t i, const void **data, siz
     } else {
         /* Dense data must cost next to nothing: a handful of loads rule it out. */
         double density = fold_codec_sample_density(req->dtype, *data, st->count, WIRE_SAMPLES);
-        if (density > (remote ? 0.97 : 0.6)) {
+        if (density > dense_above(remote)) {
             return;
         }
         fold_codec_count(req->dtype, *data, st->count, &counted);
@@ -226,7 +234,7 @@ int fold_wire_length_ok(const fold_request_t *req, uint32_t i, size_t len)
 static fold_codec_id_t guess_codec(const fold_request_t *req, double density, int remote)
 {
     int mask = req->codec_mask;
-    if (density > (remote ? 0.9 : 0.45)) {
+    if (density > dense_above(remote)) {
         return FOLD_CODEC_DENSE;
     }
     if ((mask & (1 << FOLD_CODEC_IDX)) && (density < 0.02 || !(mask & (1 << FOLD_CODEC_BITS)))) {
@@ -326,6 +334,22 @@ int fold_wire_reduce(fold_request_t *req, uint32_t i, char *why, size_t whylen)
                          st->count, fold_codec_error_detail());
             }
             return status;
+        }
+    }
+    /* Counting costs the reduction some speed: only where the samples of the
+     * operands say the result may be sparse enough to encode. */
+    if (stats != NULL && req->codec_mask != 0 && dense < ctx->config.thread_threshold &&
+        dense >= WIRE_MIN_BYTES) {
+        double da = fold_codec_sample_density(req->dtype, ref_ptr(req, st->src), st->count,
+                                              WIRE_SAMPLES);
+        double db = fold_codec_sample_density(req->dtype, ref_ptr(req, st->src2), st->count,
+                                              WIRE_SAMPLES);
+        int remote = peer_is_remote(req, req->sched->steps[st->fwd].peer);
+        if (da + db - da * db > dense_above(remote)) {
+            /* Tell the send it is dense, so that it does not look again. */
+            stats->count = stats->nnz = st->count;
+            stats->runs  = stats->nans = 0;
+            stats = NULL;
         }
     }
     if (stats != NULL && req->codec_mask != 0 && dense < ctx->config.thread_threshold) {
