@@ -92,6 +92,37 @@ Test(sched, segmented_receive_reduce_rotates_slots)
     fold_sched_cleanup(&s);
 }
 
+/* The codec links that sched_wire.c derives. */
+Test(sched, wire_links)
+{
+    /* recv into TMP read by one reduce: decoded inside it; its result only sent on:
+     * counted (and, in TMP, encodable straight for the send). */
+    fold_coll_args_t a = args_for(FOLD_COLL_REDUCE, 1, 0);
+    fold_sched_t s;
+    fold_sched_init(&s, &a);
+    fold_sched_recv(&s, 2, fold_ref_tmp(0), 10);
+    fold_sched_reduce(&s, fold_ref_in(0), fold_ref_tmp(0), fold_ref_tmp(10), 10);
+    fold_sched_send(&s, 0, fold_ref_tmp(10), 10);
+    cr_assert_eq(fold_sched_finalize(&s), FOLD_OK);
+    cr_expect_eq(s.steps[0].wire, 1);
+    cr_expect_eq(s.steps[1].wire, 2);
+    cr_expect_eq(s.steps[1].link, 0);
+    cr_expect_eq(s.steps[1].counts, 2);
+    cr_expect_eq(s.steps[1].fwd, 2);
+    cr_expect_eq(s.steps[2].link, 1);
+    fold_sched_cleanup(&s);
+
+    /* A second reader of the slot: decoded on arrival instead. */
+    fold_sched_init(&s, &a);
+    fold_sched_recv(&s, 2, fold_ref_tmp(0), 10);
+    fold_sched_reduce(&s, fold_ref_in(0), fold_ref_tmp(0), fold_ref_tmp(10), 10);
+    fold_sched_copy(&s, fold_ref_tmp(0), fold_ref_tmp(20), 10);
+    cr_assert_eq(fold_sched_finalize(&s), FOLD_OK);
+    cr_expect_eq(s.steps[0].wire, 0);
+    cr_expect_eq(s.steps[1].wire, 0);
+    fold_sched_cleanup(&s);
+}
+
 Test(config, sizes_parse_with_suffixes)
 {
     size_t v;
