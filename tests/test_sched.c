@@ -123,6 +123,63 @@ Test(sched, wire_links)
     fold_sched_cleanup(&s);
 }
 
+Test(sched, two_party_answers_wait_for_own_sends)
+{
+    /* Reduce-scatter then allgather between two ranks: the allgather send answers
+     * the peer's message, so it waits for this rank's own sends; the own sends keep
+     * their overlap. */
+    fold_coll_args_t a = args_for(FOLD_COLL_ALLREDUCE, 0, 0);
+    a.size = 2;
+    fold_sched_t s;
+    fold_sched_init(&s, &a);
+    fold_sched_send(&s, 1, fold_ref_in(50), 25);                                /* 0 */
+    fold_sched_send(&s, 1, fold_ref_in(75), 25);                                /* 1 */
+    fold_sched_recv(&s, 1, fold_ref_tmp(0), 50);                                /* 2 */
+    fold_sched_reduce(&s, fold_ref_in(0), fold_ref_tmp(0), fold_ref_out(0), 50); /* 3 */
+    fold_sched_send(&s, 1, fold_ref_out(0), 50);                                /* 4 */
+    fold_sched_recv(&s, 1, fold_ref_out(50), 50);                               /* 5 */
+    cr_assert_eq(fold_sched_finalize(&s), FOLD_OK);
+    cr_expect(depends_on(&s, 4, 1), "the answer waits for the latest own send");
+    cr_expect(!depends_on(&s, 1, 0), "own sends stay concurrent");
+    cr_expect_eq(s.steps[4].npred, 2);
+    fold_sched_cleanup(&s);
+
+    /* A third party: no extra waits (they could close a cycle through it). */
+    fold_sched_init(&s, &a);
+    fold_sched_send(&s, 1, fold_ref_in(50), 50);
+    fold_sched_recv(&s, 2, fold_ref_tmp(0), 50);
+    fold_sched_reduce(&s, fold_ref_in(0), fold_ref_tmp(0), fold_ref_out(0), 50);
+    fold_sched_send(&s, 1, fold_ref_out(0), 50);
+    cr_assert_eq(fold_sched_finalize(&s), FOLD_OK);
+    cr_expect(!depends_on(&s, 3, 0));
+    cr_expect_eq(s.steps[3].npred, 1);
+    fold_sched_cleanup(&s);
+
+    /* Rabenseifner between two ranks, segmented: every allgather send waits for
+     * the last reduce-scatter send. */
+    a.count = 100;
+    a.seg_count = 10;
+    fold_sched_init(&s, &a);
+    cr_assert_eq(fold_alg_find("rabenseifner")->allreduce(&a, &s), FOLD_OK);
+    cr_assert_eq(fold_sched_finalize(&s), FOLD_OK);
+    int64_t last_own = -1;
+    size_t answers = 0;
+    for (size_t i = 0; i < s.nsteps; i++) {
+        if (s.steps[i].kind != FOLD_STEP_SEND) {
+            continue;
+        }
+        if (s.steps[i].src.buf == FOLD_BUF_IN) {
+            last_own = (int64_t)i;
+        } else {
+            cr_assert_geq(last_own, 0);
+            cr_expect(depends_on(&s, (uint32_t)i, (uint32_t)last_own), "send %zu", i);
+            answers++;
+        }
+    }
+    cr_expect_eq(answers, 5);
+    fold_sched_cleanup(&s);
+}
+
 Test(config, sizes_parse_with_suffixes)
 {
     size_t v;

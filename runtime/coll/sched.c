@@ -537,6 +537,50 @@ static int sched_number_messages(fold_sched_t *s)
     return FOLD_OK;
 }
 
+/* Two-party exchanges (every message goes to or comes from one peer): a send that
+ * answers the peer, its data derived from a message the peer sent, waits until this
+ * rank's latest send of data of its own to the peer before it is done. Without that,
+ * where the peer's message came early (small: sparse data, encoded), the answer
+ * would share the link with the message the peer needs first, and the peer would
+ * wait for both. Sends of the same kind keep their overlap (pipelines stay full). */
+static void order_answers(fold_sched_t *s, dep_map_t *m)
+{
+    size_t n = s->nsteps;
+    int32_t peer = -1;
+    for (size_t i = 0; i < n; i++) {
+        const fold_step_t *st = &s->steps[i];
+        if (st->kind == FOLD_STEP_SEND || st->kind == FOLD_STEP_RECV) {
+            if (peer >= 0 && st->peer != peer) {
+                return;   /* more parties: an extra wait could close a cycle */
+            }
+            peer = st->peer;
+        }
+    }
+    uint8_t *answers = calloc(n + 1, 1);   /* depends on a receive */
+    if (answers == NULL) {
+        m->status = FOLD_ERR_NO_MEMORY;
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        answers[i] = s->steps[i].kind == FOLD_STEP_RECV;
+    }
+    for (size_t e = 0; e < m->nedges; e++) {   /* in order of their target step */
+        answers[m->edges[e][1]] |= answers[m->edges[e][0]];
+    }
+    int64_t own = -1;
+    for (size_t i = 0; i < n; i++) {
+        if (s->steps[i].kind != FOLD_STEP_SEND) {
+            continue;
+        }
+        if (!answers[i]) {
+            own = (int64_t)i;
+        } else {
+            add_pred(m, own, (uint32_t)i);
+        }
+    }
+    free(answers);
+}
+
 int fold_sched_finalize(fold_sched_t *s)
 {
     if (s->status != FOLD_OK) {
@@ -570,6 +614,9 @@ int fold_sched_finalize(fold_sched_t *s)
         for (int k = 0; k < a.nwrites; k++) {
             record_write(&m, &a.writes[k], (uint32_t)j);
         }
+    }
+    if (m.status == FOLD_OK) {
+        order_answers(s, &m);
     }
     if ((status = m.status) != FOLD_OK) {
         goto out;

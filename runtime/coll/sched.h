@@ -17,6 +17,9 @@
  * write-after-read, write-after-write), directly or through a chain of such steps
  * (it records the last writer and the readers since, per element range). So a builder emits steps in the order they
  * would run sequentially, and reuses a scratch slot simply by naming it again.
+ * One rule is not about buffers: in a two-party schedule (every message to or from
+ * one peer), a send whose data derives from a received message waits for the latest
+ * earlier send of this rank's own data, so the peer gets what it needs first.
  *
  * Message matching: the k-th send from rank a to rank b matches the k-th receive
  * posted by b from a (finalize numbers them). Both sides must therefore emit their
