@@ -6,6 +6,7 @@
 
 typedef struct lh_world {
     int        size;
+    int        nnodes;     /* 0: every rank on this machine's node */
     void      *fabric;
     void      *group;
     lh_rank_fn fn;
@@ -24,8 +25,14 @@ static void *rank_main(void *p)
     fold_bootstrap_t bs;
     fold_context_t *ctx;
     t->result = -1;
-    if (fold_bootstrap_mem_init(&bs, t->world->group, t->rank) != FOLD_OK ||
-        fold_context_create(&bs, "loopback", t->world->fabric, &ctx) != FOLD_OK) {
+    if (fold_bootstrap_mem_init(&bs, t->world->group, t->rank) != FOLD_OK) {
+        fprintf(stderr, "rank %d: bootstrap failed\n", t->rank);
+        return NULL;
+    }
+    if (t->world->nnodes > 0) {
+        snprintf(bs.node_name, sizeof(bs.node_name), "lh-node-%d", t->rank % t->world->nnodes);
+    }
+    if (fold_context_create(&bs, "loopback", t->world->fabric, &ctx) != FOLD_OK) {
         fprintf(stderr, "rank %d: context creation failed\n", t->rank);
         return NULL;
     }
@@ -38,7 +45,12 @@ static void *rank_main(void *p)
 
 int lh_run(int nranks, lh_rank_fn fn, void *arg)
 {
-    lh_world_t world = {nranks, fold_loopback_fabric_create(nranks),
+    return lh_run_nodes(nranks, 0, fn, arg);
+}
+
+int lh_run_nodes(int nranks, int nnodes, lh_rank_fn fn, void *arg)
+{
+    lh_world_t world = {nranks, nnodes, fold_loopback_fabric_create(nranks),
                         fold_bootstrap_mem_group_create(nranks), fn, arg};
     lh_thread_t *threads = calloc((size_t)nranks, sizeof(*threads));
     pthread_t *tids = calloc((size_t)nranks, sizeof(*tids));

@@ -348,7 +348,7 @@ static int rank_main(fold_context_t *ctx, int rank, int size, void *arg)
     return failed;
 }
 
-static void run_matrix(int size)
+static void run_matrix_nodes(int size, int nnodes)
 {
     matrix_t m;
     memset(&m, 0, sizeof(m));
@@ -357,7 +357,7 @@ static void run_matrix(int size)
     build_cases(&m, size);
     m.expected = malloc(100003 * 8);
 
-    int result = lh_run(size, rank_main, &m);
+    int result = lh_run_nodes(size, nnodes, rank_main, &m);
     cr_expect_eq(m.failures, 0, "%d failures; first: %s", m.failures, m.first);
     cr_expect_eq(result, m.failures ? -1 : 0);
     if (size > 1) {
@@ -371,9 +371,13 @@ static void run_matrix(int size)
     pthread_mutex_destroy(&m.lock);
 }
 
+static void run_matrix(int size) { run_matrix_nodes(size, 0); }
+
 Test(coll_codec, ranks_1) { run_matrix(1); }
 Test(coll_codec, ranks_2) { run_matrix(2); }
 Test(coll_codec, ranks_3) { run_matrix(3); }
 Test(coll_codec, ranks_4) { run_matrix(4); }
 Test(coll_codec, ranks_5) { run_matrix(5); }
 Test(coll_codec, ranks_8) { run_matrix(8); }
+/* Two nodes: the imbalanced case is where two-party sends must keep their order. */
+Test(coll_codec, ranks_2_on_2_nodes) { run_matrix_nodes(2, 2); }

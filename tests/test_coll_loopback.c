@@ -198,7 +198,7 @@ static int rank_main(fold_context_t *ctx, int rank, int size, void *arg)
     return failed;
 }
 
-static void run_matrix(int size)
+static void run_matrix_nodes(int size, int nnodes)
 {
     matrix_t m;
     memset(&m, 0, sizeof(m));
@@ -208,7 +208,7 @@ static void run_matrix(int size)
     build_cases(&m, size);
     m.expected = malloc(LARGE_COUNT * 8);
 
-    int result = lh_run(size, rank_main, &m);
+    int result = lh_run_nodes(size, nnodes, rank_main, &m);
     cr_expect_eq(m.failures, 0, "%d failures; first: %s", m.failures, m.first_failure);
     cr_expect_eq(result, m.failures ? -1 : 0);
     cr_log_info("p=%d: %zu cases", size, m.ncases);
@@ -218,6 +218,8 @@ static void run_matrix(int size)
     free(m.cases);
     pthread_mutex_destroy(&m.lock);
 }
+
+static void run_matrix(int size) { run_matrix_nodes(size, 0); }
 
 Test(coll_loopback, ranks_1)  { run_matrix(1); }
 Test(coll_loopback, ranks_2)  { run_matrix(2); }
@@ -229,3 +231,6 @@ Test(coll_loopback, ranks_8)  { run_matrix(8); }
 Test(coll_loopback, ranks_13) { run_matrix(13); }
 Test(coll_loopback, ranks_16) { run_matrix(16); }
 Test(coll_loopback, ranks_33) { run_matrix(33); }
+/* Two nodes: two-party schedules order their sends (sched.h), DPML exchanges. */
+Test(coll_loopback, ranks_2_on_2_nodes) { run_matrix_nodes(2, 2); }
+Test(coll_loopback, ranks_4_on_2_nodes) { run_matrix_nodes(4, 2); }

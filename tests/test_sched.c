@@ -125,26 +125,31 @@ Test(sched, wire_links)
 
 Test(sched, two_party_answers_wait_for_own_sends)
 {
-    /* Reduce-scatter then allgather between two ranks: the allgather send answers
-     * the peer's message, so it waits for this rank's own sends; the own sends keep
-     * their overlap. */
+    /* Reduce-scatter then allgather between two ranks on two nodes: the allgather
+     * send answers the peer's message, so it waits for this rank's own sends; the
+     * own sends keep their overlap. */
     fold_coll_args_t a = args_for(FOLD_COLL_ALLREDUCE, 0, 0);
     a.size = 2;
     fold_sched_t s;
-    fold_sched_init(&s, &a);
-    fold_sched_send(&s, 1, fold_ref_in(50), 25);                                /* 0 */
-    fold_sched_send(&s, 1, fold_ref_in(75), 25);                                /* 1 */
-    fold_sched_recv(&s, 1, fold_ref_tmp(0), 50);                                /* 2 */
-    fold_sched_reduce(&s, fold_ref_in(0), fold_ref_tmp(0), fold_ref_out(0), 50); /* 3 */
-    fold_sched_send(&s, 1, fold_ref_out(0), 50);                                /* 4 */
-    fold_sched_recv(&s, 1, fold_ref_out(50), 50);                               /* 5 */
-    cr_assert_eq(fold_sched_finalize(&s), FOLD_OK);
-    cr_expect(depends_on(&s, 4, 1), "the answer waits for the latest own send");
-    cr_expect(!depends_on(&s, 1, 0), "own sends stay concurrent");
-    cr_expect_eq(s.steps[4].npred, 2);
-    fold_sched_cleanup(&s);
+    for (int across = 0; across <= 1; across++) {
+        a.across_nodes = across;
+        fold_sched_init(&s, &a);
+        fold_sched_send(&s, 1, fold_ref_in(50), 25);                                /* 0 */
+        fold_sched_send(&s, 1, fold_ref_in(75), 25);                                /* 1 */
+        fold_sched_recv(&s, 1, fold_ref_tmp(0), 50);                                /* 2 */
+        fold_sched_reduce(&s, fold_ref_in(0), fold_ref_tmp(0), fold_ref_out(0), 50); /* 3 */
+        fold_sched_send(&s, 1, fold_ref_out(0), 50);                                /* 4 */
+        fold_sched_recv(&s, 1, fold_ref_out(50), 50);                               /* 5 */
+        cr_assert_eq(fold_sched_finalize(&s), FOLD_OK);
+        /* Within a node the answer overlaps the rest. */
+        cr_expect_eq(depends_on(&s, 4, 1), across, "the answer waits for the latest own send");
+        cr_expect(!depends_on(&s, 1, 0), "own sends stay concurrent");
+        cr_expect_eq(s.steps[4].npred, 1 + (uint32_t)across);
+        fold_sched_cleanup(&s);
+    }
 
     /* A third party: no extra waits (they could close a cycle through it). */
+    a.across_nodes = 1;
     fold_sched_init(&s, &a);
     fold_sched_send(&s, 1, fold_ref_in(50), 50);
     fold_sched_recv(&s, 2, fold_ref_tmp(0), 50);

@@ -45,7 +45,8 @@ static int args_equal(const fold_coll_args_t *a, const fold_coll_args_t *b)
     return a->coll == b->coll && a->rank == b->rank && a->size == b->size &&
            a->root == b->root && a->count == b->count && a->seg_count == b->seg_count &&
            a->depth == b->depth && a->inplace == b->inplace &&
-           a->commutative == b->commutative && a->topo == b->topo &&
+           a->commutative == b->commutative && a->across_nodes == b->across_nodes &&
+           a->topo == b->topo &&
            a->leaders == b->leaders && a->shm_count == b->shm_count && a->inter == b->inter;
 }
 

@@ -12,6 +12,7 @@ void fold_sched_init(fold_sched_t *s, const fold_coll_args_t *args)
 {
     memset(s, 0, sizeof(*s));
     s->inplace = args->inplace;
+    s->order_answers = args->across_nodes;
     s->has_out = !(args->coll == FOLD_COLL_REDUCE && args->rank != args->root) &&
                  args->coll != FOLD_COLL_BARRIER;
 }
@@ -537,16 +538,21 @@ static int sched_number_messages(fold_sched_t *s)
     return FOLD_OK;
 }
 
-/* Two-party exchanges (every message goes to or comes from one peer): a send that
- * answers the peer, its data derived from a message the peer sent, waits until this
- * rank's latest send of data of its own to the peer before it is done. Without that,
- * where the peer's message came early (small: sparse data, encoded), the answer
- * would share the link with the message the peer needs first, and the peer would
- * wait for both. Sends of the same kind keep their overlap (pipelines stay full). */
+/* Two-party exchanges across nodes (every message goes to or comes from one peer,
+ * over a link): a send that answers the peer, its data derived from a message the
+ * peer sent, waits until this rank's latest send of data of its own to the peer
+ * before it is done. Without that, where the peer's message came early (small:
+ * sparse data, encoded), the answer would share the link with the message the peer
+ * needs first, and the peer would wait for both. Sends of the same kind keep their
+ * overlap (pipelines stay full). Within a node the receiver pulls the messages in
+ * the order it needs them, and an answer overlapping the rest is a gain. */
 static void order_answers(fold_sched_t *s, dep_map_t *m)
 {
     size_t n = s->nsteps;
     int32_t peer = -1;
+    if (!s->order_answers) {
+        return;
+    }
     for (size_t i = 0; i < n; i++) {
         const fold_step_t *st = &s->steps[i];
         if (st->kind == FOLD_STEP_SEND || st->kind == FOLD_STEP_RECV) {

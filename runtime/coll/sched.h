@@ -17,9 +17,10 @@
  * write-after-read, write-after-write), directly or through a chain of such steps
  * (it records the last writer and the readers since, per element range). So a builder emits steps in the order they
  * would run sequentially, and reuses a scratch slot simply by naming it again.
- * One rule is not about buffers: in a two-party schedule (every message to or from
- * one peer), a send whose data derives from a received message waits for the latest
- * earlier send of this rank's own data, so the peer gets what it needs first.
+ * One rule is not about buffers: in a two-party schedule across nodes (every message
+ * to or from one peer, over a link), a send whose data derives from a received
+ * message waits for the latest earlier send of this rank's own data, so the link
+ * carries first what the peer needs first.
  *
  * Message matching: the k-th send from rank a to rank b matches the k-th receive
  * posted by b from a (finalize numbers them). Both sides must therefore emit their
@@ -118,6 +119,7 @@ typedef struct fold_coll_args {
     int    depth;         /* segments in flight per stream (scratch slots), >= 1 */
     int    inplace;       /* IN is OUT */
     int    commutative;   /* 0: keep the rank order x0 op x1 op ... op x(p-1) */
+    int    across_nodes;  /* the peers of a two-party schedule talk over a link */
     /* Node-aware algorithms only (zero for the others), filled by the executor: */
     const struct fold_topo *topo;   /* who shares a node, leader order */
     int    leaders;               /* leaders per node */
@@ -136,6 +138,7 @@ typedef struct fold_sched {
     int          uses_shm;    /* references SHM or has shm steps */
     int          uses_tl;     /* has sends or receives (set by finalize) */
     int          inplace;
+    int          order_answers;  /* two-party schedule across nodes: see the top */
     int          has_out;     /* 0: OUT must not be referenced */
     int          status;      /* sticky: first error while building */
 } fold_sched_t;
