@@ -69,6 +69,7 @@ void fold_comm_destroy(fold_comm_t *comm)
     for (int i = 0; i < FOLD_SCHED_CACHE_SIZE; i++) {
         fold_sched_cleanup(&comm->cache[i].sched);
         free(comm->cache[i].spare);
+        free(comm->cache[i].peer_dense);
     }
     for (size_t i = 0; i < sizeof(comm->scratch) / sizeof(comm->scratch[0]); i++) {
         free(comm->scratch[i].buf);

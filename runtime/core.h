@@ -92,6 +92,8 @@ typedef struct fold_sched_entry {
     uint64_t          last_use;
     int               refs;       /* requests running it */
     fold_request_t   *spare;      /* a finished request kept for reuse */
+    uint8_t          *peer_dense; /* per rank: its latest message in this schedule
+                                     carried dense data (exec_wire.c); NULL: none did */
 } fold_sched_entry_t;
 
 /*

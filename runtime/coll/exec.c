@@ -54,6 +54,7 @@ static void entry_clear(fold_sched_entry_t *e)
 {
     fold_sched_cleanup(&e->sched);
     free(e->spare);
+    free(e->peer_dense);
     memset(e, 0, sizeof(*e));
 }
 

@@ -86,6 +86,7 @@ static fold_wire_buf_t *pool_acquire(fold_comm_t *comm, size_t bytes)
 
 void fold_wire_pool_free(fold_comm_t *comm)
 {
+
     for (int i = 0; i < FOLD_WIRE_POOL; i++) {
         free(comm->wire_pool[i].buf);
         comm->wire_pool[i].buf  = NULL;
@@ -114,17 +115,77 @@ static int peer_is_remote(const fold_request_t *req, int peer)
     return ctx->node_of[fold_rank_map_get(&comm->map, peer)] != ctx->node_of[me];
 }
 
-/* Largest encoded size worth sending instead of `dense` bytes. */
-static size_t worth(size_t dense, int remote)
+/* What a message's path makes an encoding worth. Across nodes the link is the
+ * bottleneck and any saving counts. Within a node a dense message costs one copy,
+ * while encoding reads the data once more on the sender: that pays while the data
+ * sits in cache, and out of cache only for very sparse data. And a rank whose peer
+ * on the node sends it dense data only moves work onto itself by encoding for it
+ * (the peer is the one that gains, and the slower one is this rank, which also
+ * copies the peer's dense message): so it sends dense too. */
+typedef enum wire_path {
+    WIRE_REMOTE, WIRE_LOCAL_CACHED, WIRE_LOCAL_STREAMING, WIRE_LOCAL_PEER_DENSE
+} wire_path_t;
+
+/* Collectives up to this size are taken to be cache-resident (measured on 2 ranks of
+ * one node: below it the codecs gain from 90% zeros up; above it a pass more costs
+ * more than the copy it saves unless ~97% are zeros). */
+#define WIRE_LOCAL_CACHED_BYTES (1024 * 1024)
+
+static wire_path_t wire_path(const fold_request_t *req, int peer)
 {
-    return remote ? dense - dense / 8 : dense / 2;
+    if (peer_is_remote(req, peer)) {
+        return WIRE_REMOTE;
+    }
+    const uint8_t *peer_dense = req->entry->peer_dense;
+    if (peer_dense != NULL && peer_dense[peer]) {
+        return WIRE_LOCAL_PEER_DENSE;
+    }
+    return req->entry->args.count * req->esize < WIRE_LOCAL_CACHED_BYTES
+               ? WIRE_LOCAL_CACHED
+               : WIRE_LOCAL_STREAMING;
+}
+
+/* Largest encoded size worth sending instead of `dense` bytes. */
+static size_t worth(size_t dense, wire_path_t path)
+{
+    switch (path) {
+    case WIRE_REMOTE:          return dense - dense / 8;
+    case WIRE_LOCAL_CACHED:    return dense / 2;
+    case WIRE_LOCAL_STREAMING: return dense / 16;
+    default:                   return 0;
+    }
 }
 
 /* Above this non-zero fraction no codec gets under worth() (bits costs the
- * fraction plus 1/32 for float32), so the data is sent dense without a look. */
-static double dense_above(int remote)
+ * fraction plus 1/32 for float32, idx twice the fraction), so the data is sent
+ * dense without a look. */
+static double dense_above(wire_path_t path)
 {
-    return remote ? 0.85 : 0.45;
+    switch (path) {
+    case WIRE_REMOTE:          return 0.85;
+    case WIRE_LOCAL_CACHED:    return 0.45;
+    case WIRE_LOCAL_STREAMING: return 0.05;
+    default:                   return -1.0;
+    }
+}
+
+/* Remembers whether a peer's latest message of codec-worthy size in this schedule
+ * (the same call repeated) carried dense data: sent dense, and dense by its samples
+ * (a message sent dense because of this very rule may hold sparse data, and two
+ * ranks must not talk each other into dense messages for good). */
+static void note_peer_density(fold_request_t *req, const fold_step_t *st, size_t len)
+{
+    fold_sched_entry_t *entry = req->entry;
+    int peer = st->peer;
+    int dense = len == st->count * req->esize &&
+                fold_codec_sample_density(req->dtype, ref_ptr(req, st->dst), st->count,
+                                          WIRE_SAMPLES) > 0.5;
+    if (entry->peer_dense == NULL) {
+        if (!dense || (entry->peer_dense = calloc((size_t)req->comm->size, 1)) == NULL) {
+            return;   /* without the table every peer counts as sparse: still correct */
+        }
+    }
+    entry->peer_dense[peer] = (uint8_t)dense;
 }
 
 void fold_wire_send_data(fold_request_t *req, uint32_t i, const void **data, size_t *len)
@@ -147,15 +208,15 @@ void fold_wire_send_data(fold_request_t *req, uint32_t i, const void **data, siz
     counters->msgs[FOLD_CODEC_DENSE]++;   /* until it is encoded below */
     counters->dense_bytes += dense;
     counters->sent_bytes  += dense;
-    int remote = peer_is_remote(req, st->peer);
-    size_t limit = worth(dense, remote);
+    wire_path_t path = wire_path(req, st->peer);
+    size_t limit = worth(dense, path);
     fold_codec_stats_t counted, *stats = NULL;
     if (st->link != FOLD_STEP_NONE && req->stats[st->link].count == st->count) {
         stats = &req->stats[st->link];
     } else {
         /* Dense data must cost next to nothing: a handful of loads rule it out. */
         double density = fold_codec_sample_density(req->dtype, *data, st->count, WIRE_SAMPLES);
-        if (density > dense_above(remote)) {
+        if (density > dense_above(path)) {
             return;
         }
         fold_codec_count(req->dtype, *data, st->count, &counted);
@@ -191,6 +252,9 @@ int fold_wire_recv_done(fold_request_t *req, uint32_t i, char *why, size_t whyle
     size_t dense = st->count * req->esize;
     size_t len = req->tlreq[i].length;
 
+    if (req->codec_accept && dense >= WIRE_MIN_BYTES) {
+        note_peer_density(req, st, len);
+    }
     if (len == dense || st->wire) {
         return FOLD_OK;   /* dense, or decoded by the reduction that reads it */
     }
@@ -231,10 +295,11 @@ int fold_wire_length_ok(const fold_request_t *req, uint32_t i, size_t len)
  * (sampled, or the encoded operand's bytes per dense byte) bound the result's; bits
  * serves everything up to ~97% non-zero, idx is smaller below ~3%. DENSE when the
  * result will not be worth encoding. */
-static fold_codec_id_t guess_codec(const fold_request_t *req, double density, int remote)
+static fold_codec_id_t guess_codec(const fold_request_t *req, double density,
+                                   wire_path_t path)
 {
     int mask = req->codec_mask;
-    if (density > dense_above(remote)) {
+    if (density > dense_above(path)) {
         return FOLD_CODEC_DENSE;
     }
     if ((mask & (1 << FOLD_CODEC_IDX)) && (density < 0.02 || !(mask & (1 << FOLD_CODEC_BITS)))) {
@@ -256,7 +321,7 @@ static int reduce_encoded(fold_request_t *req, uint32_t i, int *status, char *wh
     const fold_step_t *st = &req->sched->steps[i];
     const fold_step_t *snd = &req->sched->steps[st->fwd];
     size_t dense = st->count * req->esize;
-    int remote = peer_is_remote(req, snd->peer);
+    wire_path_t path = wire_path(req, snd->peer);
     const void *a = ref_ptr(req, st->wire == 2 ? st->src2 : st->src);
     const void *b = ref_ptr(req, st->wire == 2 ? st->src : st->src2);
     size_t wire_len = st->wire ? req->tlreq[st->link].length : dense;
@@ -265,11 +330,11 @@ static int reduce_encoded(fold_request_t *req, uint32_t i, int *status, char *wh
                                   : fold_codec_sample_density(req->dtype, a, st->count,
                                                               WIRE_SAMPLES);
     double db = fold_codec_sample_density(req->dtype, b, st->count, WIRE_SAMPLES);
-    fold_codec_id_t codec = guess_codec(req, da + db, remote);
+    fold_codec_id_t codec = guess_codec(req, da + db, path);
     if (codec == FOLD_CODEC_DENSE) {
         return 0;
     }
-    size_t limit = worth(dense, remote);
+    size_t limit = worth(dense, path);
     fold_wire_buf_t *buf = pool_acquire(req->comm, limit);
     if (buf == NULL) {
         return 0;
@@ -344,8 +409,8 @@ int fold_wire_reduce(fold_request_t *req, uint32_t i, char *why, size_t whylen)
                                               WIRE_SAMPLES);
         double db = fold_codec_sample_density(req->dtype, ref_ptr(req, st->src2), st->count,
                                               WIRE_SAMPLES);
-        int remote = peer_is_remote(req, req->sched->steps[st->fwd].peer);
-        if (da + db - da * db > dense_above(remote)) {
+        wire_path_t path = wire_path(req, req->sched->steps[st->fwd].peer);
+        if (da + db - da * db > dense_above(path)) {
             /* Tell the send it is dense, so that it does not look again. */
             stats->count = stats->nnz = st->count;
             stats->runs  = stats->nans = 0;

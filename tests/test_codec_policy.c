@@ -1,0 +1,132 @@
+/*
+ * When sends go encoded (exec_wire.c), two ranks exchanging whole vectors
+ * (recursive doubling allreduce) on the loopback transport, read off the context's
+ * codec counters call by call:
+ *   - within a node, a rank whose peer sends it dense data stops encoding for it
+ *     from the next call of that schedule (encoding would move work onto itself);
+ *   - it starts again once the peer's data turns sparse: two ranks never talk each
+ *     other into dense messages for good;
+ *   - a message of 1 MiB or more within a node is encoded only when very sparse;
+ *     across nodes the same data goes encoded.
+ * Every call's result is checked against the sum computed here.
+ */
+#include <criterion/criterion.h>
+
+#include "loopback_harness.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct phase {
+    size_t count;
+    int    percent[2];   /* non-zero elements in percent, per rank */
+} phase_t;
+
+typedef struct script {
+    const phase_t *phases;
+    int            nphases;
+    int            calls;              /* per phase */
+    uint64_t       encoded[8][4][2];   /* [phase][call][rank] sends encoded */
+    uint64_t       considered[8][4][2];
+    int            wrong;
+} script_t;
+
+static float value(int rank, size_t i, int percent)
+{
+    uint32_t h = (uint32_t)(i * 2654435761u) ^ (uint32_t)(rank * 40503u);
+    h ^= h >> 13;
+    return (h % 100 < (uint32_t)percent) ? (float)(1 + (i + (size_t)rank) % 5) : 0.0f;
+}
+
+static int run_script(fold_context_t *ctx, int rank, int size, void *arg)
+{
+    script_t *sc = arg;
+    (void)size;
+    if (fold_config_set(ctx, "ALLREDUCE_ALG", "recursive_doubling") != FOLD_OK ||
+        fold_config_set(ctx, "CODEC", "auto") != FOLD_OK) {
+        return 1;
+    }
+    for (int p = 0; p < sc->nphases; p++) {
+        const phase_t *ph = &sc->phases[p];
+        float *in = malloc(ph->count * sizeof(float)), *out = malloc(ph->count * sizeof(float));
+        for (size_t i = 0; i < ph->count; i++) {
+            in[i] = value(rank, i, ph->percent[rank]);
+        }
+        for (int c = 0; c < sc->calls; c++) {
+            fold_wire_counters_t before = ctx->wire;
+            if (fold_allreduce(in, out, ph->count, FOLD_FLOAT32, FOLD_OP_SUM,
+                               fold_comm_world(ctx)) != FOLD_OK) {
+                sc->wrong = 1;
+            }
+            for (size_t i = 0; i < ph->count; i++) {
+                if (out[i] != value(0, i, ph->percent[0]) + value(1, i, ph->percent[1])) {
+                    sc->wrong = 1;
+                    break;
+                }
+            }
+            uint64_t dense = ctx->wire.msgs[0] - before.msgs[0];
+            uint64_t enc = 0;
+            for (int k = 1; k < 4; k++) {
+                enc += ctx->wire.msgs[k] - before.msgs[k];
+            }
+            sc->encoded[p][c][rank]    = enc;
+            sc->considered[p][c][rank] = enc + dense;
+        }
+        free(in);
+        free(out);
+    }
+    return 0;
+}
+
+Test(codec_policy, within_a_node_a_dense_peer_gets_dense_data_until_it_turns_sparse)
+{
+    static const phase_t phases[] = {
+        {16384, {100, 1}},   /* 64 KiB, rank 0 dense, rank 1 sparse */
+        {16384, {1, 1}},     /* both sparse */
+    };
+    script_t sc = {phases, 2, 3, {{{0}}}, {{{0}}}, 0};
+    cr_assert_eq(lh_run(2, run_script, &sc), 0);
+    cr_expect_eq(sc.wrong, 0, "a wrong result");
+    /* Imbalanced: the first call knows nothing of the peer; later ones send dense. */
+    cr_expect_gt(sc.encoded[0][0][1], 0);
+    for (int c = 1; c < 3; c++) {
+        cr_expect_gt(sc.considered[0][c][1], 0);
+        cr_expect_eq(sc.encoded[0][c][1], 0, "call %d: rank 1 still encodes for a dense peer", c);
+        cr_expect_eq(sc.encoded[0][c][0], 0, "call %d: rank 0's data is dense", c);
+    }
+    /* Both sparse: by the second call both encode again. */
+    for (int c = 1; c < 3; c++) {
+        cr_expect_gt(sc.encoded[1][c][0], 0, "call %d: rank 0 does not encode", c);
+        cr_expect_gt(sc.encoded[1][c][1], 0, "call %d: rank 1 does not encode", c);
+    }
+}
+
+static void streaming(int nnodes, int expect_medium_encoded)
+{
+    static const phase_t phases[] = {
+        {512 * 1024, {30, 30}},   /* 2 MiB, 30% non-zero */
+        {512 * 1024, {1, 1}},     /* 2 MiB, 1% non-zero */
+    };
+    script_t sc = {phases, 2, 2, {{{0}}}, {{{0}}}, 0};
+    cr_assert_eq(lh_run_nodes(2, nnodes, run_script, &sc), 0);
+    cr_expect_eq(sc.wrong, 0, "a wrong result");
+    for (int r = 0; r < 2; r++) {
+        cr_expect_gt(sc.considered[0][1][r], 0);
+        if (expect_medium_encoded) {
+            cr_expect_gt(sc.encoded[0][1][r], 0, "rank %d: 30%% non-zero not encoded", r);
+        } else {
+            cr_expect_eq(sc.encoded[0][1][r], 0, "rank %d: 30%% non-zero encoded", r);
+        }
+        cr_expect_gt(sc.encoded[1][1][r], 0, "rank %d: 1%% non-zero not encoded", r);
+    }
+}
+
+Test(codec_policy, within_a_node_large_messages_are_encoded_only_when_very_sparse)
+{
+    streaming(0, 0);
+}
+
+Test(codec_policy, across_nodes_large_messages_are_encoded_when_it_saves_bytes)
+{
+    streaming(2, 1);
+}
