@@ -648,6 +648,12 @@ Test(codec, sample_density)
     }
     double d = fold_codec_sample_density(FOLD_FLOAT32, x, n, 64);
     cr_assert(d > 0.3 && d < 0.7, "density %g", d);
+    /* 1% non-zero: 32 samples see whole cache lines (512 elements), so they find some. */
+    for (size_t i = 0; i < n; i++) {
+        x[i] = (i % 100 == 37) ? 1.0f : 0.0f;
+    }
+    d = fold_codec_sample_density(FOLD_FLOAT32, x, n, 32);
+    cr_assert(d > 0.001 && d < 0.04, "density %g", d);
     for (size_t i = 0; i < n; i++) {
         x[i] = -0.0f;
     }

@@ -6,8 +6,9 @@
  *     from the next call of that schedule (encoding would move work onto itself);
  *   - it starts again once the peer's data turns sparse: two ranks never talk each
  *     other into dense messages for good;
- *   - a message of 1 MiB or more within a node is encoded only when very sparse;
- *     across nodes the same data goes encoded.
+ *   - within a node, a collective of 1 MiB or more is encoded only when very
+ *     sparse (1% non-zero), and one of 8 MiB or more only when sparser still
+ *     (0.1%); across nodes the same data goes encoded when it saves bytes.
  * Every call's result is checked against the sum computed here.
  */
 #include <criterion/criterion.h>
@@ -19,7 +20,7 @@
 
 typedef struct phase {
     size_t count;
-    int    percent[2];   /* non-zero elements in percent, per rank */
+    int    permille[2];   /* non-zero elements per thousand, per rank */
 } phase_t;
 
 typedef struct script {
@@ -31,11 +32,11 @@ typedef struct script {
     int            wrong;
 } script_t;
 
-static float value(int rank, size_t i, int percent)
+static float value(int rank, size_t i, int permille)
 {
     uint32_t h = (uint32_t)(i * 2654435761u) ^ (uint32_t)(rank * 40503u);
     h ^= h >> 13;
-    return (h % 100 < (uint32_t)percent) ? (float)(1 + (i + (size_t)rank) % 5) : 0.0f;
+    return (h % 1000 < (uint32_t)permille) ? (float)(1 + (i + (size_t)rank) % 5) : 0.0f;
 }
 
 static int run_script(fold_context_t *ctx, int rank, int size, void *arg)
@@ -50,7 +51,7 @@ static int run_script(fold_context_t *ctx, int rank, int size, void *arg)
         const phase_t *ph = &sc->phases[p];
         float *in = malloc(ph->count * sizeof(float)), *out = malloc(ph->count * sizeof(float));
         for (size_t i = 0; i < ph->count; i++) {
-            in[i] = value(rank, i, ph->percent[rank]);
+            in[i] = value(rank, i, ph->permille[rank]);
         }
         for (int c = 0; c < sc->calls; c++) {
             fold_wire_counters_t before = ctx->wire;
@@ -59,7 +60,7 @@ static int run_script(fold_context_t *ctx, int rank, int size, void *arg)
                 sc->wrong = 1;
             }
             for (size_t i = 0; i < ph->count; i++) {
-                if (out[i] != value(0, i, ph->percent[0]) + value(1, i, ph->percent[1])) {
+                if (out[i] != value(0, i, ph->permille[0]) + value(1, i, ph->permille[1])) {
                     sc->wrong = 1;
                     break;
                 }
@@ -81,8 +82,8 @@ static int run_script(fold_context_t *ctx, int rank, int size, void *arg)
 Test(codec_policy, within_a_node_a_dense_peer_gets_dense_data_until_it_turns_sparse)
 {
     static const phase_t phases[] = {
-        {16384, {100, 1}},   /* 64 KiB, rank 0 dense, rank 1 sparse */
-        {16384, {1, 1}},     /* both sparse */
+        {16384, {1000, 10}},   /* 64 KiB, rank 0 dense, rank 1 1% non-zero */
+        {16384, {10, 10}},     /* both sparse */
     };
     script_t sc = {phases, 2, 3, {{{0}}}, {{{0}}}, 0};
     cr_assert_eq(lh_run(2, run_script, &sc), 0);
@@ -101,32 +102,34 @@ Test(codec_policy, within_a_node_a_dense_peer_gets_dense_data_until_it_turns_spa
     }
 }
 
-static void streaming(int nnodes, int expect_medium_encoded)
+/* Two ranks on nnodes nodes (0: one): data the path must send dense, then data it
+ * must send encoded, two calls each; the second call of each is read. */
+static void sizes(int nnodes, size_t count, int permille_dense, int permille_sparse)
 {
-    static const phase_t phases[] = {
-        {512 * 1024, {30, 30}},   /* 2 MiB, 30% non-zero */
-        {512 * 1024, {1, 1}},     /* 2 MiB, 1% non-zero */
+    const phase_t phases[] = {
+        {count, {permille_dense, permille_dense}},     /* must go dense */
+        {count, {permille_sparse, permille_sparse}},   /* must go encoded */
     };
     script_t sc = {phases, 2, 2, {{{0}}}, {{{0}}}, 0};
     cr_assert_eq(lh_run_nodes(2, nnodes, run_script, &sc), 0);
     cr_expect_eq(sc.wrong, 0, "a wrong result");
     for (int r = 0; r < 2; r++) {
         cr_expect_gt(sc.considered[0][1][r], 0);
-        if (expect_medium_encoded) {
-            cr_expect_gt(sc.encoded[0][1][r], 0, "rank %d: 30%% non-zero not encoded", r);
-        } else {
-            cr_expect_eq(sc.encoded[0][1][r], 0, "rank %d: 30%% non-zero encoded", r);
-        }
-        cr_expect_gt(sc.encoded[1][1][r], 0, "rank %d: 1%% non-zero not encoded", r);
+        cr_expect_eq(sc.encoded[0][1][r], 0, "rank %d: %d/1000 non-zero encoded", r,
+                     permille_dense);
+        cr_expect_gt(sc.encoded[1][1][r], 0, "rank %d: %d/1000 non-zero not encoded", r,
+                     permille_sparse);
     }
 }
 
-Test(codec_policy, within_a_node_large_messages_are_encoded_only_when_very_sparse)
+Test(codec_policy, within_a_node_larger_collectives_are_encoded_only_when_sparser)
 {
-    streaming(0, 0);
+    sizes(0, 16384, 600, 300);          /* 64 KiB: half the bytes is enough */
+    sizes(0, 512 * 1024, 300, 10);      /* 2 MiB: 1/16 of the bytes */
+    sizes(0, 2048 * 1024, 10, 1);       /* 8 MiB: 1/64 of the bytes */
 }
 
 Test(codec_policy, across_nodes_large_messages_are_encoded_when_it_saves_bytes)
 {
-    streaming(2, 1);
+    sizes(2, 2048 * 1024, 1000, 300);
 }

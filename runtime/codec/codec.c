@@ -195,19 +195,27 @@ double fold_codec_sample_density(fold_dtype_t dtype, const void *x, size_t n, si
     if (samples > n) {
         samples = n;
     }
-    /* Sample j is element floor((j + 1/2) n / samples): spread over the vector,
-     * walked with an integer step and remainder (no overflow for any n). */
+    /* Sample j is around element floor((j + 1/2) n / samples): spread over the
+     * vector, walked with an integer step and remainder (no overflow for any n).
+     * The load brings in its whole cache line, so every element of that line (within
+     * the vector) is looked at: 16 float32s for the price of one. */
     size_t step = n / samples, rem = n % samples;
     size_t i = step / 2, acc = rem / 2;
-    size_t nonzero = 0;
+    size_t nonzero = 0, seen = 0, per_line = es < 64 ? 64 / es : 1;
     const unsigned char *p = x;
     for (size_t j = 0; j < samples; j++) {
-        const unsigned char *e = p + i * es;
-        unsigned char any = 0;
-        for (size_t b = 0; b < es; b++) {
-            any |= e[b];
+        size_t into_line = ((uintptr_t)(p + i * es) & 63) / es;
+        size_t lo = i > into_line ? i - into_line : 0;
+        size_t hi = lo + per_line < n ? lo + per_line : n;
+        for (size_t k = lo; k < hi; k++) {
+            const unsigned char *e = p + k * es;
+            unsigned char any = 0;
+            for (size_t b = 0; b < es; b++) {
+                any |= e[b];
+            }
+            nonzero += any != 0;
         }
-        nonzero += any != 0;
+        seen += hi - lo;
         i += step;
         acc += rem;
         if (acc >= samples) {
@@ -215,7 +223,7 @@ double fold_codec_sample_density(fold_dtype_t dtype, const void *x, size_t n, si
             i++;
         }
     }
-    return (double)nonzero / (double)samples;
+    return (double)nonzero / (double)seen;
 }
 
 /* ---- Header and validation --------------------------------------------------- */

@@ -111,9 +111,9 @@ int fold_codec_valid_mask(fold_dtype_t dtype);
 /* Exact stats of x[0..n). For a datatype without codecs only count is meaningful
  * (nnz = n, runs = nans = 0). */
 void fold_codec_count(fold_dtype_t dtype, const void *x, size_t n, fold_codec_stats_t *st);
-/* The fraction of non-zero elements among at most `samples` elements spread
- * evenly over x[0..n) (1.0 for n == 0 or samples == 0): a few loads that rule out
- * dense data before a counting pass. */
+/* The fraction of non-zero elements in at most `samples` cache lines spread evenly
+ * over x[0..n) (1.0 for n == 0 or samples == 0): a few loads that rule out dense
+ * data before a counting pass. */
 double fold_codec_sample_density(fold_dtype_t dtype, const void *x, size_t n,
                                  size_t samples);
 /* Exact size in bytes, header included, of a vector with these stats encoded with

@@ -117,19 +117,25 @@ static int peer_is_remote(const fold_request_t *req, int peer)
 
 /* What a message's path makes an encoding worth. Across nodes the link is the
  * bottleneck and any saving counts. Within a node a dense message costs one copy,
- * while encoding reads the data once more on the sender: that pays while the data
- * sits in cache, and out of cache only for very sparse data. And a rank whose peer
- * on the node sends it dense data only moves work onto itself by encoding for it
- * (the peer is the one that gains, and the slower one is this rank, which also
- * copies the peer's dense message): so it sends dense too. */
+ * while encoding reads the data once more on the sender and the fused decode is no
+ * faster than a reduction: that pays while the data sits in cache, and the less
+ * the further out of cache the collective's buffers are. And a rank whose peer on
+ * the node sends it dense data only moves work onto itself by encoding for it (the
+ * peer is the one that gains, and the slower one is this rank, which also copies
+ * the peer's dense message): so it sends dense too. */
 typedef enum wire_path {
-    WIRE_REMOTE, WIRE_LOCAL_CACHED, WIRE_LOCAL_STREAMING, WIRE_LOCAL_PEER_DENSE
+    WIRE_REMOTE,
+    WIRE_LOCAL_SMALL,        /* collective below WIRE_LOCAL_SMALL_BYTES */
+    WIRE_LOCAL_MEDIUM,       /* below WIRE_LOCAL_MEDIUM_BYTES */
+    WIRE_LOCAL_LARGE,
+    WIRE_LOCAL_PEER_DENSE
 } wire_path_t;
 
-/* Collectives up to this size are taken to be cache-resident (measured on 2 ranks of
- * one node: below it the codecs gain from 90% zeros up; above it a pass more costs
- * more than the copy it saves unless ~97% are zeros). */
-#define WIRE_LOCAL_CACHED_BYTES (1024 * 1024)
+/* Measured with 2 ranks on one node of this machine (2 MiB L2 per core; README,
+ * codecs): below 1 MiB the codecs gain from 90% zeros up; to 4 MiB from ~97% up;
+ * at 16 MiB 99% zeros still lose 15-25% and only ~99.5% gain. */
+#define WIRE_LOCAL_SMALL_BYTES  (1024 * 1024)
+#define WIRE_LOCAL_MEDIUM_BYTES (8 * 1024 * 1024)
 
 static wire_path_t wire_path(const fold_request_t *req, int peer)
 {
@@ -140,19 +146,21 @@ static wire_path_t wire_path(const fold_request_t *req, int peer)
     if (peer_dense != NULL && peer_dense[peer]) {
         return WIRE_LOCAL_PEER_DENSE;
     }
-    return req->entry->args.count * req->esize < WIRE_LOCAL_CACHED_BYTES
-               ? WIRE_LOCAL_CACHED
-               : WIRE_LOCAL_STREAMING;
+    size_t bytes = req->entry->args.count * req->esize;
+    return bytes < WIRE_LOCAL_SMALL_BYTES    ? WIRE_LOCAL_SMALL
+           : bytes < WIRE_LOCAL_MEDIUM_BYTES ? WIRE_LOCAL_MEDIUM
+                                             : WIRE_LOCAL_LARGE;
 }
 
 /* Largest encoded size worth sending instead of `dense` bytes. */
 static size_t worth(size_t dense, wire_path_t path)
 {
     switch (path) {
-    case WIRE_REMOTE:          return dense - dense / 8;
-    case WIRE_LOCAL_CACHED:    return dense / 2;
-    case WIRE_LOCAL_STREAMING: return dense / 16;
-    default:                   return 0;
+    case WIRE_REMOTE:       return dense - dense / 8;
+    case WIRE_LOCAL_SMALL:  return dense / 2;
+    case WIRE_LOCAL_MEDIUM: return dense / 16;
+    case WIRE_LOCAL_LARGE:  return dense / 64;
+    default:                return 0;
     }
 }
 
@@ -162,10 +170,11 @@ static size_t worth(size_t dense, wire_path_t path)
 static double dense_above(wire_path_t path)
 {
     switch (path) {
-    case WIRE_REMOTE:          return 0.85;
-    case WIRE_LOCAL_CACHED:    return 0.45;
-    case WIRE_LOCAL_STREAMING: return 0.05;
-    default:                   return -1.0;
+    case WIRE_REMOTE:       return 0.85;
+    case WIRE_LOCAL_SMALL:  return 0.45;
+    case WIRE_LOCAL_MEDIUM: return 0.05;
+    case WIRE_LOCAL_LARGE:  return 0.011;
+    default:                return -1.0;
     }
 }
 
