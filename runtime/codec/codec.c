@@ -186,6 +186,68 @@ static size_t dtype_bytes(fold_dtype_t dtype)
     }
 }
 
+/* Elements of x[0..n) with any bit set (-0.0 counts: it is not the neutral bits). */
+static size_t count_nonzero_bits(const unsigned char *x, size_t n, size_t es)
+{
+    size_t nonzero = 0;
+    switch (es) {
+    case 8:
+        for (size_t k = 0; k < n; k++) {
+            uint64_t v;
+            memcpy(&v, x + 8 * k, 8);
+            nonzero += v != 0;
+        }
+        return nonzero;
+    case 4:
+        for (size_t k = 0; k < n; k++) {
+            uint32_t v;
+            memcpy(&v, x + 4 * k, 4);
+            nonzero += v != 0;
+        }
+        return nonzero;
+    case 2:
+        for (size_t k = 0; k < n; k++) {
+            uint16_t v;
+            memcpy(&v, x + 2 * k, 2);
+            nonzero += v != 0;
+        }
+        return nonzero;
+    default:
+        for (size_t k = 0; k < n; k++) {
+            unsigned char any = 0;
+            for (size_t b = 0; b < es; b++) {
+                any |= x[k * es + b];
+            }
+            nonzero += any != 0;
+        }
+        return nonzero;
+    }
+}
+
+/* Sample j is around element floor((j + 1/2) n / samples): spread over the vector,
+ * walked with an integer step and remainder (no overflow for any n). */
+typedef struct sample_walk {
+    size_t i, step, rem, acc, samples;
+} sample_walk_t;
+
+static sample_walk_t sample_walk_start(size_t n, size_t samples)
+{
+    sample_walk_t w = {0, n / samples, n % samples, 0, samples};
+    w.i   = w.step / 2;
+    w.acc = w.rem / 2;
+    return w;
+}
+
+static void sample_walk_next(sample_walk_t *w)
+{
+    w->i += w->step;
+    w->acc += w->rem;
+    if (w->acc >= w->samples) {
+        w->acc -= w->samples;
+        w->i++;
+    }
+}
+
 double fold_codec_sample_density(fold_dtype_t dtype, const void *x, size_t n, size_t samples)
 {
     size_t es = dtype_bytes(dtype);
@@ -195,33 +257,23 @@ double fold_codec_sample_density(fold_dtype_t dtype, const void *x, size_t n, si
     if (samples > n) {
         samples = n;
     }
-    /* Sample j is around element floor((j + 1/2) n / samples): spread over the
-     * vector, walked with an integer step and remainder (no overflow for any n).
-     * The load brings in its whole cache line, so every element of that line (within
-     * the vector) is looked at: 16 float32s for the price of one. */
-    size_t step = n / samples, rem = n % samples;
-    size_t i = step / 2, acc = rem / 2;
-    size_t nonzero = 0, seen = 0, per_line = es < 64 ? 64 / es : 1;
     const unsigned char *p = x;
-    for (size_t j = 0; j < samples; j++) {
-        size_t into_line = ((uintptr_t)(p + i * es) & 63) / es;
-        size_t lo = i > into_line ? i - into_line : 0;
+    /* The data is usually out of cache: ask for every line first, so the misses
+     * overlap instead of following one another. */
+    sample_walk_t w = sample_walk_start(n, samples);
+    for (size_t j = 0; j < samples; j++, sample_walk_next(&w)) {
+        __builtin_prefetch(p + w.i * es);
+    }
+    /* A load brings in its whole cache line, so every element of the line (within
+     * the vector) is looked at: 16 float32s for the price of one. */
+    size_t nonzero = 0, seen = 0, per_line = es < 64 ? 64 / es : 1;
+    w = sample_walk_start(n, samples);
+    for (size_t j = 0; j < samples; j++, sample_walk_next(&w)) {
+        size_t into_line = ((uintptr_t)(p + w.i * es) & 63) / es;
+        size_t lo = w.i > into_line ? w.i - into_line : 0;
         size_t hi = lo + per_line < n ? lo + per_line : n;
-        for (size_t k = lo; k < hi; k++) {
-            const unsigned char *e = p + k * es;
-            unsigned char any = 0;
-            for (size_t b = 0; b < es; b++) {
-                any |= e[b];
-            }
-            nonzero += any != 0;
-        }
+        nonzero += count_nonzero_bits(p + lo * es, hi - lo, es);
         seen += hi - lo;
-        i += step;
-        acc += rem;
-        if (acc >= samples) {
-            acc -= samples;
-            i++;
-        }
     }
     return (double)nonzero / (double)seen;
 }

@@ -164,16 +164,18 @@ static size_t worth(size_t dense, wire_path_t path)
     }
 }
 
-/* Above this non-zero fraction no codec gets under worth() (bits costs the
- * fraction plus 1/32 for float32, idx twice the fraction), so the data is sent
- * dense without a look. */
+/* Above this sampled non-zero fraction the data is sent dense without a counting
+ * pass. Near the cache it is where no codec can get under worth() (bits costs the
+ * fraction plus 1/32 for float32, idx twice the fraction); out of cache, where a
+ * counting pass costs a good part of the copy it might save, the samples must show
+ * the data well under that. */
 static double dense_above(wire_path_t path)
 {
     switch (path) {
     case WIRE_REMOTE:       return 0.85;
     case WIRE_LOCAL_SMALL:  return 0.45;
-    case WIRE_LOCAL_MEDIUM: return 0.05;
-    case WIRE_LOCAL_LARGE:  return 0.011;
+    case WIRE_LOCAL_MEDIUM: return 0.03;
+    case WIRE_LOCAL_LARGE:  return 0.004;
     default:                return -1.0;
     }
 }
@@ -261,7 +263,7 @@ int fold_wire_recv_done(fold_request_t *req, uint32_t i, char *why, size_t whyle
     size_t dense = st->count * req->esize;
     size_t len = req->tlreq[i].length;
 
-    if (req->codec_accept && dense >= WIRE_MIN_BYTES) {
+    if (req->codec_accept && dense >= WIRE_MIN_BYTES && !peer_is_remote(req, st->peer)) {
         note_peer_density(req, st, len);
     }
     if (len == dense || st->wire) {
