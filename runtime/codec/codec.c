@@ -186,10 +186,31 @@ static size_t dtype_bytes(fold_dtype_t dtype)
     }
 }
 
+/* Elements of a whole 64-byte line of T with any bit set: a fixed trip count the
+ * compiler turns into a few vector compares. */
+#define LINE_NONZERO(T)                                                                   \
+    do {                                                                                \
+        T v[64 / sizeof(T)];                                                            \
+        memcpy(v, x, 64);                                                               \
+        for (size_t k = 0; k < 64 / sizeof(T); k++) {                                   \
+            nonzero += v[k] != 0;                                                       \
+        }                                                                               \
+        return nonzero;                                                                 \
+    } while (0)
+
 /* Elements of x[0..n) with any bit set (-0.0 counts: it is not the neutral bits). */
 static size_t count_nonzero_bits(const unsigned char *x, size_t n, size_t es)
 {
     size_t nonzero = 0;
+    if (n * es == 64) {
+        switch (es) {
+        case 8: LINE_NONZERO(uint64_t);
+        case 4: LINE_NONZERO(uint32_t);
+        case 2: LINE_NONZERO(uint16_t);
+        case 1: LINE_NONZERO(uint8_t);
+        default: break;
+        }
+    }
     switch (es) {
     case 8:
         for (size_t k = 0; k < n; k++) {
@@ -265,15 +286,23 @@ double fold_codec_sample_density(fold_dtype_t dtype, const void *x, size_t n, si
         __builtin_prefetch(p + w.i * es);
     }
     /* A load brings in its whole cache line, so every element of the line (within
-     * the vector) is looked at: 16 float32s for the price of one. */
-    size_t nonzero = 0, seen = 0, per_line = es < 64 ? 64 / es : 1;
+     * the vector) is looked at: 16 float32s for the price of one. A vector not
+     * aligned to its elements gets one element per sample. */
+    uintptr_t base = (uintptr_t)p, end = base + n * es;
+    int whole_lines = (base & (es - 1)) == 0;
+    unsigned shift = (unsigned)__builtin_ctzl(es);
+    size_t nonzero = 0, seen = 0;
     w = sample_walk_start(n, samples);
     for (size_t j = 0; j < samples; j++, sample_walk_next(&w)) {
-        size_t into_line = ((uintptr_t)(p + w.i * es) & 63) / es;
-        size_t lo = w.i > into_line ? w.i - into_line : 0;
-        size_t hi = lo + per_line < n ? lo + per_line : n;
-        nonzero += count_nonzero_bits(p + lo * es, hi - lo, es);
-        seen += hi - lo;
+        uintptr_t lo = base + w.i * es, hi = lo + es;
+        if (whole_lines) {
+            uintptr_t line = lo & ~(uintptr_t)63;
+            lo = line > base ? line : base;
+            hi = line + 64 < end ? line + 64 : end;
+        }
+        size_t k = (size_t)(hi - lo) >> shift;
+        nonzero += count_nonzero_bits((const unsigned char *)lo, k, es);
+        seen += k;
     }
     return (double)nonzero / (double)seen;
 }

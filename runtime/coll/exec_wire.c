@@ -30,9 +30,15 @@
 
 /* Below this a message is latency-bound: not worth a look. */
 #define WIRE_MIN_BYTES 1024
-/* Elements a send samples before deciding to count. Each is likely a cache miss
- * (the data streams through memory): few, or they cost dense data its speed. */
-#define WIRE_SAMPLES 32
+/* Cache lines a send samples before deciding to count: one per 4 KiB, 4 to 32.
+ * Each is likely a miss (the data streams through memory): few, or they cost dense
+ * data its speed; a small message is cheap to count anyway. Out of cache the 32
+ * lines (512 float32s) are what tells 1% from 0.1% non-zero. */
+static size_t wire_samples(const fold_request_t *req, size_t count)
+{
+    size_t lines = count * req->esize / 4096;
+    return lines < 4 ? 4 : lines > 32 ? 32 : lines;
+}
 
 static char *ref_ptr(const fold_request_t *req, fold_ref_t ref)
 {
@@ -189,8 +195,7 @@ static void note_peer_density(fold_request_t *req, const fold_step_t *st, size_t
     fold_sched_entry_t *entry = req->entry;
     int peer = st->peer;
     int dense = len == st->count * req->esize &&
-                fold_codec_sample_density(req->dtype, ref_ptr(req, st->dst), st->count,
-                                          WIRE_SAMPLES) > 0.5;
+                fold_codec_sample_density(req->dtype, ref_ptr(req, st->dst), st->count, 4) > 0.5;
     if (entry->peer_dense == NULL) {
         if (!dense || (entry->peer_dense = calloc((size_t)req->comm->size, 1)) == NULL) {
             return;   /* without the table every peer counts as sparse: still correct */
@@ -226,7 +231,8 @@ void fold_wire_send_data(fold_request_t *req, uint32_t i, const void **data, siz
         stats = &req->stats[st->link];
     } else {
         /* Dense data must cost next to nothing: a handful of loads rule it out. */
-        double density = fold_codec_sample_density(req->dtype, *data, st->count, WIRE_SAMPLES);
+        double density = fold_codec_sample_density(req->dtype, *data, st->count,
+                                                   wire_samples(req, st->count));
         if (density > dense_above(path)) {
             return;
         }
@@ -339,8 +345,9 @@ static int reduce_encoded(fold_request_t *req, uint32_t i, int *status, char *wh
 
     double da = wire_len != dense ? (double)wire_len / (double)dense
                                   : fold_codec_sample_density(req->dtype, a, st->count,
-                                                              WIRE_SAMPLES);
-    double db = fold_codec_sample_density(req->dtype, b, st->count, WIRE_SAMPLES);
+                                                              wire_samples(req, st->count));
+    double db = fold_codec_sample_density(req->dtype, b, st->count,
+                                          wire_samples(req, st->count));
     fold_codec_id_t codec = guess_codec(req, da + db, path);
     if (codec == FOLD_CODEC_DENSE) {
         return 0;
@@ -417,9 +424,9 @@ int fold_wire_reduce(fold_request_t *req, uint32_t i, char *why, size_t whylen)
     if (stats != NULL && req->codec_mask != 0 && dense < ctx->config.thread_threshold &&
         dense >= WIRE_MIN_BYTES) {
         double da = fold_codec_sample_density(req->dtype, ref_ptr(req, st->src), st->count,
-                                              WIRE_SAMPLES);
+                                              wire_samples(req, st->count));
         double db = fold_codec_sample_density(req->dtype, ref_ptr(req, st->src2), st->count,
-                                              WIRE_SAMPLES);
+                                              wire_samples(req, st->count));
         wire_path_t path = wire_path(req, req->sched->steps[st->fwd].peer);
         if (da + db - da * db > dense_above(path)) {
             /* Tell the send it is dense, so that it does not look again. */
