@@ -226,6 +226,9 @@ void fold_wire_send_data(fold_request_t *req, uint32_t i, const void **data, siz
     counters->sent_bytes  += dense;
     wire_path_t path = wire_path(req, st->peer);
     size_t limit = worth(dense, path);
+    if (limit == 0) {
+        return;   /* nothing would be worth it: not even a look */
+    }
     fold_codec_stats_t counted, *stats = NULL;
     if (st->link != FOLD_STEP_NONE && req->stats[st->link].count == st->count) {
         stats = &req->stats[st->link];
@@ -339,6 +342,9 @@ static int reduce_encoded(fold_request_t *req, uint32_t i, int *status, char *wh
     const fold_step_t *snd = &req->sched->steps[st->fwd];
     size_t dense = st->count * req->esize;
     wire_path_t path = wire_path(req, snd->peer);
+    if (worth(dense, path) == 0) {
+        return 0;
+    }
     const void *a = ref_ptr(req, st->wire == 2 ? st->src2 : st->src);
     const void *b = ref_ptr(req, st->wire == 2 ? st->src : st->src2);
     size_t wire_len = st->wire ? req->tlreq[st->link].length : dense;
@@ -423,11 +429,15 @@ int fold_wire_reduce(fold_request_t *req, uint32_t i, char *why, size_t whylen)
      * operands say the result may be sparse enough to encode. */
     if (stats != NULL && req->codec_mask != 0 && dense < ctx->config.thread_threshold &&
         dense >= WIRE_MIN_BYTES) {
-        double da = fold_codec_sample_density(req->dtype, ref_ptr(req, st->src), st->count,
-                                              wire_samples(req, st->count));
-        double db = fold_codec_sample_density(req->dtype, ref_ptr(req, st->src2), st->count,
-                                              wire_samples(req, st->count));
         wire_path_t path = wire_path(req, req->sched->steps[st->fwd].peer);
+        double da = 1.0, db = 1.0;
+        if (worth(dense, path) != 0) {
+            size_t samples = wire_samples(req, st->count);
+            da = fold_codec_sample_density(req->dtype, ref_ptr(req, st->src), st->count,
+                                           samples);
+            db = fold_codec_sample_density(req->dtype, ref_ptr(req, st->src2), st->count,
+                                           samples);
+        }
         if (da + db - da * db > dense_above(path)) {
             /* Tell the send it is dense, so that it does not look again. */
             stats->count = stats->nnz = st->count;
