@@ -9,9 +9,9 @@
  *
  *   - the reduction that produced the data counted its density (step->counts), or a
  *     few samples rule the data out as too dense, or one counting pass measures it;
- *   - the codec with the fewest bytes wins if it saves enough for the path: half
- *     the bytes to a rank on this node (a copy through shared memory costs about
- *     what encoding and decoding cost), one eighth across nodes;
+ *   - the codec with the fewest bytes wins if it saves enough for the path
+ *     (wire_path below: across nodes 1/8 of the bytes; within a node more, the
+ *     larger the collective, and never to a peer that sends this rank dense data);
  *   - the message is encoded into a staging buffer from the communicator's pool;
  *     with no buffer free it goes dense.
  *
