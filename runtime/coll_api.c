@@ -60,15 +60,6 @@ static size_t segment_count(const fold_context_t *ctx, const fold_alg_t *alg, si
 }
 
 /* A request that is complete from the start (nothing to communicate). */
-/* A communicator of two ranks on different nodes: its schedules talk over a link
- * (sched.h orders their sends). Node-aware algorithms set this for themselves. */
-static int pair_across_nodes(const fold_comm_t *comm)
-{
-    const fold_context_t *ctx = comm->ctx;
-    return comm->size == 2 && ctx->node_of[fold_rank_map_get(&comm->map, 0)] !=
-                                  ctx->node_of[fold_rank_map_get(&comm->map, 1)];
-}
-
 static int completed_request(fold_request_t **req_p)
 {
     fold_request_t *req = calloc(1, sizeof(*req));
@@ -147,7 +138,7 @@ static int reduction_start(fold_coll_t coll, const void *sendbuf, void *recvbuf,
                   .count = count, .seg_count = segment_count(ctx, alg, count * esize, esize),
                   .depth = (int)ctx->config.pipeline_depth, .inplace = has_out && inplace,
                   .commutative = fold_op_is_commutative(op),
-                  .across_nodes = pair_across_nodes(comm)},
+                  .remote = comm->remote},
         .in    = in,
         .out   = has_out ? recvbuf : NULL,
         .dtype = dtype,

@@ -36,6 +36,27 @@ static int rank_map_init(fold_rank_map_t *m, int size, const int *ctx_ranks)
     return FOLD_OK;
 }
 
+/* Which ranks sit on another node (schedules order their sends to those, sched.h). */
+static int remote_init(fold_comm_t *comm)
+{
+    const fold_context_t *ctx = comm->ctx;
+    int mine = ctx->node_of[fold_rank_map_get(&comm->map, comm->rank)], any = 0;
+    for (int r = 0; r < comm->size && !any; r++) {
+        any = ctx->node_of[fold_rank_map_get(&comm->map, r)] != mine;
+    }
+    if (!any) {
+        return FOLD_OK;
+    }
+    comm->remote = malloc((size_t)comm->size);
+    if (comm->remote == NULL) {
+        return FOLD_ERR_NO_MEMORY;
+    }
+    for (int r = 0; r < comm->size; r++) {
+        comm->remote[r] = ctx->node_of[fold_rank_map_get(&comm->map, r)] != mine;
+    }
+    return FOLD_OK;
+}
+
 int fold_comm_create(fold_context_t *ctx, int size, int rank, const int *ctx_ranks,
                      uint32_t id, fold_comm_t **comm_p)
 {
@@ -53,8 +74,12 @@ int fold_comm_create(fold_context_t *ctx, int size, int rank, const int *ctx_ran
     comm->size  = size;
     comm->rank  = rank;
     comm->id    = id;
-    status = fold_context_add_comm(ctx, comm);
+    status = remote_init(comm);
+    if (status == FOLD_OK) {
+        status = fold_context_add_comm(ctx, comm);
+    }
     if (status != FOLD_OK) {
+        free(comm->remote);
         free(comm->map.table);
         free(comm);
         return status;
@@ -75,6 +100,7 @@ void fold_comm_destroy(fold_comm_t *comm)
         free(comm->scratch[i].buf);
     }
     fold_wire_pool_free(comm);
+    free(comm->remote);
     if (comm->node != NULL) {
         fold_node_free(comm->node);
     }

@@ -257,12 +257,13 @@ static void context_destroy(fold_context_t *ctx)
     if (w->dense_bytes != 0) {
         fold_debug("codecs: %llu sends encoded (bits %llu, idx %llu, rle %llu), %llu left "
                    "dense; %llu of %llu bytes sent; %llu fused decodes, %llu results "
-                   "encoded by their reduction",
+                   "encoded by their reduction; %llu answers held behind own sends",
                    (unsigned long long)(w->msgs[1] + w->msgs[2] + w->msgs[3]),
                    (unsigned long long)w->msgs[1], (unsigned long long)w->msgs[2],
                    (unsigned long long)w->msgs[3], (unsigned long long)w->msgs[0],
                    (unsigned long long)w->sent_bytes, (unsigned long long)w->dense_bytes,
-                   (unsigned long long)w->fused, (unsigned long long)w->direct);
+                   (unsigned long long)w->fused, (unsigned long long)w->direct,
+                   (unsigned long long)w->held);
     }
     while (ctx->ncomms > 0) {
         fold_comm_destroy(ctx->comms[ctx->ncomms - 1]);

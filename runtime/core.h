@@ -60,6 +60,7 @@ typedef struct fold_wire_counters {
     uint64_t sent_bytes;     /* bytes they took */
     uint64_t fused;          /* reductions that decoded a message while reducing */
     uint64_t direct;         /* reductions that wrote their result encoded for a send */
+    uint64_t held;           /* answers that waited for an own send to go first (sched.h) */
 } fold_wire_counters_t;
 
 struct fold_context {
@@ -154,6 +155,7 @@ struct fold_comm {
     fold_scratch_t      scratch[4];
     fold_wire_buf_t     wire_pool[FOLD_WIRE_POOL];
     fold_node_t        *node;     /* NULL until a node-aware algorithm first runs */
+    uint8_t            *remote;   /* per rank: on another node; NULL: all on this one */
 };
 
 struct fold_request {
@@ -172,6 +174,8 @@ struct fold_request {
     uint32_t           *queue;        /* ready steps (FIFO) */
     size_t              qhead, qtail;
     uint32_t           *active;       /* posted transport steps */
+    uint8_t            *soft;         /* per step with a soft wait (sched.h): SOFT_* */
+    size_t              soft_left;    /* soft waits neither met nor dropped */
     size_t              nactive;
     fold_tl_req_t      *tlreq;        /* per step */
     struct fold_codec_stats *stats;   /* per step: density a reduction counted */

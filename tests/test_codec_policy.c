@@ -8,7 +8,9 @@
  *     other into dense messages for good;
  *   - within a node, a collective of 1 MiB or more is encoded only when very
  *     sparse (1% non-zero), and one of 8 MiB or more only when sparser still
- *     (0.1%); across nodes the same data goes encoded when it saves bytes.
+ *     (0.1%); across nodes the same data goes encoded when it saves bytes;
+ *   - across nodes, answers never wait for this rank's own sends when the peer's
+ *     messages arrive dense (sched.h: the wait is dropped).
  * Every call's result is checked against the sum computed here.
  */
 #include <criterion/criterion.h>
@@ -24,6 +26,8 @@ typedef struct phase {
 } phase_t;
 
 typedef struct script {
+    const char    *alg;                /* NULL: recursive_doubling */
+    uint64_t       held[2];            /* answers held behind own sends, per rank */
     const phase_t *phases;
     int            nphases;
     int            calls;              /* per phase */
@@ -43,7 +47,9 @@ static int run_script(fold_context_t *ctx, int rank, int size, void *arg)
 {
     script_t *sc = arg;
     (void)size;
-    if (fold_config_set(ctx, "ALLREDUCE_ALG", "recursive_doubling") != FOLD_OK ||
+    uint64_t held_before = ctx->wire.held;
+    if (fold_config_set(ctx, "ALLREDUCE_ALG", sc->alg ? sc->alg : "recursive_doubling") !=
+            FOLD_OK ||
         fold_config_set(ctx, "CODEC", "auto") != FOLD_OK) {
         return 1;
     }
@@ -76,6 +82,7 @@ static int run_script(fold_context_t *ctx, int rank, int size, void *arg)
         free(in);
         free(out);
     }
+    sc->held[rank] = ctx->wire.held - held_before;
     return 0;
 }
 
@@ -85,7 +92,7 @@ Test(codec_policy, within_a_node_a_dense_peer_gets_dense_data_until_it_turns_spa
         {16384, {1000, 10}},   /* 64 KiB, rank 0 dense, rank 1 1% non-zero */
         {16384, {10, 10}},     /* both sparse */
     };
-    script_t sc = {phases, 2, 3, {{{0}}}, {{{0}}}, 0};
+    script_t sc = {NULL, {0, 0}, phases, 2, 3, {{{0}}}, {{{0}}}, 0};
     cr_assert_eq(lh_run(2, run_script, &sc), 0);
     cr_expect_eq(sc.wrong, 0, "a wrong result");
     /* Imbalanced: the first call knows nothing of the peer; later ones send dense. */
@@ -110,7 +117,7 @@ static void sizes(int nnodes, size_t count, int permille_dense, int permille_spa
         {count, {permille_dense, permille_dense}},     /* must go dense */
         {count, {permille_sparse, permille_sparse}},   /* must go encoded */
     };
-    script_t sc = {phases, 2, 2, {{{0}}}, {{{0}}}, 0};
+    script_t sc = {NULL, {0, 0}, phases, 2, 2, {{{0}}}, {{{0}}}, 0};
     cr_assert_eq(lh_run_nodes(2, nnodes, run_script, &sc), 0);
     cr_expect_eq(sc.wrong, 0, "a wrong result");
     for (int r = 0; r < 2; r++) {
@@ -132,4 +139,21 @@ Test(codec_policy, within_a_node_larger_collectives_are_encoded_only_when_sparse
 Test(codec_policy, across_nodes_large_messages_are_encoded_when_it_saves_bytes)
 {
     sizes(2, 2048 * 1024, 1000, 300);
+}
+
+Test(codec_policy, across_nodes_answers_to_dense_peers_never_wait)
+{
+    /* Rabenseifner between two nodes: its allgather sends answer the peer. Dense data
+     * must drop every wait; imbalanced data must still come out right. */
+    static const phase_t dense[] = {{256 * 1024, {1000, 1000}}};
+    static const phase_t imbalanced[] = {{256 * 1024, {1000, 10}}};
+    setenv("FOLD_SEGMENT_SIZE", "64K", 1);   /* several segments per message */
+    script_t sc = {"rabenseifner", {0, 0}, dense, 1, 3, {{{0}}}, {{{0}}}, 0};
+    cr_assert_eq(lh_run_nodes(2, 2, run_script, &sc), 0);
+    cr_expect_eq(sc.wrong, 0, "a wrong result");
+    cr_expect_eq(sc.held[0] + sc.held[1], 0, "answers to a dense peer waited");
+    script_t im = {"rabenseifner", {0, 0}, imbalanced, 1, 3, {{{0}}}, {{{0}}}, 0};
+    cr_assert_eq(lh_run_nodes(2, 2, run_script, &im), 0);
+    cr_expect_eq(im.wrong, 0, "a wrong result");
+    unsetenv("FOLD_SEGMENT_SIZE");
 }

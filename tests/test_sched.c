@@ -123,16 +123,17 @@ Test(sched, wire_links)
     fold_sched_cleanup(&s);
 }
 
-Test(sched, two_party_answers_wait_for_own_sends)
+Test(sched, answers_to_remote_peers_wait_softly_for_own_sends)
 {
-    /* Reduce-scatter then allgather between two ranks on two nodes: the allgather
-     * send answers the peer's message, so it waits for this rank's own sends; the
-     * own sends keep their overlap. */
+    /* Reduce-scatter then allgather with a peer on another node: the allgather send
+     * answers the peer's message, so it waits (softly) for this rank's own sends to
+     * it; the own sends keep their overlap. With the peer on this node, nothing waits. */
+    static const uint8_t remote1[4] = {0, 1, 0, 0};
     fold_coll_args_t a = args_for(FOLD_COLL_ALLREDUCE, 0, 0);
     a.size = 2;
     fold_sched_t s;
     for (int across = 0; across <= 1; across++) {
-        a.across_nodes = across;
+        a.remote = across ? remote1 : NULL;
         fold_sched_init(&s, &a);
         fold_sched_send(&s, 1, fold_ref_in(50), 25);                                /* 0 */
         fold_sched_send(&s, 1, fold_ref_in(75), 25);                                /* 1 */
@@ -141,25 +142,37 @@ Test(sched, two_party_answers_wait_for_own_sends)
         fold_sched_send(&s, 1, fold_ref_out(0), 50);                                /* 4 */
         fold_sched_recv(&s, 1, fold_ref_out(50), 50);                               /* 5 */
         cr_assert_eq(fold_sched_finalize(&s), FOLD_OK);
-        /* Within a node the answer overlaps the rest. */
         cr_expect_eq(depends_on(&s, 4, 1), across, "the answer waits for the latest own send");
+        cr_expect_eq(s.steps[4].soft, across ? 1u : FOLD_STEP_NONE);
+        cr_expect_eq(s.steps[1].soft, FOLD_STEP_NONE, "an own send waits for nothing");
         cr_expect(!depends_on(&s, 1, 0), "own sends stay concurrent");
         cr_expect_eq(s.steps[4].npred, 1 + (uint32_t)across);
+        cr_expect_eq(s.nsoft, (size_t)across);
         fold_sched_cleanup(&s);
     }
 
-    /* A third party: no extra waits (they could close a cycle through it). */
-    a.across_nodes = 1;
+    /* Peer 1 remote, peer 2 local: data from 2 sent on to 1 is not an answer to 1;
+     * what derives from 1's message is, also after passing through 2's. */
+    a.size = 4;
+    a.remote = remote1;
     fold_sched_init(&s, &a);
-    fold_sched_send(&s, 1, fold_ref_in(50), 50);
-    fold_sched_recv(&s, 2, fold_ref_tmp(0), 50);
-    fold_sched_reduce(&s, fold_ref_in(0), fold_ref_tmp(0), fold_ref_out(0), 50);
-    fold_sched_send(&s, 1, fold_ref_out(0), 50);
+    fold_sched_send(&s, 1, fold_ref_in(0), 50);                                  /* 0 */
+    fold_sched_recv(&s, 2, fold_ref_tmp(0), 50);                                 /* 1 */
+    fold_sched_reduce(&s, fold_ref_in(50), fold_ref_tmp(0), fold_ref_out(0), 50); /* 2 */
+    fold_sched_send(&s, 1, fold_ref_out(0), 50);                                 /* 3 */
+    fold_sched_recv(&s, 1, fold_ref_tmp(50), 50);                                /* 4 */
+    fold_sched_reduce(&s, fold_ref_tmp(50), fold_ref_out(0), fold_ref_tmp(100), 50); /* 5 */
+    fold_sched_send(&s, 2, fold_ref_tmp(100), 50);                               /* 6 */
+    fold_sched_send(&s, 1, fold_ref_tmp(100), 50);                               /* 7 */
     cr_assert_eq(fold_sched_finalize(&s), FOLD_OK);
-    cr_expect(!depends_on(&s, 3, 0));
-    cr_expect_eq(s.steps[3].npred, 1);
+    cr_expect_eq(s.steps[3].soft, FOLD_STEP_NONE, "not an answer to 1");
+    cr_expect_eq(s.steps[7].soft, 3u, "an answer to 1 waits for the latest own send to 1");
+    cr_expect(depends_on(&s, 7, 3));
+    cr_expect_eq(s.steps[6].soft, FOLD_STEP_NONE, "sends to a peer on this node never wait");
     fold_sched_cleanup(&s);
 
+    a.size = 2;
+    a.remote = remote1;
     /* Rabenseifner between two ranks, segmented: every allgather send waits for
      * the last reduce-scatter send. */
     a.count = 100;

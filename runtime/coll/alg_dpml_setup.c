@@ -191,7 +191,7 @@ int fold_node_prepare(fold_comm_t *comm, fold_exec_args_t *args)
     size_t esize = fold_dtype_size(args->dtype);
     size_t bytes = a->count * esize;
     a->topo      = node->topo;
-    a->across_nodes = node->topo->nnodes > 1;
+    a->remote    = comm->remote;
     a->leaders   = fold_select_leaders(ctx, node->topo, args->coll, bytes);
     a->shm_count = node->shm_bytes / esize;
     a->inter     = node->topo->nnodes > 1

@@ -45,7 +45,7 @@ static int args_equal(const fold_coll_args_t *a, const fold_coll_args_t *b)
     return a->coll == b->coll && a->rank == b->rank && a->size == b->size &&
            a->root == b->root && a->count == b->count && a->seg_count == b->seg_count &&
            a->depth == b->depth && a->inplace == b->inplace &&
-           a->commutative == b->commutative && a->across_nodes == b->across_nodes &&
+           a->commutative == b->commutative && a->remote == b->remote &&
            a->topo == b->topo &&
            a->leaders == b->leaders && a->shm_count == b->shm_count && a->inter == b->inter;
 }
@@ -148,7 +148,7 @@ static fold_request_t *request_alloc(size_t nsteps)
     size_t n = nsteps ? nsteps : 1;
     size_t bytes = sizeof(fold_request_t) +
                    n * (sizeof(fold_tl_req_t) + sizeof(fold_codec_stats_t) +
-                        sizeof(fold_wire_buf_t *) + 3 * sizeof(uint32_t));
+                        sizeof(fold_wire_buf_t *) + 3 * sizeof(uint32_t) + 1);
     fold_request_t *req = calloc(1, bytes);
     if (req == NULL) {
         return NULL;
@@ -159,6 +159,7 @@ static fold_request_t *request_alloc(size_t nsteps)
     req->pending    = (uint32_t *)(req->staging + n);
     req->queue      = req->pending + n;
     req->active     = req->queue + n;
+    req->soft       = (uint8_t *)(req->active + n);
     req->nsteps_cap = n;
     return req;
 }
@@ -167,6 +168,9 @@ static void queue_push(fold_request_t *req, uint32_t step)
 {
     req->queue[req->qtail++] = step;
 }
+
+/* The state of an answer's soft wait (sched.h). */
+enum { SOFT_WAITING, SOFT_DROPPED, SOFT_MET };
 
 /* A schedule that uses the node segment needs one big enough, not left broken. */
 static int shm_check(fold_comm_t *comm, const fold_exec_args_t *args, const fold_sched_t *s,
@@ -261,6 +265,10 @@ int fold_exec_start(fold_comm_t *comm, const fold_exec_args_t *args, fold_reques
     req->shm_epoch  = 0;
     req->shm_next   = NULL;
     fold_wire_request_init(req, args);
+    req->soft_left = s->nsoft;
+    if (s->nsoft != 0) {
+        memset(req->soft, SOFT_WAITING, s->nsteps);
+    }
     for (size_t i = 0; i < s->nsteps; i++) {
         req->pending[i] = s->steps[i].npred;
         if (s->steps[i].npred == 0) {
@@ -407,14 +415,41 @@ static char *step_ptr(const fold_request_t *req, fold_ref_t ref)
 
 static void step_done(fold_request_t *req, uint32_t i)
 {
-    const fold_step_t *st = &req->sched->steps[i];
-    const uint32_t *succ = &req->sched->succ[st->succ_off];
+    const fold_sched_t *s = req->sched;
+    const fold_step_t *st = &s->steps[i];
+    const uint32_t *succ = &s->succ[st->succ_off];
     for (uint32_t k = 0; k < st->nsucc; k++) {
-        if (--req->pending[succ[k]] == 0) {
-            queue_push(req, succ[k]);
+        uint32_t j = succ[k];
+        if (s->nsoft != 0 && s->steps[j].soft == i) {
+            if (req->soft[j] == SOFT_DROPPED) {
+                continue;   /* the wait was dropped: already counted down */
+            }
+            req->soft[j] = SOFT_MET;
+            req->soft_left--;
+            req->comm->ctx->wire.held += req->pending[j] == 1;
+        }
+        if (--req->pending[j] == 0) {
+            queue_push(req, j);
         }
     }
     req->ndone++;
+}
+
+/* A dense message from `peer`: it is not ahead of this rank, so the answers to it
+ * need not wait for this rank's own sends (sched.h). */
+static void drop_soft_waits(fold_request_t *req, int32_t peer)
+{
+    const fold_sched_t *s = req->sched;
+    for (size_t j = 0; j < s->nsteps && req->soft_left != 0; j++) {
+        const fold_step_t *st = &s->steps[j];
+        if (st->soft != FOLD_STEP_NONE && st->peer == peer && req->soft[j] == SOFT_WAITING) {
+            req->soft[j] = SOFT_DROPPED;
+            req->soft_left--;
+            if (--req->pending[j] == 0) {
+                queue_push(req, (uint32_t)j);
+            }
+        }
+    }
 }
 
 static int check_transfer(fold_request_t *req, uint32_t i)
@@ -441,6 +476,9 @@ static int check_transfer(fold_request_t *req, uint32_t i)
         int status = fold_wire_recv_done(req, i, why, sizeof(why));
         if (status != FOLD_OK) {
             return request_fail(req, status, i, why);
+        }
+        if (req->soft_left != 0 && t->length == st->count * req->esize) {
+            drop_soft_waits(req, st->peer);
         }
     }
     return FOLD_OK;

@@ -12,7 +12,7 @@ void fold_sched_init(fold_sched_t *s, const fold_coll_args_t *args)
 {
     memset(s, 0, sizeof(*s));
     s->inplace = args->inplace;
-    s->order_answers = args->across_nodes;
+    s->remote  = args->remote;
     s->has_out = !(args->coll == FOLD_COLL_REDUCE && args->rank != args->root) &&
                  args->coll != FOLD_COLL_BARRIER;
 }
@@ -538,51 +538,67 @@ static int sched_number_messages(fold_sched_t *s)
     return FOLD_OK;
 }
 
-/* Two-party exchanges across nodes (every message goes to or comes from one peer,
- * over a link): a send that answers the peer, its data derived from a message the
- * peer sent, waits until this rank's latest send of data of its own to the peer
- * before it is done. Without that, where the peer's message came early (small:
- * sparse data, encoded), the answer would share the link with the message the peer
- * needs first, and the peer would wait for both. Sends of the same kind keep their
- * overlap (pipelines stay full). Within a node the receiver pulls the messages in
- * the order it needs them, and an answer overlapping the rest is a gain. */
-static void order_answers(fold_sched_t *s, dep_map_t *m)
+/* A send to a peer on another node that answers it, its data derived from a message
+ * the peer sent, waits (softly: see sched.h) until this rank's latest earlier send to
+ * that peer of data not derived from its messages is done. Otherwise, where the
+ * peer's message came early (small: sparse data, encoded), the answer would share
+ * the link with the message the peer needs first, and the peer would wait for both.
+ * Sends of the same kind keep their overlap (pipelines stay full), and peers on this
+ * node are left alone: a rank pulls their messages in the order it needs them. */
+static void order_answers_to(fold_sched_t *s, dep_map_t *m, int32_t peer, uint8_t *answers,
+                             size_t nedges)
 {
     size_t n = s->nsteps;
-    int32_t peer = -1;
-    if (!s->order_answers) {
-        return;
-    }
     for (size_t i = 0; i < n; i++) {
-        const fold_step_t *st = &s->steps[i];
-        if (st->kind == FOLD_STEP_SEND || st->kind == FOLD_STEP_RECV) {
-            if (peer >= 0 && st->peer != peer) {
-                return;   /* more parties: an extra wait could close a cycle */
-            }
-            peer = st->peer;
-        }
+        answers[i] = s->steps[i].kind == FOLD_STEP_RECV && s->steps[i].peer == peer;
     }
-    uint8_t *answers = calloc(n + 1, 1);   /* depends on a receive */
-    if (answers == NULL) {
-        m->status = FOLD_ERR_NO_MEMORY;
-        return;
-    }
-    for (size_t i = 0; i < n; i++) {
-        answers[i] = s->steps[i].kind == FOLD_STEP_RECV;
-    }
-    for (size_t e = 0; e < m->nedges; e++) {   /* in order of their target step */
+    for (size_t e = 0; e < nedges; e++) {   /* in order of their target step */
         answers[m->edges[e][1]] |= answers[m->edges[e][0]];
     }
     int64_t own = -1;
     for (size_t i = 0; i < n; i++) {
-        if (s->steps[i].kind != FOLD_STEP_SEND) {
+        fold_step_t *st = &s->steps[i];
+        if (st->kind != FOLD_STEP_SEND || st->peer != peer) {
             continue;
         }
         if (!answers[i]) {
             own = (int64_t)i;
-        } else {
+        } else if (own >= 0) {
             add_pred(m, own, (uint32_t)i);
+            st->soft = (uint32_t)own;
+            s->nsoft++;
         }
+    }
+}
+
+static void order_answers(fold_sched_t *s, dep_map_t *m)
+{
+    size_t n = s->nsteps, nedges = m->nedges;   /* the derived edges, by target step */
+    s->nsoft = 0;
+    for (size_t i = 0; i < n; i++) {
+        s->steps[i].soft = FOLD_STEP_NONE;
+    }
+    if (s->remote == NULL) {
+        return;
+    }
+    uint8_t *answers = NULL;
+    for (size_t i = 0; i < n && m->status == FOLD_OK; i++) {
+        const fold_step_t *st = &s->steps[i];
+        if (st->kind != FOLD_STEP_SEND || !s->remote[st->peer]) {
+            continue;
+        }
+        int seen = 0;   /* the first send to each remote peer orders them all */
+        for (size_t k = 0; k < i && !seen; k++) {
+            seen = s->steps[k].kind == FOLD_STEP_SEND && s->steps[k].peer == st->peer;
+        }
+        if (seen) {
+            continue;
+        }
+        if (answers == NULL && (answers = calloc(n + 1, 1)) == NULL) {
+            m->status = FOLD_ERR_NO_MEMORY;
+            break;
+        }
+        order_answers_to(s, m, st->peer, answers, nedges);
     }
     free(answers);
 }

@@ -17,10 +17,12 @@
  * write-after-read, write-after-write), directly or through a chain of such steps
  * (it records the last writer and the readers since, per element range). So a builder emits steps in the order they
  * would run sequentially, and reuses a scratch slot simply by naming it again.
- * One rule is not about buffers: in a two-party schedule across nodes (every message
- * to or from one peer, over a link), a send whose data derives from a received
- * message waits for the latest earlier send of this rank's own data, so the link
- * carries first what the peer needs first.
+ * One rule is not about buffers. A send to a peer on another node whose data derives
+ * from a message that peer sent (an answer) may wait for this rank's latest earlier
+ * send to it of data not derived from its messages (step->soft), so the link carries
+ * first what the peer needs first. The wait is soft: the executor drops it as soon as
+ * a message from that peer arrives dense, for then the peer is not ahead of this
+ * rank and the overlap costs nothing.
  *
  * Message matching: the k-th send from rank a to rank b matches the k-th receive
  * posted by b from a (finalize numbers them). Both sides must therefore emit their
@@ -98,6 +100,8 @@ typedef struct fold_step {
     uint32_t   link;      /* reduce with a wire operand: the recv step; send: the
                              reduce that counted its data; FOLD_STEP_NONE otherwise */
     uint32_t   fwd;       /* reduce with counts: the send forwarding its result */
+    uint32_t   soft;      /* send: the own send this answer waits for while its peer
+                             looks ahead (see the top); FOLD_STEP_NONE otherwise */
     uint32_t   npred;     /* steps this one waits for (set by finalize) */
     uint32_t   succ_off;  /* its successors: succ[succ_off .. succ_off + nsucc) */
     uint32_t   nsucc;
@@ -119,7 +123,8 @@ typedef struct fold_coll_args {
     int    depth;         /* segments in flight per stream (scratch slots), >= 1 */
     int    inplace;       /* IN is OUT */
     int    commutative;   /* 0: keep the rank order x0 op x1 op ... op x(p-1) */
-    int    across_nodes;  /* the peers of a two-party schedule talk over a link */
+    const uint8_t *remote; /* per rank: on another node than this one (NULL: all on
+                              this node); the communicator's, so stable per schedule */
     /* Node-aware algorithms only (zero for the others), filled by the executor: */
     const struct fold_topo *topo;   /* who shares a node, leader order */
     int    leaders;               /* leaders per node */
@@ -138,7 +143,8 @@ typedef struct fold_sched {
     int          uses_shm;    /* references SHM or has shm steps */
     int          uses_tl;     /* has sends or receives (set by finalize) */
     int          inplace;
-    int          order_answers;  /* two-party schedule across nodes: see the top */
+    const uint8_t *remote;    /* args->remote */
+    size_t       nsoft;       /* steps with a soft wait */
     int          has_out;     /* 0: OUT must not be referenced */
     int          status;      /* sticky: first error while building */
 } fold_sched_t;
