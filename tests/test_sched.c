@@ -144,6 +144,8 @@ Test(sched, answers_to_remote_peers_wait_softly_for_own_sends)
         cr_assert_eq(fold_sched_finalize(&s), FOLD_OK);
         cr_expect_eq(depends_on(&s, 4, 1), across, "the answer waits for the latest own send");
         cr_expect_eq(s.steps[4].soft, across ? 1u : FOLD_STEP_NONE);
+        cr_expect_eq(s.steps[4].soft_src, across ? 2u : FOLD_STEP_NONE,
+                     "the wait hangs on the message it answers");
         cr_expect_eq(s.steps[1].soft, FOLD_STEP_NONE, "an own send waits for nothing");
         cr_expect(!depends_on(&s, 1, 0), "own sends stay concurrent");
         cr_expect_eq(s.steps[4].npred, 1 + (uint32_t)across);
@@ -167,6 +169,7 @@ Test(sched, answers_to_remote_peers_wait_softly_for_own_sends)
     cr_assert_eq(fold_sched_finalize(&s), FOLD_OK);
     cr_expect_eq(s.steps[3].soft, FOLD_STEP_NONE, "not an answer to 1");
     cr_expect_eq(s.steps[7].soft, 3u, "an answer to 1 waits for the latest own send to 1");
+    cr_expect_eq(s.steps[7].soft_src, 4u);
     cr_expect(depends_on(&s, 7, 3));
     cr_expect_eq(s.steps[6].soft, FOLD_STEP_NONE, "sends to a peer on this node never wait");
     fold_sched_cleanup(&s);

@@ -435,14 +435,14 @@ static void step_done(fold_request_t *req, uint32_t i)
     req->ndone++;
 }
 
-/* A dense message from `peer`: it is not ahead of this rank, so the answers to it
- * need not wait for this rank's own sends (sched.h). */
-static void drop_soft_waits(fold_request_t *req, int32_t peer)
+/* Receive `recv` brought a dense message: its sender was not ahead of this rank, so
+ * the answers derived from it need not wait for this rank's own sends (sched.h). */
+static void drop_soft_waits(fold_request_t *req, uint32_t recv)
 {
     const fold_sched_t *s = req->sched;
-    for (size_t j = 0; j < s->nsteps && req->soft_left != 0; j++) {
-        const fold_step_t *st = &s->steps[j];
-        if (st->soft != FOLD_STEP_NONE && st->peer == peer && req->soft[j] == SOFT_WAITING) {
+    for (size_t k = 0; k < s->nsoft && req->soft_left != 0; k++) {
+        uint32_t j = s->soft_steps[k];
+        if (s->steps[j].soft_src == recv && req->soft[j] == SOFT_WAITING) {
             req->soft[j] = SOFT_DROPPED;
             req->soft_left--;
             if (--req->pending[j] == 0) {
@@ -478,7 +478,7 @@ static int check_transfer(fold_request_t *req, uint32_t i)
             return request_fail(req, status, i, why);
         }
         if (req->soft_left != 0 && t->length == st->count * req->esize) {
-            drop_soft_waits(req, st->peer);
+            drop_soft_waits(req, i);
         }
     }
     return FOLD_OK;

@@ -21,6 +21,7 @@ void fold_sched_cleanup(fold_sched_t *s)
 {
     free(s->steps);
     free(s->succ);
+    free(s->soft_steps);
     memset(s, 0, sizeof(*s));
 }
 
@@ -545,28 +546,35 @@ static int sched_number_messages(fold_sched_t *s)
  * the link with the message the peer needs first, and the peer would wait for both.
  * Sends of the same kind keep their overlap (pipelines stay full), and peers on this
  * node are left alone: a rank pulls their messages in the order it needs them. */
-static void order_answers_to(fold_sched_t *s, dep_map_t *m, int32_t peer, uint8_t *answers,
+static void order_answers_to(fold_sched_t *s, dep_map_t *m, int32_t peer, uint32_t *source,
                              size_t nedges)
 {
+    /* source[i]: the latest receive from the peer that step i derives from. */
     size_t n = s->nsteps;
     for (size_t i = 0; i < n; i++) {
-        answers[i] = s->steps[i].kind == FOLD_STEP_RECV && s->steps[i].peer == peer;
+        const fold_step_t *st = &s->steps[i];
+        source[i] = (st->kind == FOLD_STEP_RECV && st->peer == peer) ? (uint32_t)i
+                                                                      : FOLD_STEP_NONE;
     }
     for (size_t e = 0; e < nedges; e++) {   /* in order of their target step */
-        answers[m->edges[e][1]] |= answers[m->edges[e][0]];
+        uint32_t from = source[m->edges[e][0]], *to = &source[m->edges[e][1]];
+        if (from != FOLD_STEP_NONE && (*to == FOLD_STEP_NONE || from > *to)) {
+            *to = from;
+        }
     }
     int64_t own = -1;
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < n && m->status == FOLD_OK; i++) {
         fold_step_t *st = &s->steps[i];
         if (st->kind != FOLD_STEP_SEND || st->peer != peer) {
             continue;
         }
-        if (!answers[i]) {
+        if (source[i] == FOLD_STEP_NONE) {
             own = (int64_t)i;
         } else if (own >= 0) {
             add_pred(m, own, (uint32_t)i);
-            st->soft = (uint32_t)own;
-            s->nsoft++;
+            st->soft     = (uint32_t)own;
+            st->soft_src = source[i];
+            s->soft_steps[s->nsoft++] = (uint32_t)i;
         }
     }
 }
@@ -576,12 +584,17 @@ static void order_answers(fold_sched_t *s, dep_map_t *m)
     size_t n = s->nsteps, nedges = m->nedges;   /* the derived edges, by target step */
     s->nsoft = 0;
     for (size_t i = 0; i < n; i++) {
-        s->steps[i].soft = FOLD_STEP_NONE;
+        s->steps[i].soft = s->steps[i].soft_src = FOLD_STEP_NONE;
     }
     if (s->remote == NULL) {
         return;
     }
-    uint8_t *answers = NULL;
+    free(s->soft_steps);
+    if ((s->soft_steps = malloc((n + 1) * sizeof(*s->soft_steps))) == NULL) {
+        m->status = FOLD_ERR_NO_MEMORY;
+        return;
+    }
+    uint32_t *source = NULL;
     for (size_t i = 0; i < n && m->status == FOLD_OK; i++) {
         const fold_step_t *st = &s->steps[i];
         if (st->kind != FOLD_STEP_SEND || !s->remote[st->peer]) {
@@ -594,13 +607,13 @@ static void order_answers(fold_sched_t *s, dep_map_t *m)
         if (seen) {
             continue;
         }
-        if (answers == NULL && (answers = calloc(n + 1, 1)) == NULL) {
+        if (source == NULL && (source = malloc((n + 1) * sizeof(*source))) == NULL) {
             m->status = FOLD_ERR_NO_MEMORY;
             break;
         }
-        order_answers_to(s, m, st->peer, answers, nedges);
+        order_answers_to(s, m, st->peer, source, nedges);
     }
-    free(answers);
+    free(source);
 }
 
 int fold_sched_finalize(fold_sched_t *s)

@@ -20,9 +20,9 @@
  * One rule is not about buffers. A send to a peer on another node whose data derives
  * from a message that peer sent (an answer) may wait for this rank's latest earlier
  * send to it of data not derived from its messages (step->soft), so the link carries
- * first what the peer needs first. The wait is soft: the executor drops it as soon as
- * a message from that peer arrives dense, for then the peer is not ahead of this
- * rank and the overlap costs nothing.
+ * first what the peer needs first. The wait is soft: the executor drops it when the
+ * peer's message the answer derives from (step->soft_src) arrives dense, for then the
+ * peer was not ahead of this rank and the overlap costs nothing.
  *
  * Message matching: the k-th send from rank a to rank b matches the k-th receive
  * posted by b from a (finalize numbers them). Both sides must therefore emit their
@@ -102,6 +102,8 @@ typedef struct fold_step {
     uint32_t   fwd;       /* reduce with counts: the send forwarding its result */
     uint32_t   soft;      /* send: the own send this answer waits for while its peer
                              looks ahead (see the top); FOLD_STEP_NONE otherwise */
+    uint32_t   soft_src;  /* send with a soft wait: the latest receive from its peer
+                             that its data derives from */
     uint32_t   npred;     /* steps this one waits for (set by finalize) */
     uint32_t   succ_off;  /* its successors: succ[succ_off .. succ_off + nsucc) */
     uint32_t   nsucc;
@@ -144,7 +146,8 @@ typedef struct fold_sched {
     int          uses_tl;     /* has sends or receives (set by finalize) */
     int          inplace;
     const uint8_t *remote;    /* args->remote */
-    size_t       nsoft;       /* steps with a soft wait */
+    uint32_t    *soft_steps;  /* the steps with a soft wait, nsoft of them */
+    size_t       nsoft;
     int          has_out;     /* 0: OUT must not be referenced */
     int          status;      /* sticky: first error while building */
 } fold_sched_t;
