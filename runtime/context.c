@@ -204,25 +204,45 @@ static void context_resolve_threads(fold_context_t *ctx)
 }
 
 /* Every rank's transport address, through the bootstrap: lengths, then padded blobs. */
-static int context_connect(fold_context_t *ctx)
+/* An address length that says "my transport failed": every rank still joins the
+ * first exchange, so one rank's failure fails them all instead of leaving the others
+ * waiting for it in the second. */
+#define ADDRESS_FAILED SIZE_MAX
+
+/* Exchanges transport addresses; `local` is this rank's status so far (a failed rank
+ * has no transport but still takes part). */
+static int context_connect(fold_context_t *ctx, int local)
 {
     int p = ctx->bs.size;
-    const void *addr;
-    size_t len;
-    int status = ctx->tl_ops->address(ctx->tl, &addr, &len);
-    if (status != FOLD_OK) {
-        return status;
+    const void *addr = NULL;
+    size_t len = ADDRESS_FAILED;
+    int status = local;
+    if (status == FOLD_OK && (status = ctx->tl_ops->address(ctx->tl, &addr, &len)) != FOLD_OK) {
+        len = ADDRESS_FAILED;
     }
     size_t *lens = malloc((size_t)p * sizeof(size_t));
     const void **addrs = malloc((size_t)p * sizeof(void *));
     char *blob = NULL, *mine = NULL;
     if (lens == NULL || addrs == NULL) {
+        /* Without room for the answers this rank cannot take part: the others will
+         * wait for it until the launcher ends the job. */
         status = FOLD_ERR_NO_MEMORY;
         goto out;
     }
     if (ctx->bs.allgather(&ctx->bs, &len, lens, sizeof(len)) != FOLD_OK) {
         status = FOLD_ERR_BOOTSTRAP;
         goto out;
+    }
+    if (status != FOLD_OK) {
+        goto out;   /* this rank's own failure, reported where it happened */
+    }
+    for (int r = 0; r < p; r++) {
+        if (lens[r] == ADDRESS_FAILED) {
+            fold_error("rank %d could not open its transport (%s), so no rank can connect "
+                       "(its own log says why)", r, ctx->tl_ops->name);
+            status = FOLD_ERR_PEER_FAILED;
+            goto out;
+        }
     }
     size_t max = 0;
     for (int r = 0; r < p; r++) {
@@ -317,9 +337,8 @@ int fold_context_create(fold_bootstrap_t *bs, const char *transport, void *loopb
     fold_tl_params_t params = {ctx->bs.rank, ctx->bs.size, loopback_fabric};
     if ((status = ctx->tl_ops->open(&params, &ctx->tl)) != FOLD_OK) {
         ctx->tl = NULL;
-        goto err;
     }
-    if ((status = context_connect(ctx)) != FOLD_OK) {
+    if ((status = context_connect(ctx, status)) != FOLD_OK) {
         goto err;
     }
     ctx->magic = FOLD_CONTEXT_MAGIC;

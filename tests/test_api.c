@@ -1,13 +1,15 @@
 /*
  * The public API on loopback ranks: bad input gets a clear error and no crash,
  * handles after finalize are refused, split/bcast/barrier/non-blocking calls work,
- * a collective that never completes times out naming the peer, and mismatched
- * counts are caught.
+ * a collective that never completes times out naming the peer, mismatched
+ * counts are caught, and a rank whose transport fails to open fails every rank's
+ * context creation instead of leaving the others waiting.
  */
 #include <criterion/criterion.h>
 
 #include "loopback_harness.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -342,4 +344,51 @@ Test(api, create_group_from_member_ranks)
         group_members[group_nmembers++] = r;
     }
     cr_assert_eq(lh_run(size, create_group, NULL), 0);
+}
+
+/* ---- a rank whose transport does not open -------------------------------------------- */
+
+typedef struct broken_rank {
+    void *group, *fabric;
+    int   rank, status;
+} broken_rank_t;
+
+static void *create_context(void *arg)
+{
+    broken_rank_t *b = arg;
+    fold_bootstrap_t bs;
+    fold_context_t *ctx = NULL;
+    b->status = fold_bootstrap_mem_init(&bs, b->group, b->rank);
+    if (b->status == FOLD_OK) {
+        /* Rank 1 gets no fabric, so its loopback transport refuses to open. */
+        b->status = fold_context_create(&bs, "loopback", b->rank == 1 ? NULL : b->fabric, &ctx);
+    }
+    if (b->status == FOLD_OK) {
+        fold_finalize(ctx);
+    }
+    return NULL;
+}
+
+Test(api, one_rank_failing_to_open_its_transport_fails_them_all, .timeout = 60)
+{
+    enum { P = 3 };
+    void *group = fold_bootstrap_mem_group_create(P), *fabric = fold_loopback_fabric_create(P);
+    cr_assert(group != NULL && fabric != NULL);
+    broken_rank_t ranks[P];
+    pthread_t tid[P];
+    for (int r = 0; r < P; r++) {
+        ranks[r] = (broken_rank_t){group, fabric, r, -1};
+        cr_assert_eq(pthread_create(&tid[r], NULL, create_context, &ranks[r]), 0);
+    }
+    for (int r = 0; r < P; r++) {
+        pthread_join(tid[r], NULL);
+    }
+    cr_expect_eq(ranks[1].status, FOLD_ERR_UNSUPPORTED, "rank 1: %s",
+                 fold_status_string(ranks[1].status));
+    cr_expect_eq(ranks[0].status, FOLD_ERR_PEER_FAILED, "rank 0: %s",
+                 fold_status_string(ranks[0].status));
+    cr_expect_eq(ranks[2].status, FOLD_ERR_PEER_FAILED, "rank 2: %s",
+                 fold_status_string(ranks[2].status));
+    fold_loopback_fabric_destroy(fabric);
+    fold_bootstrap_mem_group_destroy(group);
 }
