@@ -238,8 +238,8 @@ static int context_connect(fold_context_t *ctx, int local)
     }
     for (int r = 0; r < p; r++) {
         if (lens[r] == ADDRESS_FAILED) {
-            fold_error("rank %d could not open its transport (%s), so no rank can connect "
-                       "(its own log says why)", r, ctx->tl_ops->name);
+            fold_error("rank %d could not open its transport, so no rank can connect (its "
+                       "own log says why)", r);
             status = FOLD_ERR_PEER_FAILED;
             goto out;
         }
@@ -321,12 +321,14 @@ int fold_context_create(fold_bootstrap_t *bs, const char *transport, void *loopb
         goto err;
     }
 
+    /* From here on a rank that fails locally still takes part in the bootstrap
+     * exchanges up to the address exchange, where every rank learns of it. */
     const char *tl_name = transport ? transport : ctx->config.values[FOLD_CFG_TRANSPORT];
     ctx->tl_ops = fold_tl_find(tl_name);
+    int local = FOLD_OK;
     if (ctx->tl_ops == NULL) {
         fold_error("unknown transport '%s' (fold_info lists the transports)", tl_name);
-        status = FOLD_ERR_NOT_FOUND;
-        goto err;
+        local = FOLD_ERR_NOT_FOUND;
     }
     if ((status = context_locality(ctx)) != FOLD_OK) {
         goto err;
@@ -335,10 +337,10 @@ int fold_context_create(fold_bootstrap_t *bs, const char *transport, void *loopb
     context_resolve_spin(ctx);
 
     fold_tl_params_t params = {ctx->bs.rank, ctx->bs.size, loopback_fabric};
-    if ((status = ctx->tl_ops->open(&params, &ctx->tl)) != FOLD_OK) {
+    if (local == FOLD_OK && (local = ctx->tl_ops->open(&params, &ctx->tl)) != FOLD_OK) {
         ctx->tl = NULL;
     }
-    if ((status = context_connect(ctx, status)) != FOLD_OK) {
+    if ((status = context_connect(ctx, local)) != FOLD_OK) {
         goto err;
     }
     ctx->magic = FOLD_CONTEXT_MAGIC;

@@ -349,8 +349,9 @@ Test(api, create_group_from_member_ranks)
 /* ---- a rank whose transport does not open -------------------------------------------- */
 
 typedef struct broken_rank {
-    void *group, *fabric;
-    int   rank, status;
+    void       *group, *fabric;
+    int         rank, status;
+    const char *transport;   /* rank 1's */
 } broken_rank_t;
 
 static void *create_context(void *arg)
@@ -360,8 +361,10 @@ static void *create_context(void *arg)
     fold_context_t *ctx = NULL;
     b->status = fold_bootstrap_mem_init(&bs, b->group, b->rank);
     if (b->status == FOLD_OK) {
-        /* Rank 1 gets no fabric, so its loopback transport refuses to open. */
-        b->status = fold_context_create(&bs, "loopback", b->rank == 1 ? NULL : b->fabric, &ctx);
+        /* Rank 1 gets no fabric, so its loopback transport refuses to open, or a
+         * transport that does not exist. */
+        b->status = fold_context_create(&bs, b->rank == 1 ? b->transport : "loopback",
+                                        b->rank == 1 ? NULL : b->fabric, &ctx);
     }
     if (b->status == FOLD_OK) {
         fold_finalize(ctx);
@@ -369,7 +372,7 @@ static void *create_context(void *arg)
     return NULL;
 }
 
-Test(api, one_rank_failing_to_open_its_transport_fails_them_all, .timeout = 60)
+static void one_rank_fails(const char *transport, int expected)
 {
     enum { P = 3 };
     void *group = fold_bootstrap_mem_group_create(P), *fabric = fold_loopback_fabric_create(P);
@@ -377,18 +380,23 @@ Test(api, one_rank_failing_to_open_its_transport_fails_them_all, .timeout = 60)
     broken_rank_t ranks[P];
     pthread_t tid[P];
     for (int r = 0; r < P; r++) {
-        ranks[r] = (broken_rank_t){group, fabric, r, -1};
+        ranks[r] = (broken_rank_t){group, fabric, r, -1, transport};
         cr_assert_eq(pthread_create(&tid[r], NULL, create_context, &ranks[r]), 0);
     }
     for (int r = 0; r < P; r++) {
         pthread_join(tid[r], NULL);
     }
-    cr_expect_eq(ranks[1].status, FOLD_ERR_UNSUPPORTED, "rank 1: %s",
-                 fold_status_string(ranks[1].status));
+    cr_expect_eq(ranks[1].status, expected, "rank 1: %s", fold_status_string(ranks[1].status));
     cr_expect_eq(ranks[0].status, FOLD_ERR_PEER_FAILED, "rank 0: %s",
                  fold_status_string(ranks[0].status));
     cr_expect_eq(ranks[2].status, FOLD_ERR_PEER_FAILED, "rank 2: %s",
                  fold_status_string(ranks[2].status));
     fold_loopback_fabric_destroy(fabric);
     fold_bootstrap_mem_group_destroy(group);
+}
+
+Test(api, one_rank_failing_to_open_its_transport_fails_them_all, .timeout = 60)
+{
+    one_rank_fails("loopback", FOLD_ERR_UNSUPPORTED);
+    one_rank_fails("no_such_transport", FOLD_ERR_NOT_FOUND);
 }
