@@ -34,6 +34,7 @@ typedef enum shim_route {
     SHIM_ROUTE_DTYPE_OP,    /* an op MPI does not define for that datatype */
     SHIM_ROUTE_SMALL,       /* below FOLD_MPI_ALLREDUCE_MIN / FOLD_MPI_REDUCE_MIN */
     SHIM_ROUTE_LARGE,       /* above FOLD_MPI_ALLREDUCE_MAX / FOLD_MPI_REDUCE_MAX */
+    SHIM_ROUTE_MPI_FASTER,  /* no range set: fold_serve_advice expects MPI to be faster */
     SHIM_ROUTE_INTERCOMM,
     SHIM_ROUTE_FOREIGN,     /* a member outside MPI_COMM_WORLD (dynamic processes) */
     SHIM_ROUTE_COMM_FAILED, /* fold could not create the communicator */
@@ -46,10 +47,18 @@ typedef enum shim_route {
 typedef struct shim_config {
     int    enable;          /* FOLD_MPI_ENABLE */
     int    verbose;         /* FOLD_MPI_VERBOSE */
-    /* fold serves messages of min..max bytes per rank: FOLD_MPI_ALLREDUCE_MIN, ... */
+    /* fold serves messages of min..max bytes per rank: FOLD_MPI_ALLREDUCE_MIN, ...;
+     * SHIM_SIZE_AUTO where unset. A collective with neither bound set asks
+     * fold_serve_advice (the tuning file, else fold's cost model) call by call; one
+     * with a bound set serves exactly its range (an unset bound: 0 or inf). */
     size_t min_bytes[SHIM_COLL_COUNT];
     size_t max_bytes[SHIM_COLL_COUNT];
 } shim_config_t;
+
+#define SHIM_SIZE_AUTO ((size_t)-2)
+
+/* The range fold serves when coll has a bound set; 0 when it follows the advice. */
+int shim_config_range(const shim_config_t *config, shim_coll_t coll, size_t *lo, size_t *hi);
 
 /* Reads the FOLD_MPI_* variables; a malformed value keeps the default and warns. */
 void shim_config_load(shim_config_t *config, int rank);

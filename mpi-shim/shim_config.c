@@ -22,30 +22,35 @@ typedef struct shim_var {
 
 #define SIZE_VAR(field, coll) (offsetof(shim_config_t, field) + (coll) * sizeof(size_t))
 
-/* Size defaults measured with tests/mpi/shim_bench.sh on this project's 2-core machine,
- * 2 local ranks, Open MPI 4.1: outside these ranges the MPI library's own path was as
- * fast as fold's or faster. Other machines and rank counts should measure again. */
+/* The size ranges default to "auto": fold serves where it expects to be faster
+ * (fold_serve_advice: the tuning file fold_tune wrote, else its cost model). */
 static const shim_var_t shim_vars[] = {
     {"FOLD_MPI_ENABLE", "1", SHIM_VAR_FLAG, offsetof(shim_config_t, enable),
      "0: start no fold context and hand every call to the MPI library"},
     {"FOLD_MPI_VERBOSE", "0", SHIM_VAR_LEVEL, offsetof(shim_config_t, verbose),
-     "1: a banner at MPI_Init and call totals per route at MPI_Finalize (rank 0); "
-     "2: also these variables and each rank's totals"},
-    {"FOLD_MPI_ALLREDUCE_MIN", "2k", SHIM_VAR_SIZE, SIZE_VAR(min_bytes, SHIM_ALLREDUCE),
-     "smallest MPI_Allreduce (bytes per rank) fold serves; smaller ones go to MPI"},
-    {"FOLD_MPI_ALLREDUCE_MAX", "512k", SHIM_VAR_SIZE, SIZE_VAR(max_bytes, SHIM_ALLREDUCE),
-     "largest MPI_Allreduce (bytes per rank) fold serves; larger ones go to MPI"},
-    {"FOLD_MPI_REDUCE_MIN", "512", SHIM_VAR_SIZE, SIZE_VAR(min_bytes, SHIM_REDUCE),
-     "smallest MPI_Reduce (bytes per rank) fold serves; smaller ones go to MPI"},
-    {"FOLD_MPI_REDUCE_MAX", "4k", SHIM_VAR_SIZE, SIZE_VAR(max_bytes, SHIM_REDUCE),
-     "largest MPI_Reduce (bytes per rank) fold serves; larger ones go to MPI"},
+     "1: a banner at MPI_Init with the served ranges and where they come from, and call "
+     "totals per route at MPI_Finalize (rank 0); 2: also these variables and each "
+     "rank's totals"},
+    {"FOLD_MPI_ALLREDUCE_MIN", "auto", SHIM_VAR_SIZE, SIZE_VAR(min_bytes, SHIM_ALLREDUCE),
+     "smallest MPI_Allreduce (bytes per rank) fold serves; auto: where fold expects to be "
+     "faster (tuning file, else cost model), as long as MAX is auto too"},
+    {"FOLD_MPI_ALLREDUCE_MAX", "auto", SHIM_VAR_SIZE, SIZE_VAR(max_bytes, SHIM_ALLREDUCE),
+     "largest MPI_Allreduce fold serves (inf: no limit); auto as for MIN"},
+    {"FOLD_MPI_REDUCE_MIN", "auto", SHIM_VAR_SIZE, SIZE_VAR(min_bytes, SHIM_REDUCE),
+     "smallest MPI_Reduce fold serves; auto as for MPI_Allreduce"},
+    {"FOLD_MPI_REDUCE_MAX", "auto", SHIM_VAR_SIZE, SIZE_VAR(max_bytes, SHIM_REDUCE),
+     "largest MPI_Reduce fold serves; auto as for MPI_Allreduce"},
 };
 
 #define SHIM_NVARS (sizeof(shim_vars) / sizeof(shim_vars[0]))
 
-/* "4096", "64k", "1M", "1G" (powers of 2^10), "inf"; returns 0 on success. */
+/* "4096", "64k", "1M", "1G" (powers of 2^10), "inf", "auto"; returns 0 on success. */
 static int parse_size(const char *text, size_t *value)
 {
+    if (strcmp(text, "auto") == 0) {
+        *value = SHIM_SIZE_AUTO;
+        return 0;
+    }
     if (strcmp(text, "inf") == 0) {
         *value = SIZE_MAX;
         return 0;
@@ -118,6 +123,8 @@ void shim_config_print(const shim_config_t *config)
         char value[32];
         if (var->kind == SHIM_VAR_SIZE && *(const size_t *)field == SIZE_MAX) {
             snprintf(value, sizeof(value), "inf");
+        } else if (var->kind == SHIM_VAR_SIZE && *(const size_t *)field == SHIM_SIZE_AUTO) {
+            snprintf(value, sizeof(value), "auto");
         } else if (var->kind == SHIM_VAR_SIZE) {
             snprintf(value, sizeof(value), "%zu", *(const size_t *)field);
         } else {
@@ -126,4 +133,15 @@ void shim_config_print(const shim_config_t *config)
         fprintf(stderr, "fold-mpi: %s=%s (default %s): %s\n", var->name, value,
                 var->default_value, var->description);
     }
+}
+
+int shim_config_range(const shim_config_t *config, shim_coll_t coll, size_t *lo, size_t *hi)
+{
+    size_t min = config->min_bytes[coll], max = config->max_bytes[coll];
+    if (min == SHIM_SIZE_AUTO && max == SHIM_SIZE_AUTO) {
+        return 0;
+    }
+    *lo = min == SHIM_SIZE_AUTO ? 0 : min;
+    *hi = max == SHIM_SIZE_AUTO ? SIZE_MAX : max;
+    return 1;
 }

@@ -3,8 +3,8 @@
  *
  * The decision must come out the same on every member, or some would wait in fold
  * for peers that went to PMPI. So it depends only on what MPI requires to match
- * (count, datatype, op, root, communicator) and on the FOLD_MPI_* settings, in that
- * order; the per-rank buffer checks only catch calls MPI itself rejects, so that the
+ * (count, datatype, op, root, communicator), on the FOLD_MPI_* settings and on
+ * fold_serve_advice (which every rank answers alike), in that order; the per-rank buffer checks only catch calls MPI itself rejects, so that the
  * application still gets MPI's error for them.
  */
 #include "shim.h"
@@ -28,6 +28,17 @@ static int buffers_valid(const shim_call_t *call, int has_output)
            (!has_output || (call->recvbuf != NULL && call->recvbuf != call->sendbuf));
 }
 
+/* fold's verdict, the same on every member (cached per size class inside fold). */
+static int shim_advice(const shim_comm_t *comm, shim_coll_t coll, size_t bytes)
+{
+    int serve = 0;
+    shim_fold_lock();
+    int status = fold_serve_advice(comm->fold, coll == SHIM_ALLREDUCE ? "allreduce" : "reduce",
+                                   bytes, &serve, NULL);
+    shim_fold_unlock();
+    return status == 0 && serve;
+}
+
 shim_route_t shim_route(const shim_call_t *call, shim_fold_call_t *fcall)
 {
     if (!shim.running) {
@@ -40,16 +51,20 @@ shim_route_t shim_route(const shim_call_t *call, shim_fold_call_t *fcall)
     if (route != SHIM_ROUTE_FOLD) {
         return route;
     }
-    size_t bytes = (size_t)call->count * fold_dtype_size(fcall->dtype);
-    if (bytes < shim.config.min_bytes[call->coll]) {
+    size_t bytes = (size_t)call->count * fold_dtype_size(fcall->dtype), lo, hi;
+    int ranged = shim_config_range(&shim.config, call->coll, &lo, &hi);
+    if (ranged && bytes < lo) {
         return SHIM_ROUTE_SMALL;
     }
-    if (bytes > shim.config.max_bytes[call->coll]) {
+    if (ranged && bytes > hi) {
         return SHIM_ROUTE_LARGE;
     }
     const shim_comm_t *comm;
     if ((route = shim_comm_get(call->comm, &comm)) != SHIM_ROUTE_FOLD) {
         return route;
+    }
+    if (!ranged && !shim_advice(comm, call->coll, bytes)) {
+        return SHIM_ROUTE_MPI_FASTER;
     }
     if (call->coll == SHIM_REDUCE && (call->root < 0 || call->root >= comm->size)) {
         return SHIM_ROUTE_ARGS;

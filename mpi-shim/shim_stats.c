@@ -23,6 +23,7 @@ static const char *const route_names[SHIM_ROUTE_COUNT] = {
     [SHIM_ROUTE_DTYPE_OP]    = "dtype_op",
     [SHIM_ROUTE_SMALL]       = "small",
     [SHIM_ROUTE_LARGE]       = "large",
+    [SHIM_ROUTE_MPI_FASTER]  = "mpi_faster",
     [SHIM_ROUTE_INTERCOMM]   = "intercomm",
     [SHIM_ROUTE_FOREIGN]     = "foreign",
     [SHIM_ROUTE_COMM_FAILED] = "comm_failed",
@@ -34,16 +35,72 @@ void shim_stats_count(shim_coll_t coll, shim_route_t route)
     atomic_fetch_add_explicit(&counts[coll][route], 1, memory_order_relaxed);
 }
 
-/* "2048 B .. inf", "512 .. 4096 B" */
-static const char *size_range(shim_coll_t coll, char *buf, size_t len)
+static void format_bytes(size_t v, char *buf, size_t len)
 {
-    size_t lo = shim.config.min_bytes[coll], hi = shim.config.max_bytes[coll];
-    if (hi == SIZE_MAX) {
-        snprintf(buf, len, "%zu B .. inf", lo);
+    if (v == SIZE_MAX) {
+        snprintf(buf, len, "inf");
+    } else if (v >= (1u << 20) && v % (1u << 20) == 0) {
+        snprintf(buf, len, "%zu MiB", v >> 20);
+    } else if (v >= 1024 && v % 1024 == 0) {
+        snprintf(buf, len, "%zu KiB", v >> 10);
     } else {
-        snprintf(buf, len, "%zu .. %zu B", lo, hi);
+        snprintf(buf, len, "%zu B", v);
     }
-    return buf;
+}
+
+/* Appends "[lo, hi)" to buf. */
+static void append_range(char *buf, size_t len, size_t lo, size_t hi)
+{
+    char a[32], b[32];
+    size_t used = strlen(buf);
+    format_bytes(lo, a, sizeof(a));
+    format_bytes(hi, b, sizeof(b));
+    snprintf(buf + used, len - used, "%s%s .. %s", used ? ", " : "", a, b);
+}
+
+/* What fold serves of coll on MPI_COMM_WORLD: the set range, or the advice per
+ * power-of-two size up to 1 GiB folded into ranges, and where it comes from. */
+static void served_ranges(shim_coll_t coll, char *buf, size_t len)
+{
+    size_t lo, hi;
+    buf[0] = '\0';
+    if (shim_config_range(&shim.config, coll, &lo, &hi)) {
+        append_range(buf, len, lo, hi);
+        size_t used = strlen(buf);
+        snprintf(buf + used, len - used, " (FOLD_MPI_%s_MIN/MAX)",
+                 coll == SHIM_ALLREDUCE ? "ALLREDUCE" : "REDUCE");
+        return;
+    }
+    const shim_comm_t *world;
+    if (shim_comm_get(MPI_COMM_WORLD, &world) != SHIM_ROUTE_FOLD) {
+        snprintf(buf, len, "none (no fold communicator)");
+        return;
+    }
+    const char *source = "", *name = coll == SHIM_ALLREDUCE ? "allreduce" : "reduce";
+    size_t start = 0;
+    int serving = 0;
+    for (size_t bytes = 1;; bytes *= 2) {
+        int serve = 0;
+        int last = bytes == ((size_t)1 << 30);
+        shim_fold_lock();
+        fold_serve_advice(world->fold, name, bytes, &serve, &source);
+        shim_fold_unlock();
+        if (serve && !serving) {
+            start = bytes == 1 ? 0 : bytes;
+        }
+        if (!serve && serving) {
+            append_range(buf, len, start, bytes);
+        }
+        serving = serve;
+        if (last) {
+            break;
+        }
+    }
+    if (serving) {
+        append_range(buf, len, start, SIZE_MAX);
+    }
+    size_t used = strlen(buf);
+    snprintf(buf + used, len - used, "%s (%s)", used ? "" : "none", source);
 }
 
 void shim_stats_banner(const char *what)
@@ -60,11 +117,12 @@ void shim_stats_banner(const char *what)
                 library, shim.world_size, what);
         return;
     }
-    char allreduce[64], reduce[64];
+    char allreduce[512], reduce[512];
+    served_ranges(SHIM_ALLREDUCE, allreduce, sizeof(allreduce));
+    served_ranges(SHIM_REDUCE, reduce, sizeof(reduce));
     fprintf(stderr, "fold-mpi: fold %s on %s, %d ranks: serving MPI_Allreduce of %s and "
             "MPI_Reduce of %s per rank%s\n", fold_version_string(), library, shim.world_size,
-            size_range(SHIM_ALLREDUCE, allreduce, sizeof(allreduce)),
-            size_range(SHIM_REDUCE, reduce, sizeof(reduce)),
+            allreduce, reduce,
             shim.thread_multiple ? "; MPI_THREAD_MULTIPLE: fold calls serialised" : "");
 }
 

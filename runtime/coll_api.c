@@ -44,21 +44,6 @@ static int check_root(const fold_comm_t *comm, int root, const char *fn)
     return FOLD_OK;
 }
 
-/* Schedules grow with the number of segments (and their dependencies with its
- * square), so a message is cut into at most this many however small the segment. */
-#define MAX_SEGMENTS 1024
-
-static size_t segment_count(const fold_context_t *ctx, const fold_alg_t *alg, size_t bytes,
-                            size_t esize)
-{
-    size_t seg = ctx->config.segment_size ? ctx->config.segment_size
-                                          : fold_default_segment(alg, bytes);
-    seg /= esize;
-    size_t count = bytes / esize, floor = (count + MAX_SEGMENTS - 1) / MAX_SEGMENTS;
-    seg = seg > floor ? seg : floor;
-    return seg ? seg : 1;
-}
-
 /* A request that is complete from the start (nothing to communicate). */
 static int completed_request(fold_request_t **req_p)
 {
@@ -125,20 +110,22 @@ static int reduction_start(fold_coll_t coll, const void *sendbuf, void *recvbuf,
         return FOLD_OK;
     }
 
-    const fold_alg_t *alg;
-    if ((status = fold_select(comm, coll, count, dtype, op, &alg)) != FOLD_OK) {
+    fold_choice_t choice;
+    if ((status = fold_select(comm, coll, count, dtype, op, &choice)) != FOLD_OK) {
         return status;
     }
+    const fold_alg_t *alg = choice.alg;
     fold_context_t *ctx = comm->ctx;
     fold_exec_args_t args = {
         .coll  = coll,
         .alg   = alg,
         .build = fold_alg_builder(alg, coll),
         .cargs = {.coll = coll, .rank = comm->rank, .size = comm->size, .root = root,
-                  .count = count, .seg_count = segment_count(ctx, alg, count * esize, esize),
+                  .count = count, .seg_count = fold_select_seg_count(ctx, alg, count * esize, esize),
                   .depth = (int)ctx->config.pipeline_depth, .inplace = has_out && inplace,
                   .commutative = fold_op_is_commutative(op),
-                  .remote = comm->remote},
+                  .remote = comm->remote, .leaders = choice.leaders,
+                  .inter = choice.inter},
         .in    = in,
         .out   = has_out ? recvbuf : NULL,
         .dtype = dtype,
@@ -266,7 +253,7 @@ static int internal_run(fold_comm_t *comm, fold_coll_t coll, fold_alg_build_fn b
         .build = build,
         .cargs = {.coll = coll, .rank = comm->rank, .size = comm->size, .root = root,
                   .count = count,
-                  .seg_count = segment_count(comm->ctx, NULL, count * esize, esize),
+                  .seg_count = fold_select_seg_count(comm->ctx, NULL, count * esize, esize),
                   .depth = 1, .commutative = 1},
         .in    = buf,
         .out   = buf,
@@ -311,7 +298,7 @@ const char *fold_selected_algorithm(fold_comm_h comm, const char *collective, si
                                     fold_dtype_t dtype)
 {
     fold_coll_t coll;
-    const fold_alg_t *alg;
+    fold_choice_t choice;
     if (!fold_comm_valid(comm) || collective == NULL || fold_dtype_size(dtype) == 0) {
         return NULL;
     }
@@ -322,6 +309,6 @@ const char *fold_selected_algorithm(fold_comm_h comm, const char *collective, si
     } else {
         return NULL;
     }
-    return fold_select(comm, coll, count, dtype, FOLD_OP_SUM, &alg) == FOLD_OK ? alg->name
-                                                                               : NULL;
+    return fold_select(comm, coll, count, dtype, FOLD_OP_SUM, &choice) == FOLD_OK
+               ? choice.alg->name : NULL;
 }

@@ -57,6 +57,22 @@ static int remote_init(fold_comm_t *comm)
     return FOLD_OK;
 }
 
+/* Nodes and ranks per node of the communicator, from the launcher's locality. */
+static int shape_init(fold_comm_t *comm)
+{
+    const fold_context_t *ctx = comm->ctx;
+    int *node_of = malloc((size_t)comm->size * sizeof(int));
+    if (node_of == NULL) {
+        return FOLD_ERR_NO_MEMORY;
+    }
+    for (int r = 0; r < comm->size; r++) {
+        node_of[r] = ctx->node_of[fold_rank_map_get(&comm->map, r)];
+    }
+    fold_shape_of(comm->size, node_of, ctx->nnodes, &comm->shape);
+    free(node_of);
+    return FOLD_OK;
+}
+
 int fold_comm_create(fold_context_t *ctx, int size, int rank, const int *ctx_ranks,
                      uint32_t id, fold_comm_t **comm_p)
 {
@@ -74,7 +90,11 @@ int fold_comm_create(fold_context_t *ctx, int size, int rank, const int *ctx_ran
     comm->size  = size;
     comm->rank  = rank;
     comm->id    = id;
+    fold_select_cache_clear(comm);
     status = remote_init(comm);
+    if (status == FOLD_OK) {
+        status = shape_init(comm);
+    }
     if (status == FOLD_OK) {
         status = fold_context_add_comm(ctx, comm);
     }
@@ -100,6 +120,7 @@ void fold_comm_destroy(fold_comm_t *comm)
         free(comm->scratch[i].buf);
     }
     fold_wire_pool_free(comm);
+    fold_select_cache_free(comm);
     free(comm->remote);
     if (comm->node != NULL) {
         fold_node_free(comm->node);

@@ -29,9 +29,10 @@ const fold_config_var_t fold_config_vars[FOLD_CFG_COUNT] = {
     [FOLD_CFG_REDUCE_ALG] = {"REDUCE_ALG", "auto", FOLD_CONFIG_STRING,
         "Force a reduce algorithm by name (see fold_info -a), or auto"},
     [FOLD_CFG_TUNE] = {"TUNE", "", FOLD_CONFIG_STRING,
-        "Selection rules tried before the defaults, '#'-separated, each "
-        "coll:size-range[:ranks-range]:alg, e.g. "
-        "allreduce:0-4k:recursive_doubling#allreduce:4k-inf:p3-inf:ring"},
+        "Selection rules tried before the tuning file's and the defaults, '#'-separated, "
+        "each coll:size-range[:pA-B][:nA-B][:ppnA-B]:alg[,alg...] (ranks, nodes, ranks on "
+        "the fullest node; several algorithms: the cost model picks), e.g. "
+        "allreduce:0-4k:recursive_doubling#allreduce:64k-inf:n1-1:ppn2-inf:dpml"},
     [FOLD_CFG_SEGMENT_SIZE] = {"SEGMENT_SIZE", "auto", FOLD_CONFIG_SIZE,
         "Pipeline segment size in bytes (k/M/G suffixes), or auto"},
     [FOLD_CFG_PIPELINE_DEPTH] = {"PIPELINE_DEPTH", "4", FOLD_CONFIG_INT,
@@ -46,14 +47,19 @@ const fold_config_var_t fold_config_vars[FOLD_CFG_COUNT] = {
         "messages and RMA. Read from the environment when the transport opens (fold_init)"},
     [FOLD_CFG_DPML_LEADERS] = {"DPML_LEADERS", "auto", FOLD_CONFIG_INT,
         "Leaders per node of the dpml algorithms (at most the fewest ranks on a node); "
-        "auto: one per 8 KiB of message for allreduce, per 2 MiB for reduce, up to the "
-        "ranks of the smallest node"},
+        "auto: the cost model's choice for the message size and shape"},
     [FOLD_CFG_SHM_SIZE] = {"SHM_SIZE", "4M", FOLD_CONFIG_SIZE,
         "Data bytes of the node shared-memory segment of each communicator (dpml); "
         "larger messages pass through it in chunks"},
     [FOLD_CFG_CODEC] = {"CODEC", "auto", FOLD_CONFIG_STRING,
         "Sparse codecs for allreduce/reduce messages (sum; bor/bxor/lor on integers): auto "
         "(each send picks bits, idx, rle or dense by size), none, bits, idx, rle"},
+    [FOLD_CFG_TUNE_FILE] = {"TUNE_FILE", "auto", FOLD_CONFIG_STRING,
+        "Tuning file written by fold_tune (rules, cost-model parameters, where fold beat "
+        "the MPI library); auto: " FOLD_TUNE_DEFAULT_FILE " when it exists; none"},
+    [FOLD_CFG_MODEL] = {"MODEL", "", FOLD_CONFIG_STRING,
+        "Cost-model parameters over the tuning file's, name=value,... (fold_info -m lists "
+        "them with their values)"},
 };
 
 int fold_parse_size(const char *text, size_t *out)

@@ -8,6 +8,11 @@
 
 #include <stddef.h>
 
+/* Where FOLD_TUNE_FILE=auto looks (<prefix>/etc/fold/tune, set by CMake). */
+#ifndef FOLD_TUNE_DEFAULT_FILE
+#define FOLD_TUNE_DEFAULT_FILE "/usr/local/etc/fold/tune"
+#endif
+
 typedef enum fold_config_type {
     FOLD_CONFIG_STRING, FOLD_CONFIG_INT, FOLD_CONFIG_SIZE, FOLD_CONFIG_SECONDS
 } fold_config_type_t;
@@ -24,6 +29,7 @@ enum {
     FOLD_CFG_ALLREDUCE_ALG, FOLD_CFG_REDUCE_ALG, FOLD_CFG_TUNE, FOLD_CFG_SEGMENT_SIZE,
     FOLD_CFG_PIPELINE_DEPTH, FOLD_CFG_NUM_THREADS, FOLD_CFG_THREAD_THRESHOLD,
     FOLD_CFG_OFI_PROVIDER, FOLD_CFG_DPML_LEADERS, FOLD_CFG_SHM_SIZE, FOLD_CFG_CODEC,
+    FOLD_CFG_TUNE_FILE, FOLD_CFG_MODEL,
     FOLD_CFG_COUNT
 };
 

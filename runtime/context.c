@@ -126,27 +126,100 @@ void fold_context_remove_comm(fold_context_t *ctx, fold_comm_t *comm)
 
 /* ---- init ------------------------------------------------------------------- */
 
-/* Node index per rank from the gathered node names, and this rank's place on it. */
-static int context_locality(fold_context_t *ctx)
+/* What every rank must agree on for its selections to match: the settings and
+ * tuning file selection reads (FNV-1a over their text). */
+static uint64_t hash_text(uint64_t h, const char *text)
+{
+    for (const unsigned char *c = (const unsigned char *)(text ? text : ""); *c; c++) {
+        h = (h ^ *c) * 0x100000001b3ull;
+    }
+    return (h ^ 0xff) * 0x100000001b3ull;   /* a separator: "ab","c" differs from "a","bc" */
+}
+
+static uint64_t selection_hash(const fold_context_t *ctx)
+{
+    static const int vars[] = {FOLD_CFG_ALLREDUCE_ALG, FOLD_CFG_REDUCE_ALG, FOLD_CFG_TUNE,
+                               FOLD_CFG_SEGMENT_SIZE, FOLD_CFG_PIPELINE_DEPTH,
+                               FOLD_CFG_DPML_LEADERS, FOLD_CFG_SHM_SIZE, FOLD_CFG_MODEL};
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
+        h = hash_text(h, ctx->config.values[vars[i]]);
+    }
+    for (int i = 0; i < ctx->file.rules.nrules; i++) {
+        char rule[512];
+        fold_tune_rule_format(&ctx->file.rules.rules[i], rule, sizeof(rule));
+        h = hash_text(h, rule);
+    }
+    for (int i = 0; i < ctx->file.nserve; i++) {
+        char rule[512];
+        fold_tune_rule_format(&ctx->file.serve[i].where, rule, sizeof(rule));
+        h = hash_text(h, rule);
+        h = hash_text(h, ctx->file.serve[i].fold ? "fold" : "mpi");
+    }
+    return hash_text(h, ctx->file.params);
+}
+
+/* One rank's part of the first exchange. */
+typedef struct locality_record {
+    char     node_name[64];
+    uint64_t select_hash;
+    int32_t  status;        /* this rank's configuration: FOLD_OK or why not */
+} locality_record_t;
+
+/* Checks that every rank configured itself and would select alike. */
+static int check_agreement(const fold_context_t *ctx, const locality_record_t *all)
+{
+    for (int r = 0; r < ctx->bs.size; r++) {
+        if (all[r].status != FOLD_OK) {
+            fold_error("rank %d could not read its configuration (%s); every rank fails "
+                       "fold_init", r, fold_status_string(all[r].status));
+            return all[r].status;
+        }
+    }
+    for (int r = 1; r < ctx->bs.size; r++) {
+        if (all[r].select_hash != all[0].select_hash) {
+            fold_error("rank %d selects algorithms from other settings than rank 0 (FOLD_TUNE, "
+                       "FOLD_TUNE_FILE's contents, FOLD_MODEL, FOLD_*_ALG, FOLD_SEGMENT_SIZE, "
+                       "FOLD_PIPELINE_DEPTH, FOLD_DPML_LEADERS or FOLD_SHM_SIZE differ): the "
+                       "ranks would run different algorithms", r);
+            return FOLD_ERR_INVALID_ARG;
+        }
+    }
+    return FOLD_OK;
+}
+
+/* Node index per rank from the gathered node names, and this rank's place on it;
+ * the same exchange checks that the ranks agree on selection (config_status is
+ * this rank's configuration outcome: a rank that failed still takes part). */
+static int context_locality(fold_context_t *ctx, int config_status)
 {
     int p = ctx->bs.size;
-    size_t len = sizeof(ctx->bs.node_name);
-    char *names = malloc((size_t)p * len);
+    locality_record_t mine;
+    memset(&mine, 0, sizeof(mine));
+    memcpy(mine.node_name, ctx->bs.node_name, sizeof(mine.node_name));
+    mine.status      = config_status;
+    mine.select_hash = config_status == FOLD_OK ? selection_hash(ctx) : 0;
+    locality_record_t *all = malloc((size_t)p * sizeof(*all));
     ctx->node_of = malloc((size_t)p * sizeof(int));
-    if (names == NULL || ctx->node_of == NULL) {
-        free(names);
+    if (all == NULL || ctx->node_of == NULL) {
+        free(all);
         return FOLD_ERR_NO_MEMORY;
     }
-    int status = ctx->bs.allgather(&ctx->bs, ctx->bs.node_name, names, len);
+    int status = ctx->bs.allgather(&ctx->bs, &mine, all, sizeof(mine));
     if (status != FOLD_OK) {
-        free(names);
+        free(all);
         return FOLD_ERR_BOOTSTRAP;
     }
+    if ((status = check_agreement(ctx, all)) != FOLD_OK) {
+        free(all);
+        return status;
+    }
+    size_t len = sizeof(mine.node_name);
     ctx->nnodes = 0;
     for (int r = 0; r < p; r++) {
         int node = -1;
         for (int q = 0; q < r && node < 0; q++) {
-            if (strncmp(names + (size_t)q * len, names + (size_t)r * len, len) == 0) {
+            if (strncmp(all[q].node_name, all[r].node_name, len) == 0) {
                 node = ctx->node_of[q];
             }
         }
@@ -159,7 +232,7 @@ static int context_locality(fold_context_t *ctx)
             ctx->local_size++;
         }
     }
-    free(names);
+    free(all);
     return FOLD_OK;
 }
 
@@ -296,6 +369,7 @@ static void context_destroy(fold_context_t *ctx)
         ctx->bs.finalize(&ctx->bs);
     }
     fold_tune_release(&ctx->tune);
+    fold_tune_file_release(&ctx->file);
     fold_config_release(&ctx->config);
     free(ctx->node_of);
     ctx->magic = 0;
@@ -317,9 +391,7 @@ int fold_context_create(fold_bootstrap_t *bs, const char *transport, void *loopb
     }
     fold_log_level = ctx->config.log_level;
     fold_log_set_rank(ctx->bs.rank);
-    if ((status = fold_select_configure(ctx)) != FOLD_OK) {
-        goto err;
-    }
+    int config_status = fold_select_configure(ctx);
 
     /* From here on a rank that fails locally still takes part in the bootstrap
      * exchanges up to the address exchange, where every rank learns of it. */
@@ -330,7 +402,7 @@ int fold_context_create(fold_bootstrap_t *bs, const char *transport, void *loopb
         fold_error("unknown transport '%s' (fold_info lists the transports)", tl_name);
         local = FOLD_ERR_NOT_FOUND;
     }
-    if ((status = context_locality(ctx)) != FOLD_OK) {
+    if ((status = context_locality(ctx, config_status)) != FOLD_OK) {
         goto err;
     }
     context_resolve_threads(ctx);
@@ -363,6 +435,52 @@ int fold_context_create(fold_bootstrap_t *bs, const char *transport, void *loopb
 err:
     context_destroy(ctx);
     return status;
+}
+
+/* ---- virtual contexts --------------------------------------------------------- */
+
+int fold_context_create_virtual(int size, const int *node_of, fold_context_t **ctx_p)
+{
+    fold_context_t *ctx = calloc(1, sizeof(*ctx));
+    if (ctx == NULL) {
+        return FOLD_ERR_NO_MEMORY;
+    }
+    ctx->bs.size = size;
+    int status = fold_config_load(&ctx->config);
+    if (status == FOLD_OK) {
+        fold_log_level = ctx->config.log_level;
+        status = fold_select_configure(ctx);
+    }
+    if (status == FOLD_OK && (ctx->node_of = malloc((size_t)size * sizeof(int))) == NULL) {
+        status = FOLD_ERR_NO_MEMORY;
+    }
+    if (status != FOLD_OK) {
+        context_destroy(ctx);
+        return status;
+    }
+    for (int r = 0; r < size; r++) {
+        ctx->node_of[r] = node_of[r];
+        ctx->nnodes     = node_of[r] >= ctx->nnodes ? node_of[r] + 1 : ctx->nnodes;
+    }
+    ctx->magic = FOLD_CONTEXT_MAGIC;
+    if ((status = registry_add(ctx)) != FOLD_OK) {
+        context_destroy(ctx);
+        return status;
+    }
+    status = fold_comm_create(ctx, size, 0, NULL, 0, &ctx->world);
+    if (status != FOLD_OK) {
+        registry_remove(ctx);
+        context_destroy(ctx);
+        return status;
+    }
+    *ctx_p = ctx;
+    return FOLD_OK;
+}
+
+void fold_context_free_virtual(fold_context_t *ctx)
+{
+    registry_remove(ctx);
+    context_destroy(ctx);
 }
 
 /* ---- public API ------------------------------------------------------------- */

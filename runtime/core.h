@@ -9,7 +9,9 @@
 #include "bootstrap.h"
 #include "config.h"
 #include "coll/alg.h"
+#include "coll/model.h"
 #include "coll/sched.h"
+#include "coll/select.h"
 #include "shm/shm_segment.h"
 #include "topo.h"
 #include "transport/transport.h"
@@ -41,18 +43,6 @@ static inline int fold_rank_map_get(const fold_rank_map_t *m, int rank)
     return m->stride ? m->start + rank * m->stride : m->table[rank];
 }
 
-typedef struct fold_tune_rule {
-    fold_coll_t       coll;
-    size_t            min_bytes, max_bytes;   /* [min, max) */
-    int               min_ranks, max_ranks;   /* [min, max] */
-    const fold_alg_t *alg;
-} fold_tune_rule_t;
-
-typedef struct fold_tune {
-    fold_tune_rule_t *rules;
-    int               nrules;
-} fold_tune_t;
-
 /* What the sparse codecs did on this context's sends (exec_wire.c). */
 typedef struct fold_wire_counters {
     uint64_t msgs[4];        /* sends per codec: dense (considered, not encoded), bits, idx, rle */
@@ -66,6 +56,9 @@ typedef struct fold_wire_counters {
 struct fold_context {
     uint32_t             magic;
     fold_tune_t          tune;            /* parsed FOLD_TUNE */
+    fold_tune_file_t     file;            /* FOLD_TUNE_FILE: rules and model parameters */
+    fold_model_params_t  model;           /* the cost model's machine (defaults, file,
+                                             FOLD_MODEL) */
     const fold_alg_t    *forced[FOLD_COLL_COUNT]; /* FOLD_ALLREDUCE_ALG, FOLD_REDUCE_ALG */
     fold_bootstrap_t     bs;
     const fold_tl_ops_t *tl_ops;
@@ -154,6 +147,8 @@ struct fold_comm {
     fold_sched_entry_t  cache[FOLD_SCHED_CACHE_SIZE];
     fold_scratch_t      scratch[4];
     fold_wire_buf_t     wire_pool[FOLD_WIRE_POOL];
+    fold_shape_t        shape;    /* nodes and ranks per node, for selection */
+    fold_select_cache_t select;   /* the cost model's decisions */
     fold_node_t        *node;     /* NULL until a node-aware algorithm first runs */
     uint8_t            *remote;   /* per rank: on another node; NULL: all on this one */
 };
@@ -197,6 +192,12 @@ struct fold_request {
 int  fold_context_create(fold_bootstrap_t *bs, const char *transport, void *loopback_fabric,
                          fold_context_t **ctx_p);
 int  fold_context_valid(const fold_context_t *ctx);
+/* A context that only selects, for what-if questions on shapes this machine cannot
+ * run (fold_info -S, tests): no bootstrap and no transport, settings from FOLD_*,
+ * a world communicator of `size` ranks with rank r on node node_of[r] (0-based),
+ * this process being rank 0. Only selection may use it (it has no transport). */
+int  fold_context_create_virtual(int size, const int *node_of, fold_context_t **ctx_p);
+void fold_context_free_virtual(fold_context_t *ctx);
 int  fold_comm_valid(const fold_comm_t *comm);
 int  fold_context_add_comm(fold_context_t *ctx, fold_comm_t *comm);
 void fold_context_remove_comm(fold_context_t *ctx, fold_comm_t *comm);
@@ -243,21 +244,30 @@ void fold_node_enqueue(fold_node_t *node, fold_request_t *req);
 void fold_node_free(fold_node_t *node);
 void fold_node_dequeue(fold_node_t *node, fold_request_t *req);
 
-/* select.c */
+/* select.c (select.h has the rule language) */
+/* Chooses the algorithm of a call and, for node-aware ones, the leaders per node and
+ * the flat algorithm between nodes; the same on every rank of comm. */
 int fold_select(fold_comm_t *comm, fold_coll_t coll, size_t count, fold_dtype_t dtype,
-                fold_op_t op, const fold_alg_t **alg);
-/* Parses a tuning string; logs and returns FOLD_ERR_INVALID_ARG/NOT_FOUND if bad. */
-int  fold_tune_parse(const char *text, fold_tune_t *tune);
-void fold_tune_release(fold_tune_t *tune);
-/* Re-reads FOLD_TUNE / FOLD_*_ALG from ctx->config into the parsed forms. */
+                fold_op_t op, fold_choice_t *choice);
+/* Re-reads FOLD_TUNE, FOLD_TUNE_FILE, FOLD_MODEL and FOLD_*_ALG from ctx->config. */
 int  fold_select_configure(fold_context_t *ctx);
-extern const char fold_default_tune[];
+void fold_select_cache_clear(fold_comm_t *comm);
+/* Internals shared with select_advice.c: */
+const fold_tune_rule_t *fold_select_find_rule(const fold_context_t *ctx, fold_coll_t coll,
+                                              size_t bytes, const fold_shape_t *shape,
+                                              unsigned skip_flags);
+int    fold_select_class(size_t bytes);              /* power-of-two size class */
+int    fold_select_topos(fold_comm_t *comm);         /* the model's view of comm */
+double fold_select_predict(fold_comm_t *comm, const fold_topo_t *topo, fold_coll_t coll,
+                           const fold_alg_t *alg, size_t bytes, int leaders,
+                           const fold_alg_t *inter);
+/* alg's predicted time on comm, with its best leaders for a node-aware one. */
+double fold_select_evaluate(fold_comm_t *comm, fold_coll_t coll, const fold_alg_t *alg,
+                            size_t bytes, fold_choice_t *choice);
+void fold_select_cache_free(fold_comm_t *comm);
 size_t fold_default_segment(const fold_alg_t *alg, size_t bytes);
-/* Node-aware algorithms: leaders per node (FOLD_DPML_LEADERS or by size) and the
- * flat algorithm between nodes for `part_bytes` per leader. */
-int  fold_select_leaders(const fold_context_t *ctx, const fold_topo_t *topo, fold_coll_t coll,
-                         size_t bytes);
-const fold_alg_t *fold_select_inter(const fold_context_t *ctx, fold_coll_t coll,
-                                    size_t part_bytes, int nnodes);
+/* Elements per pipeline segment for a call of `bytes` (FOLD_SEGMENT_SIZE or auto). */
+size_t fold_select_seg_count(const fold_context_t *ctx, const fold_alg_t *alg, size_t bytes,
+                             size_t esize);
 
 #endif

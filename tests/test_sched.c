@@ -1,6 +1,6 @@
 /*
- * Schedule finalisation (derived dependencies, message numbering), the
- * configuration parser and the tuning-string parser.
+ * Schedule finalisation (derived dependencies, message numbering) and the
+ * configuration parser (the selection rules are in test_select.c).
  */
 #include <criterion/criterion.h>
 
@@ -238,27 +238,6 @@ Test(config, variables_load_and_validate)
         cr_expect_not_null(fold_config_vars[i].description);
     }
     fold_config_release(&cfg);
-}
-
-Test(select, tuning_strings_parse_and_reject)
-{
-    fold_tune_t t = {NULL, 0};
-    cr_assert_eq(fold_tune_parse("allreduce:0-4k:recursive_doubling#reduce:64k-inf:p3-inf:ring",
-                                 &t), FOLD_OK);
-    cr_assert_eq(t.nrules, 2);
-    cr_expect_eq(t.rules[0].coll, FOLD_COLL_ALLREDUCE);
-    cr_expect_eq(t.rules[0].max_bytes, 4096);
-    cr_expect_eq(t.rules[1].min_bytes, 65536);
-    cr_expect_eq(t.rules[1].min_ranks, 3);
-    cr_expect_str_eq(t.rules[1].alg->name, "ring");
-    cr_expect_eq(fold_tune_parse("allreduce:0-4k:nope", &t), FOLD_ERR_NOT_FOUND);
-    cr_expect_eq(fold_tune_parse("bcast:0-4k:ring", &t), FOLD_ERR_INVALID_ARG);
-    cr_expect_eq(fold_tune_parse("allreduce:4k-0:ring", &t), FOLD_ERR_INVALID_ARG);
-    cr_expect_eq(fold_tune_parse("allreduce:0-4k:x3-4:ring", &t), FOLD_ERR_INVALID_ARG);
-    cr_expect_eq(t.nrules, 2);   /* a refused string leaves the old rules */
-    fold_tune_release(&t);
-    cr_expect_eq(fold_tune_parse(fold_default_tune, &t), FOLD_OK);
-    fold_tune_release(&t);
 }
 
 Test(registry, every_named_algorithm_is_registered)

@@ -113,13 +113,122 @@ static void print_algorithms(void)
 
 static void print_selection(void)
 {
-    printf("#\n# Default selection (first matching rule wins; FOLD_TUNE rules come first)\n#\n");
-    char *copy = strdup(fold_default_tune);
-    for (char *save = NULL, *r = strtok_r(copy, "#", &save); r != NULL;
-         r = strtok_r(NULL, "#", &save)) {
-        printf("#   %s\n", r);
+    printf("#\n# Default selection (first matching rule wins; FOLD_TUNE rules come first, then\n"
+           "# the tuning file's; a rule naming several algorithms lets the cost model pick,\n"
+           "# with the leaders per node; p = ranks, n = nodes, ppn = ranks on the fullest node)\n"
+           "#\n");
+    const fold_tune_t *d = fold_default_rules();
+    for (int i = 0; i < d->nrules; i++) {
+        char rule[512];
+        fold_tune_rule_format(&d->rules[i], rule, sizeof(rule));
+        printf("#   %s\n", rule);
     }
-    free(copy);
+}
+
+/* The cost model's parameters in effect: defaults, the tuning file's, FOLD_MODEL. */
+static int print_model(void)
+{
+    int node_of[1] = {0};
+    fold_context_t *ctx;
+    if (fold_context_create_virtual(1, node_of, &ctx) != FOLD_OK) {
+        return 1;
+    }
+    printf("#\n# Cost model parameters (defaults, then the tuning file %s, then FOLD_MODEL)\n#\n",
+           ctx->file.path ? ctx->file.path : "(none)");
+    fold_model_print(&ctx->model, "", stdout);
+    fold_context_free_virtual(ctx);
+    return 0;
+}
+
+/* "8x64" (nodes x ranks per node) or "2,1,1" (ranks of each node). */
+static int parse_shape(const char *text, int **node_of, int *size)
+{
+    int counts[4096], n = 0;
+    char *end;
+    long a = strtol(text, &end, 10);
+    if (*end == 'x') {
+        long b = strtol(end + 1, &end, 10);
+        if (*end != '\0' || a < 1 || b < 1 || a * b > 1000000) {
+            return -1;
+        }
+        for (n = 0; n < a && n < 4096; n++) {
+            counts[n] = (int)b;
+        }
+        if (a > 4096) {
+            return -1;
+        }
+    } else {
+        const char *p = text;
+        while (*p != '\0' && n < 4096) {
+            long c = strtol(p, &end, 10);
+            if (end == p || c < 1 || c > 100000 || (*end != ',' && *end != '\0')) {
+                return -1;
+            }
+            counts[n++] = (int)c;
+            p = *end == ',' ? end + 1 : end;
+        }
+    }
+    *size = 0;
+    for (int i = 0; i < n; i++) {
+        *size += counts[i];
+    }
+    if (n == 0 || (*node_of = malloc((size_t)*size * sizeof(int))) == NULL) {
+        return -1;
+    }
+    for (int i = 0, r = 0; i < n; i++) {
+        for (int k = 0; k < counts[i]; k++) {
+            (*node_of)[r++] = i;
+        }
+    }
+    return 0;
+}
+
+/* What fold would run on a communicator of this shape, size by size. */
+static int print_decisions(const char *shape_text)
+{
+    int *node_of, size;
+    if (parse_shape(shape_text, &node_of, &size) != 0) {
+        fprintf(stderr, "fold_info: bad shape '%s': expected NODESxPPN (8x64) or the ranks of "
+                "each node (2,1,1)\n", shape_text);
+        return 2;
+    }
+    fold_context_t *ctx;
+    int status = fold_context_create_virtual(size, node_of, &ctx);
+    free(node_of);
+    if (status != FOLD_OK) {
+        fprintf(stderr, "fold_info: %s\n", fold_status_string(status));
+        return 1;
+    }
+    fold_comm_t *w = ctx->world;
+    printf("#\n# Selection on %d ranks over %d nodes (%d-%d per node), float32 sum; the cost\n"
+           "# model's prediction, and the best flat algorithm's (what an MPI library runs)\n#\n",
+           w->size, w->shape.nnodes, w->shape.min_ppn, w->shape.max_ppn);
+    printf("# %-10s %10s  %-20s %7s %-18s %12s %12s %s\n", "collective", "bytes", "algorithm",
+           "leaders", "between nodes", "predicted_us", "flat_us", "shim");
+    for (int coll = FOLD_COLL_ALLREDUCE; coll <= FOLD_COLL_REDUCE; coll++) {
+        for (size_t bytes = 8; bytes <= ((size_t)64 << 20); bytes *= 4) {
+            fold_choice_t c, ignored;
+            if (fold_select(w, coll, bytes / 4, FOLD_FLOAT32, FOLD_OP_SUM, &c) != FOLD_OK) {
+                continue;
+            }
+            double us = fold_select_evaluate(w, coll, c.alg, bytes, &ignored);
+            fold_shape_t flat = {w->size, w->size, 1, 1};
+            const fold_tune_rule_t *r = fold_tune_match(fold_default_rules(), coll, bytes, &flat,
+                                                        FOLD_ALG_NODE_AWARE);
+            double flat_us = 1e300;
+            for (int a = 0; r != NULL && a < r->nalgs; a++) {
+                double f = fold_select_evaluate(w, coll, r->algs[a], bytes, &ignored);
+                flat_us = f < flat_us ? f : flat_us;
+            }
+            int serve = 0;
+            fold_serve_advice(w, fold_coll_name(coll), bytes, &serve, NULL);
+            printf("  %-10s %10zu  %-20s %7d %-18s %12.2f %12.2f %s\n", fold_coll_name(coll),
+                   bytes, c.alg->name, c.leaders, c.inter ? c.inter->name : "-", us, flat_us,
+                   serve ? "fold" : "mpi");
+        }
+    }
+    fold_context_free_virtual(ctx);
+    return 0;
 }
 
 static void usage(FILE *out, const char *prog)
@@ -127,23 +236,29 @@ static void usage(FILE *out, const char *prog)
     fprintf(out,
             "Usage: %s [options]\n"
             "Prints what this fold build provides. Without options, prints everything.\n"
-            "  -v   version\n"
-            "  -t   transports, and the libfabric providers found\n"
-            "  -c   configuration variables, defaults and descriptions\n"
-            "  -a   algorithms and the default selection rules\n"
-            "  -h   this help\n",
+            "  -v        version\n"
+            "  -t        transports, and the libfabric providers found\n"
+            "  -c        configuration variables, defaults and descriptions\n"
+            "  -a        algorithms and the default selection rules\n"
+            "  -m        the cost model's parameters in effect\n"
+            "  -S SHAPE  what selection picks on a communicator of that shape, without running\n"
+            "            it: NODESxPPN (8x64) or the ranks of each node (2,1,1)\n"
+            "  -h        this help\n",
             prog);
 }
 
 int main(int argc, char **argv)
 {
-    int want_version = 0, want_tl = 0, want_cfg = 0, want_alg = 0, opt;
-    while ((opt = getopt(argc, argv, "vtcah")) != -1) {
+    int want_version = 0, want_tl = 0, want_cfg = 0, want_alg = 0, want_model = 0, opt;
+    const char *shape = NULL;
+    while ((opt = getopt(argc, argv, "vtcamS:h")) != -1) {
         switch (opt) {
         case 'v': want_version = 1; break;
         case 't': want_tl = 1; break;
         case 'c': want_cfg = 1; break;
         case 'a': want_alg = 1; break;
+        case 'm': want_model = 1; break;
+        case 'S': shape = optarg; break;
         case 'h': usage(stdout, argv[0]); return 0;
         default: usage(stderr, argv[0]); return 2;
         }
@@ -153,7 +268,10 @@ int main(int argc, char **argv)
         usage(stderr, argv[0]);
         return 2;
     }
-    int all = !(want_version || want_tl || want_cfg || want_alg);
+    if (shape != NULL) {
+        return print_decisions(shape);
+    }
+    int all = !(want_version || want_tl || want_cfg || want_alg || want_model);
     if (all || want_version) {
         print_version();
     }
@@ -166,6 +284,9 @@ int main(int argc, char **argv)
     if (all || want_alg) {
         print_algorithms();
         print_selection();
+    }
+    if (all || want_model) {
+        return print_model();
     }
     return 0;
 }

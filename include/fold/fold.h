@@ -157,6 +157,16 @@ int fold_request_free(fold_request_h req);
 const char *fold_selected_algorithm(fold_comm_h comm, const char *collective,
                                     size_t count, fold_dtype_t dtype);
 
+/* Whether fold expects to serve a call of `bytes` per rank faster than the MPI
+ * library beside it, for layers such as the MPI shim that choose between the two:
+ * the tuning file's measured verdict (fold_tune's "serve" lines) where it has one,
+ * else the cost model (fold's choice against the best flat algorithm, which is what
+ * an MPI library runs). *serve is 1 or 0; *source, if not NULL, names where the
+ * answer came from ("tuning file <path>" or "cost model"). Every rank of comm gets
+ * the same answer. */
+int fold_serve_advice(fold_comm_h comm, const char *collective, size_t bytes, int *serve,
+                      const char **source);
+
 const char *fold_version_string(void);
 
 #ifdef __cplusplus

@@ -170,7 +170,6 @@ out:
 
 int fold_node_prepare(fold_comm_t *comm, fold_exec_args_t *args)
 {
-    fold_context_t *ctx = comm->ctx;
     if (comm->node == NULL) {
         fold_node_t *node = calloc(1, sizeof(*node));
         if (node == NULL) {
@@ -189,15 +188,19 @@ int fold_node_prepare(fold_comm_t *comm, fold_exec_args_t *args)
     fold_node_t *node = comm->node;
     fold_coll_args_t *a = &args->cargs;
     size_t esize = fold_dtype_size(args->dtype);
-    size_t bytes = a->count * esize;
     a->topo      = node->topo;
     a->remote    = comm->remote;
-    a->leaders   = fold_select_leaders(ctx, node->topo, args->coll, bytes);
     a->shm_count = node->shm_bytes / esize;
-    a->inter     = node->topo->nnodes > 1
-                       ? fold_select_inter(ctx, args->coll, bytes / (size_t)a->leaders,
-                                           node->topo->nnodes)
-                       : NULL;
+    if (a->leaders < 1) {   /* not chosen by selection (internal callers) */
+        a->leaders = 1;
+    }
+    a->leaders = a->leaders < node->topo->min_ppn ? a->leaders : node->topo->min_ppn;
+    if (node->topo->nnodes == 1) {
+        a->inter = NULL;
+    } else if (a->inter == NULL) {
+        a->inter = args->coll == FOLD_COLL_ALLREDUCE ? &fold_alg_rabenseifner
+                                                     : &fold_alg_binomial;
+    }
     return FOLD_OK;
 }
 

@@ -1,144 +1,56 @@
 /*
- * Algorithm selection. In order: an algorithm forced by FOLD_ALLREDUCE_ALG /
- * FOLD_REDUCE_ALG; the first matching rule of FOLD_TUNE; the first matching rule of
- * the defaults below (written in the same language). Non-commutative ops go to an
- * algorithm that keeps the rank order when the chosen one does not.
+ * Algorithm selection (select.h). In order:
+ *   1. an algorithm forced by FOLD_ALLREDUCE_ALG / FOLD_REDUCE_ALG;
+ *   2. the first matching rule of FOLD_TUNE, then of the tuning file, then of the
+ *      built-in rules below;
+ *   3. a rule with one algorithm decides; a rule with several lets the cost model
+ *      (model.h) replay each candidate's schedules on the communicator's shape and
+ *      take the fastest, with its leaders per node and, across nodes, the flat
+ *      algorithm between leaders.
+ * Non-commutative ops then go to an algorithm that keeps the rank order.
  *
- * Rule syntax (UCC style): coll:size-range[:ranks-range]:alg, rules joined by '#'.
- *   allreduce:0-4k:recursive_doubling       message sizes [0, 4 KiB)
- *   reduce:64k-inf:p3-inf:ring              64 KiB and up, on 3 ranks or more
+ * Model decisions are made per power-of-two size class, once per communicator,
+ * collective and class, from facts every rank shares (the shape from the launcher's
+ * locality, the same parameters), so every rank decides the same.
  */
 #include "core.h"
 #include "log.h"
 #include "codec/reduce_kernel.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* Measured on a 2-core node (see the README's tuning section for the numbers). */
+/*
+ * The families: node-aware algorithms wherever a node holds several ranks of the
+ * communicator (shm_flat only within one node: across nodes it would be dpml), the
+ * flat ones where every rank has a node to itself. Nothing here depends on a rank
+ * count or on a machine; the model picks within each family.
+ */
 const char fold_default_tune[] =
-    "allreduce:0-8k:shm_flat"
-    "#allreduce:32k-16M:p2-2:dpml_pipelined"
-    "#allreduce:16M-inf:p2-2:dpml"
-    "#allreduce:8k-inf:p2-2:rabenseifner"
-    "#allreduce:8k-inf:rabenseifner"
-    "#reduce:0-8k:shm_flat"
-    "#reduce:8k-16k:p2-2:binomial"
-    "#reduce:16k-1M:p2-2:dpml_pipelined"
-    "#reduce:1M-inf:p2-2:dpml"
-    "#reduce:8k-inf:rabenseifner";
+    "allreduce:0-inf:n1-1:ppn2-inf:shm_flat,dpml,dpml_pipelined"
+    "#allreduce:0-inf:n2-inf:ppn2-inf:dpml,dpml_pipelined"
+    "#allreduce:0-inf:recursive_doubling,rabenseifner,ring"
+    "#reduce:0-inf:n1-1:ppn2-inf:shm_flat,dpml,dpml_pipelined"
+    "#reduce:0-inf:n2-inf:ppn2-inf:dpml,dpml_pipelined"
+    "#reduce:0-inf:binomial,rabenseifner,ring,chain,bintree,greedy";
 
-static int parse_coll(const char *text, size_t len, fold_coll_t *coll)
+const fold_tune_t *fold_default_rules(void)
 {
-    if (len == 9 && strncmp(text, "allreduce", 9) == 0) {
-        *coll = FOLD_COLL_ALLREDUCE;
-    } else if (len == 6 && strncmp(text, "reduce", 6) == 0) {
-        *coll = FOLD_COLL_REDUCE;
-    } else {
-        return -1;
-    }
-    return 0;
-}
-
-/* "lo-hi" with size suffixes; hi may be "inf". */
-static int parse_size_range(char *text, size_t *lo, size_t *hi)
-{
-    char *dash = strchr(text, '-');
-    if (dash == NULL) {
-        return -1;
-    }
-    *dash = '\0';
-    return (fold_parse_size(text, lo) == 0 && fold_parse_size(dash + 1, hi) == 0 && *lo <= *hi)
-               ? 0 : -1;
-}
-
-static int parse_rank_range(char *text, int *lo, int *hi)
-{
-    size_t l, h;
-    if (text[0] != 'p' || parse_size_range(text + 1, &l, &h) != 0) {
-        return -1;
-    }
-    *lo = l > (size_t)INT32_MAX ? INT32_MAX : (int)l;
-    *hi = h > (size_t)INT32_MAX ? INT32_MAX : (int)h;
-    return 0;
-}
-
-static int parse_rule(char *text, fold_tune_rule_t *rule)
-{
-    char *fields[4];
-    int n = 0;
-    for (char *save = NULL, *f = strtok_r(text, ":", &save); f != NULL;
-         f = strtok_r(NULL, ":", &save)) {
-        if (n == 4) {
-            return FOLD_ERR_INVALID_ARG;
+    static fold_tune_t rules;
+    static int parsed;
+    if (!__atomic_load_n(&parsed, __ATOMIC_ACQUIRE)) {
+        static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+        pthread_mutex_lock(&lock);
+        if (!parsed) {
+            fold_tune_parse(fold_default_tune, &rules);
+            __atomic_store_n(&parsed, 1, __ATOMIC_RELEASE);
         }
-        fields[n++] = f;
+        pthread_mutex_unlock(&lock);
     }
-    if (n < 3) {
-        return FOLD_ERR_INVALID_ARG;
-    }
-    rule->min_ranks = 1;
-    rule->max_ranks = INT32_MAX;
-    if (parse_coll(fields[0], strlen(fields[0]), &rule->coll) != 0 ||
-        parse_size_range(fields[1], &rule->min_bytes, &rule->max_bytes) != 0 ||
-        (n == 4 && parse_rank_range(fields[2], &rule->min_ranks, &rule->max_ranks) != 0)) {
-        return FOLD_ERR_INVALID_ARG;
-    }
-    rule->alg = fold_alg_find(fields[n - 1]);
-    if (rule->alg == NULL) {
-        return FOLD_ERR_NOT_FOUND;
-    }
-    if (fold_alg_builder(rule->alg, rule->coll) == NULL) {
-        return FOLD_ERR_INVALID_ARG;
-    }
-    return FOLD_OK;
-}
-
-void fold_tune_release(fold_tune_t *tune)
-{
-    free(tune->rules);
-    tune->rules  = NULL;
-    tune->nrules = 0;
-}
-
-int fold_tune_parse(const char *text, fold_tune_t *tune)
-{
-    fold_tune_t t = {NULL, 0};
-    char *copy = strdup(text ? text : "");
-    if (copy == NULL) {
-        return FOLD_ERR_NO_MEMORY;
-    }
-    int status = FOLD_OK;
-    for (char *save = NULL, *r = strtok_r(copy, "#", &save); r != NULL;
-         r = strtok_r(NULL, "#", &save)) {
-        fold_tune_rule_t *rules = realloc(t.rules, (size_t)(t.nrules + 1) * sizeof(*rules));
-        if (rules == NULL) {
-            status = FOLD_ERR_NO_MEMORY;
-            break;
-        }
-        t.rules = rules;
-        char rule_text[256];
-        snprintf(rule_text, sizeof(rule_text), "%s", r);
-        status = parse_rule(r, &t.rules[t.nrules]);
-        if (status != FOLD_OK) {
-            fold_error("bad tuning rule '%s': expected coll:size-range[:pN-M]:alg with coll "
-                       "allreduce|reduce and an algorithm of that collective (fold_info -a)",
-                       rule_text);
-            break;
-        }
-        t.nrules++;
-    }
-    free(copy);
-    if (status != FOLD_OK) {
-        fold_tune_release(&t);
-        return status;
-    }
-    fold_tune_release(tune);
-    *tune = t;
-    return FOLD_OK;
+    return &rules;
 }
 
 static int resolve_forced(const char *name, fold_coll_t coll, const fold_alg_t **alg)
@@ -160,116 +72,456 @@ static int resolve_forced(const char *name, fold_coll_t coll, const fold_alg_t *
 int fold_select_configure(fold_context_t *ctx)
 {
     const fold_alg_t *ar, *r;
+    fold_tune_t tune = {NULL, 0};
     int status = resolve_forced(ctx->config.values[FOLD_CFG_ALLREDUCE_ALG],
                                 FOLD_COLL_ALLREDUCE, &ar);
     if (status == FOLD_OK) {
         status = resolve_forced(ctx->config.values[FOLD_CFG_REDUCE_ALG], FOLD_COLL_REDUCE, &r);
     }
     if (status == FOLD_OK) {
-        status = fold_tune_parse(ctx->config.values[FOLD_CFG_TUNE], &ctx->tune);
+        status = fold_tune_parse(ctx->config.values[FOLD_CFG_TUNE], &tune);
+    }
+    if (status == FOLD_OK) {
+        fold_tune_file_release(&ctx->file);
+        status = fold_tune_file_load(ctx->config.values[FOLD_CFG_TUNE_FILE], &ctx->file);
+    }
+    if (status == FOLD_OK) {
+        status = fold_model_configure(ctx->file.params, ctx->config.values[FOLD_CFG_MODEL],
+                                      &ctx->model);
     }
     if (status != FOLD_OK) {
+        fold_tune_release(&tune);
         return status;
     }
+    fold_tune_release(&ctx->tune);
+    ctx->tune                        = tune;
     ctx->forced[FOLD_COLL_ALLREDUCE] = ar;
     ctx->forced[FOLD_COLL_REDUCE]    = r;
+    for (int i = 0; i < ctx->ncomms; i++) {
+        fold_select_cache_clear(ctx->comms[i]);
+    }
     return FOLD_OK;
 }
 
-/* The first rule that matches, skipping algorithms with any of skip_flags. */
-static const fold_alg_t *match_rules(const fold_tune_t *tune, fold_coll_t coll, size_t bytes,
-                                     int ranks, unsigned skip_flags)
+/* The first rule of FOLD_TUNE, the tuning file or the defaults that matches. */
+const fold_tune_rule_t *fold_select_find_rule(const fold_context_t *ctx, fold_coll_t coll,
+                                         size_t bytes, const fold_shape_t *shape,
+                                         unsigned skip_flags)
 {
-    for (int i = 0; i < tune->nrules; i++) {
-        const fold_tune_rule_t *r = &tune->rules[i];
-        if (r->coll == coll && !(r->alg->flags & skip_flags) && bytes >= r->min_bytes &&
-            (bytes < r->max_bytes || r->max_bytes == SIZE_MAX) && ranks >= r->min_ranks &&
-            ranks <= r->max_ranks) {
-            return r->alg;
-        }
+    const fold_tune_rule_t *r = fold_tune_match(&ctx->tune, coll, bytes, shape, skip_flags);
+    if (r == NULL) {
+        r = fold_tune_match(&ctx->file.rules, coll, bytes, shape, skip_flags);
     }
-    return NULL;
+    if (r == NULL) {
+        r = fold_tune_match(fold_default_rules(), coll, bytes, shape, skip_flags);
+    }
+    return r;
 }
 
-static const fold_tune_t *default_rules(void)
-{
-    static fold_tune_t rules;
-    static int parsed;
-    if (!__atomic_load_n(&parsed, __ATOMIC_ACQUIRE)) {
-        static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-        pthread_mutex_lock(&lock);
-        if (!parsed) {
-            fold_tune_parse(fold_default_tune, &rules);
-            __atomic_store_n(&parsed, 1, __ATOMIC_RELEASE);
-        }
-        pthread_mutex_unlock(&lock);
-    }
-    return &rules;
-}
-
-int fold_select(fold_comm_t *comm, fold_coll_t coll, size_t count, fold_dtype_t dtype,
-                fold_op_t op, const fold_alg_t **alg_p)
-{
-    fold_context_t *ctx = comm->ctx;
-    size_t bytes = count * fold_dtype_size(dtype);
-    const fold_alg_t *alg = ctx->forced[coll];
-    if (alg == NULL) {
-        alg = match_rules(&ctx->tune, coll, bytes, comm->size, 0);
-    }
-    if (alg == NULL) {
-        alg = match_rules(default_rules(), coll, bytes, comm->size, 0);
-    }
-    if (alg == NULL) {
-        alg = (coll == FOLD_COLL_ALLREDUCE) ? &fold_alg_recursive_doubling : &fold_alg_binomial;
-    }
-    if (!fold_op_is_commutative(op) && !(alg->flags & FOLD_ALG_ORDERED)) {
-        const fold_alg_t *ordered =
-            (coll == FOLD_COLL_ALLREDUCE) ? &fold_alg_recursive_doubling : &fold_alg_binomial;
-        fold_debug("%s: %s does not keep the rank order a non-commutative op needs; using %s",
-                   fold_coll_name(coll), alg->name, ordered->name);
-        alg = ordered;
-    }
-    *alg_p = alg;
-    return FOLD_OK;
-}
+/* ---- segments --------------------------------------------------------------- */
 
 size_t fold_default_segment(const fold_alg_t *alg, size_t bytes)
 {
+    (void)alg;
+    (void)bytes;
     return 128 * 1024;
 }
 
-/* Message bytes per DPML leader, below which another leader costs more (a flag
- * hop, a copy out) than it saves in reduction. Reduce needs far more: with one
- * leader the root reduces straight into its output, and every other leader's
- * result is one more copy at the root. Measured on 2 ranks of a 2-core node
- * (README, DPML section). */
-#define DPML_ALLREDUCE_BYTES_PER_LEADER (8 * 1024)
-#define DPML_REDUCE_BYTES_PER_LEADER    (2 * 1024 * 1024)
+/* Schedules grow with the number of segments (and their dependencies with its
+ * square), so a message is cut into at most this many however small the segment. */
+#define MAX_SEGMENTS 1024
 
-int fold_select_leaders(const fold_context_t *ctx, const fold_topo_t *topo, fold_coll_t coll,
-                        size_t bytes)
+size_t fold_select_seg_count(const fold_context_t *ctx, const fold_alg_t *alg, size_t bytes,
+                             size_t esize)
 {
-    long l = ctx->config.dpml_leaders;
-    if (l <= 0) {
-        l = (long)(bytes / (coll == FOLD_COLL_REDUCE ? DPML_REDUCE_BYTES_PER_LEADER
-                                                     : DPML_ALLREDUCE_BYTES_PER_LEADER));
-    }
-    l = l < topo->min_ppn ? l : topo->min_ppn;
-    return l < 1 ? 1 : (int)l;
+    size_t seg = ctx->config.segment_size ? ctx->config.segment_size
+                                          : fold_default_segment(alg, bytes);
+    seg /= esize;
+    size_t count = bytes / esize, floor = (count + MAX_SEGMENTS - 1) / MAX_SEGMENTS;
+    seg = seg > floor ? seg : floor;
+    return seg ? seg : 1;
 }
 
-/* The leaders' exchange between nodes: what the rules would pick for a flat call of
- * part_bytes on nnodes ranks, never a node-aware algorithm. */
-const fold_alg_t *fold_select_inter(const fold_context_t *ctx, fold_coll_t coll,
-                                    size_t part_bytes, int nnodes)
+/* ---- the model's choice ----------------------------------------------------- */
+
+/* Size classes: [2^k, 2^(k+1)), decided at 2^k bytes of float32. */
+#define MODEL_ESIZE 4
+
+int fold_select_class(size_t bytes)
 {
-    const fold_alg_t *alg = match_rules(&ctx->tune, coll, part_bytes, nnodes,
-                                        FOLD_ALG_NODE_AWARE);
-    if (alg == NULL) {
-        alg = match_rules(default_rules(), coll, part_bytes, nnodes, FOLD_ALG_NODE_AWARE);
+    int k = 0;
+    while (k < FOLD_SELECT_CLASSES - 1 && (bytes >> (k + 1)) != 0) {
+        k++;
     }
-    if (alg == NULL) {
-        alg = (coll == FOLD_COLL_ALLREDUCE) ? &fold_alg_recursive_doubling : &fold_alg_binomial;
+    return k;
+}
+
+static uint64_t fnv(uint64_t h, const void *data, size_t len);
+
+int fold_select_topos(fold_comm_t *comm)
+{
+    fold_select_cache_t *c = &comm->select;
+    if (c->topo != NULL) {
+        return FOLD_OK;
     }
-    return alg;
+    const fold_context_t *ctx = comm->ctx;
+    int n = comm->size, nn = comm->shape.nnodes;
+    int *key = malloc((size_t)n * sizeof(int)), *pkg = malloc((size_t)n * sizeof(int));
+    int status = FOLD_ERR_NO_MEMORY;
+    if (key != NULL && pkg != NULL) {
+        for (int r = 0; r < n; r++) {
+            key[r] = ctx->node_of[fold_rank_map_get(&comm->map, r)];
+            pkg[r] = -1;
+        }
+        status = fold_topo_build(n, key, pkg, &c->topo);
+        for (int r = 0; r < nn && status == FOLD_OK; r++) {
+            key[r] = r;
+        }
+        if (status == FOLD_OK) {
+            status = fold_topo_build(nn, key, pkg, &c->inter_topo);
+        }
+        if (status == FOLD_OK) {
+            c->shape_hash = fnv(0xcbf29ce484222325ull, c->topo->node_of,
+                                (size_t)n * sizeof(int));
+        }
+    }
+    free(key);
+    free(pkg);
+    return status;
+}
+
+/* Steps of rank 0's schedule: the replay costs about ranks x steps. */
+static size_t rank0_steps(const fold_topo_t *topo, const fold_model_query_t *q)
+{
+    fold_coll_args_t a = q->proto;
+    uint8_t *remote = NULL;
+    if (topo->nnodes > 1 && (remote = malloc((size_t)topo->size)) != NULL) {
+        for (int r = 0; r < topo->size; r++) {
+            remote[r] = topo->node_of[r] != topo->node_of[0];
+        }
+    }
+    a.rank   = 0;
+    a.size   = topo->size;
+    a.remote = remote;
+    a.topo   = (q->alg->flags & FOLD_ALG_NODE_AWARE) ? topo : NULL;
+    fold_sched_t s;
+    fold_sched_init(&s, &a);
+    size_t n = fold_alg_builder(q->alg, a.coll)(&a, &s) == FOLD_OK ? s.nsteps : 0;
+    fold_sched_cleanup(&s);
+    free(remote);
+    return n;
+}
+
+static double predict_at(const fold_context_t *ctx, const fold_topo_t *topo,
+                         fold_model_query_t *q, size_t bytes)
+{
+    q->proto.count     = bytes / MODEL_ESIZE ? bytes / MODEL_ESIZE : 1;
+    q->proto.seg_count = fold_select_seg_count(ctx, q->alg, q->proto.count * MODEL_ESIZE,
+                                               MODEL_ESIZE);
+    fold_model_result_t res;
+    return fold_model_predict(&ctx->model, topo, q, &res) == FOLD_OK ? res.time_us : INFINITY;
+}
+
+/* Steps replayed per prediction, at most (about 0.1 s). Beyond, large messages are
+ * predicted at a smaller size and extrapolated: every algorithm's time is linear in
+ * the size once it is cut into many segments or chunks, which is what makes the
+ * schedule long. */
+#define MODEL_STEP_BUDGET  (256 * 1024)
+#define MODEL_MIN_EXTRAP   (64 * 1024)
+#define MODEL_STEP_LIMIT   (16 * MODEL_STEP_BUDGET)
+
+double fold_select_predict(fold_comm_t *comm, const fold_topo_t *topo, fold_coll_t coll,
+                           const fold_alg_t *alg, size_t bytes, int leaders,
+                           const fold_alg_t *inter)
+{
+    const fold_context_t *ctx = comm->ctx;
+    fold_model_query_t q = {
+        .alg   = alg,
+        .esize = MODEL_ESIZE,
+        .proto = {.coll = coll, .size = topo->size, .root = 0,
+                  .depth = (int)ctx->config.pipeline_depth, .commutative = 1,
+                  .leaders = leaders, .shm_count = ctx->config.shm_size / MODEL_ESIZE,
+                  .inter = inter},
+    };
+    size_t at = bytes;
+    q.proto.count     = at / MODEL_ESIZE ? at / MODEL_ESIZE : 1;
+    q.proto.seg_count = fold_select_seg_count(ctx, alg, q.proto.count * MODEL_ESIZE, MODEL_ESIZE);
+    size_t steps = rank0_steps(topo, &q);
+    while (at / 2 >= MODEL_MIN_EXTRAP && steps * (size_t)topo->size > MODEL_STEP_BUDGET) {
+        q.proto.count     = at / 2 / MODEL_ESIZE;
+        q.proto.seg_count = fold_select_seg_count(ctx, alg, at / 2, MODEL_ESIZE);
+        size_t fewer = rank0_steps(topo, &q);
+        if (fewer >= steps) {
+            break;   /* the step count no longer follows the size (latency-bound) */
+        }
+        at /= 2;
+        steps = fewer;
+    }
+    if (steps * (size_t)topo->size > MODEL_STEP_LIMIT) {
+        /* A ring over a thousand ranks: p^2 steps whatever the size. Another candidate
+         * with the same bandwidth term and fewer latencies (Rabenseifner) wins there. */
+        fold_debug("model: %s %s of %zu B on %d ranks: %zu steps per rank, too long to "
+                   "replay; not a candidate", alg->name, fold_coll_name(coll), bytes,
+                   topo->size, steps);
+        return INFINITY;
+    }
+    double t = predict_at(ctx, topo, &q, at);
+    if (at == bytes) {
+        return t;
+    }
+    double half = predict_at(ctx, topo, &q, at / 2);
+    double per_byte = (t - half) / (double)(at - at / 2);
+    return t + per_byte * (double)(bytes - at);
+}
+
+/* The fastest flat algorithm between the leaders of nnodes nodes for part_bytes. */
+static const fold_alg_t *pick_inter(fold_comm_t *comm, fold_coll_t coll, size_t part_bytes)
+{
+    int nn = comm->shape.nnodes;
+    fold_shape_t shape = {nn, nn, 1, 1};
+    const fold_tune_rule_t *rule = fold_select_find_rule(comm->ctx, coll, part_bytes, &shape,
+                                             FOLD_ALG_NODE_AWARE);
+    const fold_alg_t *best = coll == FOLD_COLL_ALLREDUCE ? &fold_alg_recursive_doubling
+                                                         : &fold_alg_binomial;
+    if (rule == NULL) {
+        return best;
+    }
+    double best_us = INFINITY;
+    for (int a = 0; a < rule->nalgs; a++) {
+        const fold_alg_t *alg = rule->algs[a];
+        if (alg->flags & FOLD_ALG_NODE_AWARE) {
+            continue;
+        }
+        double us = rule->nalgs == 1 ? 0 : fold_select_predict(comm, comm->select.inter_topo, coll, alg,
+                                                   part_bytes, 0, NULL);
+        if (us < best_us) {
+            best_us = us;
+            best    = alg;
+        }
+    }
+    return best;
+}
+
+/* Leaders to try: 1, 2, 4, ... and the fewest ranks on a node, or the forced count. */
+static int leader_candidates(const fold_comm_t *comm, int *out)
+{
+    int min_ppn = comm->shape.min_ppn, n = 0;
+    long forced = comm->ctx->config.dpml_leaders;
+    if (forced > 0) {
+        out[n++] = forced < min_ppn ? (int)forced : min_ppn;
+        return n;
+    }
+    for (int l = 1; l < min_ppn && n < FOLD_SELECT_MAX_LEADER_TRIES - 1; l *= 2) {
+        out[n++] = l;
+    }
+    out[n++] = min_ppn;
+    return n;
+}
+
+/* Evaluates one candidate algorithm, with its best leader count for node-aware
+ * ones; fills *choice and returns the predicted time. */
+double fold_select_evaluate(fold_comm_t *comm, fold_coll_t coll, const fold_alg_t *alg, size_t bytes,
+                       fold_choice_t *choice)
+{
+    choice->alg     = alg;
+    choice->leaders = 0;
+    choice->inter   = NULL;
+    if (!(alg->flags & FOLD_ALG_NODE_AWARE)) {
+        return fold_select_predict(comm, comm->select.topo, coll, alg, bytes, 0, NULL);
+    }
+    int leaders[FOLD_SELECT_MAX_LEADER_TRIES];
+    int n = leader_candidates(comm, leaders);
+    double best_us = INFINITY;
+    for (int i = 0; i < n; i++) {
+        const fold_alg_t *inter =
+            comm->shape.nnodes > 1 ? pick_inter(comm, coll, bytes / (size_t)leaders[i]) : NULL;
+        double us = fold_select_predict(comm, comm->select.topo, coll, alg, bytes, leaders[i], inter);
+        if (us < best_us || i == 0) {
+            best_us         = us;
+            choice->leaders = leaders[i];
+            choice->inter   = inter;
+        }
+    }
+    return best_us;
+}
+
+/*
+ * Decisions shared by the communicators of this process: the same shape, question
+ * and settings give the same answer, so communicators duplicated by the application
+ * (and the ranks-as-threads of the tests) replay each question once.
+ */
+typedef struct shared_decision {
+    uint64_t                key;
+    fold_choice_t           choice;
+    double                  us;
+    struct shared_decision *next;
+} shared_decision_t;
+
+#define SHARED_MAX 4096
+static shared_decision_t *shared_head;
+static int                shared_count;
+static pthread_mutex_t    shared_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static uint64_t fnv(uint64_t h, const void *data, size_t len)
+{
+    const unsigned char *p = data;
+    for (size_t i = 0; i < len; i++) {
+        h = (h ^ p[i]) * 0x100000001b3ull;
+    }
+    return h;
+}
+
+static uint64_t decision_key(const fold_comm_t *comm, fold_coll_t coll, int k,
+                             const fold_alg_t *const *algs, int nalgs)
+{
+    const fold_context_t *ctx = comm->ctx;
+    const fold_config_t *cfg = &ctx->config;
+    uint64_t h = comm->select.shape_hash;
+    h = fnv(h, &coll, sizeof(coll));
+    h = fnv(h, &k, sizeof(k));
+    for (int a = 0; a < nalgs; a++) {
+        h = fnv(h, algs[a]->name, strlen(algs[a]->name) + 1);
+    }
+    h = fnv(h, &ctx->model, sizeof(ctx->model));
+    h = fnv(h, &cfg->shm_size, sizeof(cfg->shm_size));
+    h = fnv(h, &cfg->segment_size, sizeof(cfg->segment_size));
+    h = fnv(h, &cfg->pipeline_depth, sizeof(cfg->pipeline_depth));
+    h = fnv(h, &cfg->dpml_leaders, sizeof(cfg->dpml_leaders));
+    /* The rules pick the flat algorithm between nodes. */
+    h = fnv(h, &ctx->tune.nrules, sizeof(ctx->tune.nrules));
+    h = fnv(h, ctx->tune.rules, (size_t)ctx->tune.nrules * sizeof(*ctx->tune.rules));
+    return fnv(h, ctx->file.rules.rules,
+               (size_t)ctx->file.rules.nrules * sizeof(*ctx->file.rules.rules));
+}
+
+static int shared_find(uint64_t key, fold_choice_t *choice, double *us)
+{
+    pthread_mutex_lock(&shared_lock);
+    shared_decision_t *d = shared_head;
+    while (d != NULL && d->key != key) {
+        d = d->next;
+    }
+    if (d != NULL) {
+        *choice = d->choice;
+        *us     = d->us;
+    }
+    pthread_mutex_unlock(&shared_lock);
+    return d != NULL;
+}
+
+static void shared_add(uint64_t key, const fold_choice_t *choice, double us)
+{
+    pthread_mutex_lock(&shared_lock);
+    shared_decision_t *d = shared_count < SHARED_MAX ? malloc(sizeof(*d)) : NULL;
+    if (d != NULL) {
+        *d = (shared_decision_t){key, *choice, us, shared_head};
+        shared_head = d;
+        shared_count++;
+    }
+    pthread_mutex_unlock(&shared_lock);
+}
+
+__attribute__((destructor)) static void shared_free(void)
+{
+    while (shared_head != NULL) {
+        shared_decision_t *d = shared_head;
+        shared_head = d->next;
+        free(d);
+    }
+}
+
+/* The model's pick among `algs` for this size class, cached per communicator. */
+static int model_pick(fold_comm_t *comm, fold_coll_t coll, size_t bytes,
+                      const fold_alg_t *const *algs, int nalgs, fold_choice_t *choice)
+{
+    int k = fold_select_class(bytes);
+    fold_select_entry_t *e = &comm->select.entry[coll][k];
+    if (e->valid && e->nalgs == nalgs && memcmp(e->algs, algs, (size_t)nalgs * sizeof(*algs)) == 0) {
+        *choice = e->choice;
+        return FOLD_OK;
+    }
+    int status = fold_select_topos(comm);
+    if (status != FOLD_OK) {
+        return status;
+    }
+    uint64_t key = decision_key(comm, coll, k, algs, nalgs);
+    double best_us = INFINITY;
+    if (!shared_find(key, choice, &best_us)) {
+        size_t at = (size_t)1 << k;
+        for (int a = 0; a < nalgs; a++) {
+            fold_choice_t c;
+            double us = fold_select_evaluate(comm, coll, algs[a], at, &c);
+            fold_trace("comm %u %s %zu B: %s leaders %d predicted %.2f us", comm->id,
+                       fold_coll_name(coll), at, algs[a]->name, c.leaders, us);
+            if (a == 0 || us < best_us) {
+                best_us = us;
+                *choice = c;
+            }
+        }
+        shared_add(key, choice, best_us);
+        fold_debug("comm %u: %s from %zu B: %s (leaders %d%s%s), predicted %.2f us", comm->id,
+                   fold_coll_name(coll), at, choice->alg->name, choice->leaders,
+                   choice->inter ? ", between nodes " : "",
+                   choice->inter ? choice->inter->name : "", best_us);
+    }
+    e->valid  = 1;
+    e->us     = best_us;
+    e->nalgs  = nalgs;
+    memcpy(e->algs, algs, (size_t)nalgs * sizeof(*algs));
+    e->choice = *choice;
+    return FOLD_OK;
+}
+
+void fold_select_cache_clear(fold_comm_t *comm)
+{
+    memset(comm->select.entry, 0, sizeof(comm->select.entry));
+    memset(comm->select.advice, -1, sizeof(comm->select.advice));
+}
+
+void fold_select_cache_free(fold_comm_t *comm)
+{
+    fold_topo_free(comm->select.topo);
+    fold_topo_free(comm->select.inter_topo);
+    comm->select.topo = comm->select.inter_topo = NULL;
+}
+
+/* ---- the decision ----------------------------------------------------------- */
+
+int fold_select(fold_comm_t *comm, fold_coll_t coll, size_t count, fold_dtype_t dtype,
+                fold_op_t op, fold_choice_t *choice)
+{
+    fold_context_t *ctx = comm->ctx;
+    size_t bytes = count * fold_dtype_size(dtype);
+    const fold_alg_t *const *algs = &ctx->forced[coll];
+    int nalgs = 1;
+    if (ctx->forced[coll] == NULL) {
+        const fold_tune_rule_t *rule = fold_select_find_rule(ctx, coll, bytes, &comm->shape, 0);
+        static const fold_alg_t *const fallback[FOLD_COLL_COUNT] = {
+            [FOLD_COLL_ALLREDUCE] = &fold_alg_recursive_doubling,
+            [FOLD_COLL_REDUCE]    = &fold_alg_binomial};
+        algs  = rule != NULL ? rule->algs : &fallback[coll];
+        nalgs = rule != NULL ? rule->nalgs : 1;
+    }
+    /* A non-commutative op keeps only the candidates that keep the rank order. */
+    const fold_alg_t *cand[FOLD_RULE_MAX_ALGS];
+    int ncand = 0, ordered_only = !fold_op_is_commutative(op);
+    for (int a = 0; a < nalgs; a++) {
+        if (!ordered_only || (algs[a]->flags & FOLD_ALG_ORDERED)) {
+            cand[ncand++] = algs[a];
+        }
+    }
+    if (ncand == 0) {
+        cand[ncand++] = coll == FOLD_COLL_ALLREDUCE ? &fold_alg_recursive_doubling
+                                                    : &fold_alg_binomial;
+        fold_debug("%s: %s does not keep the rank order a non-commutative op needs; using %s",
+                   fold_coll_name(coll), algs[0]->name, cand[0]->name);
+    }
+    /* The model decides between several candidates, and the leaders of a node-aware
+     * one even when it is the only candidate. */
+    if (ncand > 1 || (cand[0]->flags & FOLD_ALG_NODE_AWARE)) {
+        return model_pick(comm, coll, bytes, cand, ncand, choice);
+    }
+    memset(choice, 0, sizeof(*choice));
+    choice->alg = cand[0];
+    return FOLD_OK;
 }

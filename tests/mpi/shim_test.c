@@ -10,7 +10,8 @@ test_type_t test_types[40];
 int test_ntypes;
 
 static const char *const route_names[ROUTE_COUNT] = {
-    "fold", "off", "args", "datatype", "op", "dtype_op", "small", "large", "intercomm",
+    "fold", "off", "args", "datatype", "op", "dtype_op", "small", "large", "mpi_faster",
+    "intercomm",
     "foreign", "comm_failed", "comm_busy"};
 
 static unsigned long expected[2][ROUTE_COUNT];

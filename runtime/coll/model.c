@@ -1,0 +1,1313 @@
+/*
+ * The cost model's evaluator (model.h): every rank's schedule replayed together in
+ * one discrete-event simulation. Pure computation: no transport, no clock, no
+ * randomness, so every rank of a job that asks the same question gets the same
+ * answer, bit for bit, and can act on it without talking to the others.
+ *
+ * What the simulation does (times in microseconds; GB/s = 1e9 bytes/s = bytes per
+ * ns, so a transfer of b bytes at g GB/s takes b / (g * 1e3) us):
+ *
+ *   readiness   a step becomes ready when the last of its predecessors (the
+ *               dependencies fold_sched_finalize derived) is done; steps without
+ *               predecessors are ready at 0. Soft waits (sched.h) are left out:
+ *               the model assumes dense data, and the executor drops a soft wait
+ *               as soon as the message its answer derives from arrives dense.
+ *   CPU         each rank has one CPU timeline. A ready step takes it for step_us
+ *               (the executor's overhead), copies and reductions also for their
+ *               bytes over the node's bandwidth; the CPU serves steps in the order
+ *               they became ready. Sends, receives and shm waits only take the
+ *               step_us to post: their data moves without the CPU.
+ *   bandwidth   a node's working set is what its ranks' schedules touch: each
+ *               rank's IN, OUT (once when in place) and TMP extents, plus the node
+ *               segment once. When it fits cache_bytes copies run at copy_gbs and
+ *               reductions at reduce_gbs (bytes of the result); otherwise at
+ *               copy_mem_gbs / reduce_mem_gbs, capped at node_mem_gbs divided by
+ *               the node's ranks, since out of cache they stream together.
+ *   messages    the k-th send from a to b carries the k-th receive b posts from a
+ *               (matched before the simulation; counts must agree). A send is
+ *               posted when its CPU slot ends; its data is ready to move then if it
+ *               has at most eager_bytes, else once the receive is posted too
+ *               (rendezvous). It arrives lat + bytes / bandwidth after it starts
+ *               moving: intra_lat_us and intra_gbs within a node, inter_lat_us and
+ *               inter_gbs between nodes. Between nodes it holds one of the nics
+ *               outbound links of the sender's node and one of the nics inbound
+ *               links of the receiver's node (the earliest free of each); within a
+ *               node the sender's outbound and the receiver's inbound channel (a
+ *               rank's transport copies one message at a time; other pairs of the
+ *               node do not contend; the bytes move at most at the node's copy rate
+ *               and hold the receiver's CPU, whose core copies them). Links and
+ *               channels are held while the bytes
+ *               go through, not for the latency: messages in flight overlap their
+ *               latencies as on a NIC, else a node's 8 ranks sending small messages
+ *               at once would pay 8 latencies. Messages claim links and channels in
+ *               the order they become ready to move. A send is done when its data
+ *               has arrived, a receive at the later of its post and the arrival.
+ *               Zero-byte messages (signals) are messages like any other.
+ *   shm flags   a post sets its rank's flag when its CPU slot ends; a wait is done
+ *               at the later of its own post time and flag_us after the first post
+ *               that brought the awaited flag to the awaited value (local -1: the
+ *               latest of every other local rank's). Values are those of one call,
+ *               so a wait for 0 (the previous call's FOLD_SHM_CALL_DONE) is met at
+ *               once.
+ *   order       events are kept in a binary heap by (time, rank, step), so ties
+ *               always resolve the same way whatever the machine or the run.
+ *
+ * Results: the time the last step of any rank is done, the latest finish among
+ * the ranks that have an output (for reduce: the root), and the steps simulated.
+ * A step that never completes means the schedules do not fit each other (a
+ * message or flag that never comes, a cycle): that is logged naming the rank, the
+ * step and its kind, and fails with FOLD_ERR_INVALID_ARG.
+ *
+ * Size: predict builds one rank's schedule at a time and keeps a 48-byte record per
+ * step plus 4 bytes per dependency, so a ring allreduce on 1000 ranks (5 million
+ * steps) takes about 250 MB. The work is O(steps log(steps ready at once)): about
+ * 0.4 us per step on this machine, 40% of it building and finalizing schedules.
+ */
+#include "model.h"
+
+#include "config.h"
+#include "log.h"
+#include "shm/shm_segment.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fold/fold_status.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- parameters --------------------------------------------------------------- */
+
+typedef enum model_param_kind {
+    PARAM_TIME,    /* microseconds, >= 0 */
+    PARAM_RATE,    /* GB/s, > 0 */
+    PARAM_LINKS,   /* an integer >= 1 */
+    PARAM_BYTES    /* fold_parse_size, stored as a double */
+} model_param_kind_t;
+
+typedef struct model_param {
+    const char *name;
+    size_t      offset;
+    int         kind;
+} model_param_t;
+
+#define MODEL_PARAM(field, kind) {#field, offsetof(fold_model_params_t, field), kind}
+
+static const model_param_t model_params[] = {
+    MODEL_PARAM(step_us, PARAM_TIME),        MODEL_PARAM(flag_us, PARAM_TIME),
+    MODEL_PARAM(intra_lat_us, PARAM_TIME),   MODEL_PARAM(intra_gbs, PARAM_RATE),
+    MODEL_PARAM(inter_lat_us, PARAM_TIME),   MODEL_PARAM(inter_gbs, PARAM_RATE),
+    MODEL_PARAM(nics, PARAM_LINKS),          MODEL_PARAM(eager_bytes, PARAM_BYTES),
+    MODEL_PARAM(copy_gbs, PARAM_RATE),       MODEL_PARAM(copy_mem_gbs, PARAM_RATE),
+    MODEL_PARAM(reduce_gbs, PARAM_RATE),     MODEL_PARAM(reduce_mem_gbs, PARAM_RATE),
+    MODEL_PARAM(node_mem_gbs, PARAM_RATE),   MODEL_PARAM(cache_bytes, PARAM_BYTES),
+};
+
+#define MODEL_NPARAMS   (sizeof(model_params) / sizeof(model_params[0]))
+#define MODEL_MAX_NICS  1024
+
+/*
+ * A generic current server node on a 100 Gb/s network; a calibration replaces
+ * them. The per-core figures are deliberately below a fast core's peak (this
+ * machine's Zen 5 streams c += a at ~60 GB/s): a typical node is older, and its
+ * ranks share the memory controllers.
+ */
+void fold_model_defaults(fold_model_params_t *p)
+{
+    *p = (fold_model_params_t){
+        .step_us        = 0.05,   /* executor: dequeue a step, post or run it, retire it */
+        .flag_us        = 0.15,   /* a flag's cache line moving to the waiting core */
+        .intra_lat_us   = 0.5,    /* UCX shared-memory transport, small message */
+        .intra_gbs      = 10,     /* ... large message (CMA or two copies) */
+        .inter_lat_us   = 2,      /* InfiniBand / RoCE class small-message latency */
+        .inter_gbs      = 12.5,   /* 100 Gb/s line rate */
+        .nics           = 1,
+        .eager_bytes    = 8192,   /* UCX's usual tag rendezvous threshold */
+        .copy_gbs       = 40,     /* memcpy within the last-level cache, one core */
+        .copy_mem_gbs   = 15,     /* ... streaming from DRAM */
+        .reduce_gbs     = 30,     /* c = a op b on float32, in cache, bytes of c */
+        .reduce_mem_gbs = 12,     /* ... from DRAM: three streams per result */
+        .node_mem_gbs   = 100,    /* what all cores of a node stream together */
+        .cache_bytes    = 32.0 * 1024 * 1024,
+    };
+}
+
+static const model_param_t *param_find(const char *name)
+{
+    for (size_t i = 0; name != NULL && i < MODEL_NPARAMS; i++) {
+        if (strcmp(model_params[i].name, name) == 0) {
+            return &model_params[i];
+        }
+    }
+    return NULL;
+}
+
+/* A plain number: no sign, no blanks, no "inf" or "nan", nothing after it. */
+static int parse_number(const char *text, double *out)
+{
+    if (text == NULL || !(isdigit((unsigned char)text[0]) || text[0] == '.')) {
+        return -1;
+    }
+    char *end;
+    errno = 0;
+    double v = strtod(text, &end);
+    if (end == text || *end != '\0' || errno == ERANGE || !isfinite(v)) {
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+static int parse_param(const model_param_t *mp, const char *text, double *out)
+{
+    size_t bytes;
+    switch (mp->kind) {
+    case PARAM_TIME:
+        return parse_number(text, out);
+    case PARAM_RATE:
+        return (parse_number(text, out) == 0 && *out > 0) ? 0 : -1;
+    case PARAM_LINKS:
+        if (parse_number(text, out) != 0 || *out < 1 || *out > MODEL_MAX_NICS ||
+            *out != floor(*out)) {
+            return -1;
+        }
+        return 0;
+    case PARAM_BYTES:
+        if (fold_parse_size(text, &bytes) != 0) {
+            return -1;
+        }
+        *out = (double)bytes;
+        return 0;
+    }
+    return -1;
+}
+
+int fold_model_set(fold_model_params_t *p, const char *name, const char *value)
+{
+    const model_param_t *mp = param_find(name);
+    if (p == NULL) {
+        return FOLD_ERR_INVALID_ARG;
+    }
+    if (mp == NULL) {
+        fold_error("unknown cost-model parameter '%s'", name ? name : "(null)");
+        return FOLD_ERR_NOT_FOUND;
+    }
+    double v;
+    if (parse_param(mp, value, &v) != 0) {
+        static const char *const expect[] = {
+            "a number of microseconds >= 0", "a bandwidth in GB/s > 0",
+            "an integer from 1 to 1024", "a byte count such as 8192, 64k, 32M or inf"};
+        fold_error("cost-model parameter %s: '%s' is not %s", mp->name,
+                   value ? value : "(null)", expect[mp->kind]);
+        return FOLD_ERR_INVALID_ARG;
+    }
+    char *field = (char *)p + mp->offset;
+    if (mp->kind == PARAM_LINKS) {
+        *(int *)field = (int)v;
+    } else {
+        *(double *)field = v;
+    }
+    return FOLD_OK;
+}
+
+/* The shortest of %.15g..%.17g that reads back as the same double, so a printed
+ * set of parameters (a tuning file) reproduces the predictions exactly. */
+static void format_double(double v, char *buf, size_t len)
+{
+    for (int digits = 15; digits <= 17; digits++) {
+        snprintf(buf, len, "%.*g", digits, v);
+        if (strtod(buf, NULL) == v) {
+            return;
+        }
+    }
+}
+
+void fold_model_print(const fold_model_params_t *p, const char *prefix, void *file)
+{
+    FILE *out = file;
+    for (size_t i = 0; i < MODEL_NPARAMS; i++) {
+        const model_param_t *mp = &model_params[i];
+        const char *field = (const char *)p + mp->offset;
+        char value[64];
+        if (mp->kind == PARAM_LINKS) {
+            snprintf(value, sizeof(value), "%d", *(const int *)field);
+        } else if (mp->kind == PARAM_BYTES && *(const double *)field >= (double)SIZE_MAX) {
+            snprintf(value, sizeof(value), "inf");
+        } else if (mp->kind == PARAM_BYTES) {
+            snprintf(value, sizeof(value), "%.0f", *(const double *)field);
+        } else {
+            format_double(*(const double *)field, value, sizeof(value));
+        }
+        fprintf(out, "%s%s %s\n", prefix ? prefix : "", mp->name, value);
+    }
+}
+
+/* ---- the schedules, compacted --------------------------------------------------- */
+
+enum { STEP_WAITING, STEP_POSTED, STEP_DONE };
+
+/*
+ * One step of the whole program with its simulation state in one record (48 bytes
+ * against ~120 for a fold_step_t), since the simulation jumps between ranks in time
+ * order and each record it touches is a cache miss of its own.
+ */
+typedef struct model_step {
+    double   t_post;     /* ready time until the step starts; then when its CPU part
+                            ended (a message: when it was posted) */
+    double   t_done;     /* when done; an shm wait before that: the latest flag time
+                            it has seen, + flag_us */
+    uint64_t amount;     /* send, recv, copy, reduce: bytes; shm post/wait: flag value */
+    int32_t  peer;       /* send/recv: the peer; shm wait: the owner's local index, -1
+                            every other local rank */
+    uint32_t npred;      /* predecessors not done yet */
+    uint32_t link;       /* messages: seq, then (once matched) the other side's step;
+                            shm waits: flags still awaited */
+    uint32_t succ_off;   /* successors: succ[succ_off .. succ_off + nsucc) */
+    uint32_t nsucc;
+    uint8_t  kind;       /* fold_step_kind_t */
+    uint8_t  flag;       /* shm post/wait */
+    uint8_t  state;      /* STEP_WAITING, STEP_POSTED, STEP_DONE */
+} model_step_t;
+
+/* Every rank's schedule, one after the other; step g of the whole is step
+ * g - base[r] of rank r. Successors are global step numbers. */
+typedef struct model_prog {
+    int           size;
+    size_t        nsteps, cap;
+    size_t       *base;       /* rank -> its first step; size + 1 entries */
+    model_step_t *steps;
+    uint32_t     *succ;
+    size_t        nsucc, succ_cap;
+    double       *priv_bytes; /* rank -> bytes of IN, OUT and TMP it touches */
+    double       *shm_bytes;  /* rank -> bytes of the node segment it touches */
+    uint8_t      *has_out;    /* rank -> has an output (reduce: the root only) */
+    size_t        nrecvs;
+} model_prog_t;
+
+#define MODEL_NONE UINT32_MAX
+
+static int prog_init(model_prog_t *g, int size)
+{
+    memset(g, 0, sizeof(*g));
+    g->size       = size;
+    g->base       = calloc((size_t)size + 1, sizeof(*g->base));
+    g->priv_bytes = calloc((size_t)size, sizeof(double));
+    g->shm_bytes  = calloc((size_t)size, sizeof(double));
+    g->has_out    = calloc((size_t)size, 1);
+    if (g->base == NULL || g->priv_bytes == NULL || g->shm_bytes == NULL || g->has_out == NULL) {
+        return FOLD_ERR_NO_MEMORY;
+    }
+    return FOLD_OK;
+}
+
+static void prog_free(model_prog_t *g)
+{
+    free(g->base);
+    free(g->steps);
+    free(g->succ);
+    free(g->priv_bytes);
+    free(g->shm_bytes);
+    free(g->has_out);
+    memset(g, 0, sizeof(*g));
+}
+
+static int grow_to(void **buf, size_t need, size_t elem)
+{
+    void *n = realloc(*buf, need * elem);
+    if (n == NULL) {
+        return FOLD_ERR_NO_MEMORY;
+    }
+    *buf = n;
+    return FOLD_OK;
+}
+
+/* Capacity for `need` elements, doubling. */
+static int grow_cap(void **buf, size_t *cap, size_t need, size_t elem)
+{
+    if (need <= *cap) {
+        return FOLD_OK;
+    }
+    size_t c = *cap ? *cap : 256;
+    while (c < need) {
+        c *= 2;
+    }
+    int status = grow_to(buf, c, elem);
+    if (status == FOLD_OK) {
+        *cap = c;
+    }
+    return status;
+}
+
+static void note_extent(size_t *ext, fold_ref_t r, size_t count)
+{
+    if (r.buf < FOLD_BUF_COUNT && r.off + count > ext[r.buf]) {
+        ext[r.buf] = r.off + count;
+    }
+}
+
+/* Bytes of each buffer the schedule touches: the rank's share of the working set. */
+static void prog_note_footprint(model_prog_t *g, int rank, const fold_sched_t *s, size_t esize)
+{
+    size_t ext[FOLD_BUF_COUNT] = {0};
+    for (size_t i = 0; i < s->nsteps; i++) {
+        const fold_step_t *st = &s->steps[i];
+        switch (st->kind) {
+        case FOLD_STEP_REDUCE:
+            note_extent(ext, st->src2, st->count);
+            /* fall through */
+        case FOLD_STEP_COPY:
+            note_extent(ext, st->src, st->count);
+            note_extent(ext, st->dst, st->count);
+            break;
+        case FOLD_STEP_SEND:
+            note_extent(ext, st->src, st->count);
+            break;
+        default:
+            note_extent(ext, st->dst, st->count);
+        }
+    }
+    size_t in = ext[FOLD_BUF_IN], out = ext[FOLD_BUF_OUT];
+    size_t user = s->inplace ? (in > out ? in : out) : in + out;
+    size_t tmp = ext[FOLD_BUF_TMP] > s->tmp_count ? ext[FOLD_BUF_TMP] : s->tmp_count;
+    size_t shm = ext[FOLD_BUF_SHM] > s->shm_count ? ext[FOLD_BUF_SHM] : s->shm_count;
+    g->priv_bytes[rank] = (double)(user + tmp) * (double)esize;
+    g->shm_bytes[rank]  = (double)shm * (double)esize;
+    g->has_out[rank]    = (uint8_t)(s->has_out != 0);
+}
+
+/* Whether the edge from step i to its successor j is a soft wait (sched.h). The
+ * executor drops those when the message the answer derives from arrives dense, as
+ * the model assumes every message does. */
+static int soft_edge(const fold_sched_t *s, size_t i, uint32_t j)
+{
+    return s->nsoft != 0 && s->steps[j].soft == (uint32_t)i;
+}
+
+/* Appends rank `rank`'s finalized schedule; ranks come in order 0, 1, ... */
+static int prog_append(model_prog_t *g, int rank, const fold_sched_t *s, size_t esize)
+{
+    size_t nsucc = 0;
+    for (size_t i = 0; i < s->nsteps; i++) {
+        nsucc += s->steps[i].nsucc;
+    }
+    if (g->nsteps + s->nsteps >= MODEL_NONE || g->nsucc + nsucc >= MODEL_NONE) {
+        fold_error("model: more than 2^32 steps or dependencies: too large to simulate");
+        return FOLD_ERR_NO_MEMORY;
+    }
+    if (grow_cap((void **)&g->steps, &g->cap, g->nsteps + s->nsteps, sizeof(*g->steps)) !=
+            FOLD_OK ||
+        grow_cap((void **)&g->succ, &g->succ_cap, g->nsucc + nsucc, sizeof(uint32_t)) !=
+            FOLD_OK) {
+        return FOLD_ERR_NO_MEMORY;
+    }
+    const size_t base = g->nsteps;
+    for (size_t i = 0; i < s->nsteps; i++) {
+        const fold_step_t *st = &s->steps[i];
+        const int shm = st->kind == FOLD_STEP_SHM_POST || st->kind == FOLD_STEP_SHM_WAIT;
+        const int soft = s->nsoft != 0 && st->soft != FOLD_STEP_NONE;
+        model_step_t *to = &g->steps[base + i];
+        *to = (model_step_t){
+            .amount   = shm ? st->value : (uint64_t)st->count * (uint64_t)esize,
+            .peer     = st->kind == FOLD_STEP_SHM_WAIT ? st->local : st->peer,
+            .npred    = st->npred - (uint32_t)soft,
+            .link     = st->seq,
+            .succ_off = (uint32_t)g->nsucc,
+            .kind     = st->kind,
+            .flag     = st->flag,
+            .state    = STEP_WAITING,
+        };
+        for (uint32_t k = 0; k < st->nsucc; k++) {
+            uint32_t j = s->succ[st->succ_off + k];
+            if (!soft_edge(s, i, j)) {
+                g->succ[g->nsucc++] = (uint32_t)(base + j);
+                to->nsucc++;
+            }
+        }
+        g->nrecvs += st->kind == FOLD_STEP_RECV;
+    }
+    g->nsteps         = base + s->nsteps;
+    g->base[rank + 1] = g->nsteps;
+    prog_note_footprint(g, rank, s, esize);
+    return FOLD_OK;
+}
+
+/* "rank 2, step 5 of 9 (recv from rank 1, 4096 bytes)", for error messages. */
+static void describe_step(const model_prog_t *g, int rank, size_t gi, char *buf, size_t len)
+{
+    const model_step_t *st = &g->steps[gi];
+    size_t i = gi - g->base[rank] + 1, n = g->base[rank + 1] - g->base[rank];
+    unsigned long long amount = (unsigned long long)st->amount;
+    int off = snprintf(buf, len, "rank %d, step %zu of %zu (%s", rank, i, n,
+                       fold_step_kind_name(st->kind));
+    if (off < 0 || (size_t)off >= len) {
+        return;
+    }
+    buf += off;
+    len -= (size_t)off;
+    switch (st->kind) {
+    case FOLD_STEP_SEND:
+    case FOLD_STEP_RECV:
+        snprintf(buf, len, " %s rank %d, %llu bytes)", st->kind == FOLD_STEP_SEND ? "to" : "from",
+                 st->peer, amount);
+        break;
+    case FOLD_STEP_SHM_POST:
+        snprintf(buf, len, " of %s = %llu)", fold_flag_name(st->flag), amount);
+        break;
+    case FOLD_STEP_SHM_WAIT:
+        if (st->peer < 0) {
+            snprintf(buf, len, " for %s >= %llu of every other local rank)",
+                     fold_flag_name(st->flag), amount);
+        } else {
+            snprintf(buf, len, " for %s >= %llu of local rank %d)", fold_flag_name(st->flag),
+                     amount, st->peer);
+        }
+        break;
+    default:
+        snprintf(buf, len, " of %llu bytes)", amount);
+    }
+}
+
+/* Peers, local indices and flags within range; logs the first that is not. */
+static int prog_check(const model_prog_t *g, const fold_topo_t *topo)
+{
+    for (int r = 0; r < g->size; r++) {
+        int ppn = fold_topo_ppn(topo, topo->node_of[r]);
+        for (size_t gi = g->base[r]; gi < g->base[r + 1]; gi++) {
+            const model_step_t *st = &g->steps[gi];
+            int msg = st->kind == FOLD_STEP_SEND || st->kind == FOLD_STEP_RECV;
+            int shm = st->kind == FOLD_STEP_SHM_POST || st->kind == FOLD_STEP_SHM_WAIT;
+            if ((msg && (st->peer < 0 || st->peer >= g->size)) ||
+                (st->kind == FOLD_STEP_SHM_WAIT && (st->peer < -1 || st->peer >= ppn)) ||
+                (shm && st->flag >= FOLD_SHM_NFLAGS) || st->kind > FOLD_STEP_SHM_WAIT) {
+                char what[160];
+                describe_step(g, r, gi, what, sizeof(what));
+                fold_error("model: %s names a rank, local rank or flag that does not exist "
+                           "(%d ranks, %d on this node)", what, g->size, ppn);
+                return FOLD_ERR_INVALID_ARG;
+            }
+        }
+    }
+    return FOLD_OK;
+}
+
+/* ---- message matching ---------------------------------------------------------- */
+
+/*
+ * Receives by (receiver, sender, seq): per receiver the senders it hears from, in
+ * increasing order, each with its receives numbered by seq. A send from a to b with
+ * seq k finds a among b's senders by bisection and takes receive k. Linear in the
+ * messages, plus sorting each receiver's (few) distinct senders.
+ */
+typedef struct recv_index {
+    size_t   *sender_off;   /* receiver -> its entries in senders[]; size + 1 */
+    int32_t  *senders;
+    size_t   *first;        /* entry -> its receives in slots[]; nentries + 1 */
+    uint32_t *slots;        /* receive steps, MODEL_NONE once matched */
+    int32_t  *count_of;     /* scratch, per sender rank */
+    int32_t  *entry_of;     /* scratch, per sender rank */
+} recv_index_t;
+
+static void recv_index_free(recv_index_t *x)
+{
+    free(x->sender_off);
+    free(x->senders);
+    free(x->first);
+    free(x->slots);
+    free(x->count_of);
+    free(x->entry_of);
+}
+
+static int compare_int32(const void *a, const void *b)
+{
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return (x > y) - (x < y);
+}
+
+static int match_fail(const model_prog_t *g, int rank, size_t gi, const char *why)
+{
+    char what[160];
+    describe_step(g, rank, gi, what, sizeof(what));
+    fold_error("model: %s %s: the ranks' schedules do not match", what, why);
+    return FOLD_ERR_INVALID_ARG;
+}
+
+/* Files receiver b's receives by (sender, seq). */
+static int recv_index_add(recv_index_t *x, const model_prog_t *g, int b, size_t *nentries)
+{
+    size_t e0 = *nentries;
+    for (size_t gi = g->base[b]; gi < g->base[b + 1]; gi++) {
+        const model_step_t *st = &g->steps[gi];
+        if (st->kind == FOLD_STEP_RECV && x->count_of[st->peer]++ == 0) {
+            x->senders[(*nentries)++] = st->peer;
+        }
+    }
+    size_t e1 = *nentries;
+    qsort(x->senders + e0, e1 - e0, sizeof(int32_t), compare_int32);
+    for (size_t e = e0; e < e1; e++) {
+        int32_t a = x->senders[e];
+        x->entry_of[a]  = (int32_t)e;
+        x->first[e + 1] = x->first[e] + (size_t)x->count_of[a];
+        x->count_of[a]  = 0;
+    }
+    x->sender_off[b + 1] = e1;
+    for (size_t gi = g->base[b]; gi < g->base[b + 1]; gi++) {
+        const model_step_t *st = &g->steps[gi];
+        if (st->kind != FOLD_STEP_RECV) {
+            continue;
+        }
+        size_t e = (size_t)x->entry_of[st->peer], k = st->link;
+        if (k >= x->first[e + 1] - x->first[e] || x->slots[x->first[e] + k] != MODEL_NONE) {
+            return match_fail(g, b, gi, "has a message number out of sequence (schedule "
+                                        "not finalized?)");
+        }
+        x->slots[x->first[e] + k] = (uint32_t)gi;
+    }
+    return FOLD_OK;
+}
+
+static int recv_index_build(recv_index_t *x, const model_prog_t *g)
+{
+    size_t n = g->nrecvs, size = (size_t)g->size;
+    memset(x, 0, sizeof(*x));
+    x->sender_off = calloc(size + 1, sizeof(size_t));
+    x->senders    = malloc((n + 1) * sizeof(int32_t));
+    x->first      = calloc(n + 1, sizeof(size_t));
+    x->slots      = malloc((n + 1) * sizeof(uint32_t));
+    x->count_of   = calloc(size, sizeof(int32_t));
+    x->entry_of   = calloc(size, sizeof(int32_t));
+    if (x->sender_off == NULL || x->senders == NULL || x->first == NULL ||
+        x->slots == NULL || x->count_of == NULL || x->entry_of == NULL) {
+        return FOLD_ERR_NO_MEMORY;
+    }
+    memset(x->slots, 0xff, (n + 1) * sizeof(uint32_t));   /* MODEL_NONE */
+    size_t nentries = 0;
+    int status = FOLD_OK;
+    for (int b = 0; b < g->size && status == FOLD_OK; b++) {
+        status = recv_index_add(x, g, b, &nentries);
+    }
+    return status;
+}
+
+/* The receive of send gi (rank a to its peer), or MODEL_NONE. */
+static uint32_t recv_index_take(recv_index_t *x, const model_prog_t *g, int a, size_t gi)
+{
+    int b = g->steps[gi].peer;
+    int32_t key = a;
+    const int32_t *lo = x->senders + x->sender_off[b], *hi = x->senders + x->sender_off[b + 1];
+    const int32_t *at = bsearch(&key, lo, (size_t)(hi - lo), sizeof(int32_t), compare_int32);
+    if (at == NULL) {
+        return MODEL_NONE;
+    }
+    size_t e = (size_t)(at - x->senders), k = g->steps[gi].link;
+    if (k >= x->first[e + 1] - x->first[e]) {
+        return MODEL_NONE;
+    }
+    uint32_t r = x->slots[x->first[e] + k];
+    x->slots[x->first[e] + k] = MODEL_NONE;
+    return r;
+}
+
+/* The first receive no send took, logged. */
+static int unmatched_recv(const recv_index_t *x, const model_prog_t *g)
+{
+    for (int b = 0; b < g->size; b++) {
+        for (size_t e = x->sender_off[b]; e < x->sender_off[b + 1]; e++) {
+            for (size_t k = x->first[e]; k < x->first[e + 1]; k++) {
+                if (x->slots[k] != MODEL_NONE) {
+                    return match_fail(g, b, x->slots[k], "has no matching send");
+                }
+            }
+        }
+    }
+    return FOLD_OK;
+}
+
+static int size_mismatch(const model_prog_t *g, int a, size_t gi, uint32_t r)
+{
+    char what[160];
+    describe_step(g, g->steps[gi].peer, r, what, sizeof(what));
+    fold_error("model: rank %d, step %zu sends %llu bytes to %s: the ranks' schedules do not "
+               "match", a, gi - g->base[a] + 1, (unsigned long long)g->steps[gi].amount, what);
+    return FOLD_ERR_INVALID_ARG;
+}
+
+/* Pairs every send with its receive: link then names the other side. */
+static int prog_match(model_prog_t *g)
+{
+    recv_index_t x;
+    int status = recv_index_build(&x, g);
+    for (int a = 0; a < g->size && status == FOLD_OK; a++) {
+        for (size_t gi = g->base[a]; gi < g->base[a + 1] && status == FOLD_OK; gi++) {
+            if (g->steps[gi].kind != FOLD_STEP_SEND) {
+                continue;
+            }
+            uint32_t r = recv_index_take(&x, g, a, gi);
+            if (r == MODEL_NONE) {
+                status = match_fail(g, a, gi, "has no matching receive");
+            } else if (g->steps[r].amount != g->steps[gi].amount) {
+                status = size_mismatch(g, a, gi, r);
+            } else {
+                g->steps[gi].link = r;
+                g->steps[r].link  = (uint32_t)gi;
+            }
+        }
+    }
+    if (status == FOLD_OK) {
+        status = unmatched_recv(&x, g);
+    }
+    recv_index_free(&x);
+    return status;
+}
+
+/* ---- the simulation ------------------------------------------------------------ */
+
+enum { EV_READY, EV_XFER };
+
+typedef struct model_event {
+    uint64_t t;      /* the time's bits: for doubles >= 0 they order as the doubles */
+    uint32_t g;      /* the step (an inter-node transfer: its send); by (rank, step) */
+    uint32_t who;    /* rank << 1 | event type */
+} model_event_t;
+
+typedef struct flag_log {
+    double   *t;          /* when each post of the flag landed, in order */
+    uint64_t *v;          /* the flag's value from then on (never decreasing) */
+    size_t    n, cap;
+    uint32_t  waiters;    /* head of the waits parked on it (pool), or MODEL_NONE */
+} flag_log_t;
+
+typedef struct flag_waiter {
+    uint64_t value;
+    uint32_t g;
+    int32_t  rank;
+    uint32_t next;
+} flag_waiter_t;
+
+typedef struct model_sim {
+    const fold_model_params_t *p;
+    const fold_topo_t         *topo;
+    model_prog_t              *prog;
+    model_step_t  *steps;      /* prog->steps */
+    double        *cpu;        /* rank -> its CPU is free from */
+    double        *links;      /* node -> nics outbound, then nics inbound: free from */
+    double        *chans;      /* rank -> its outbound, then inbound channel within the
+                                  node (the transport's shared-memory copies): free from */
+    double        *copy_us;    /* node -> us per byte copied */
+    double        *reduce_us;  /* node -> us per byte reduced */
+    double         intra_us, inter_us;   /* us per byte on the wire */
+    flag_log_t    *flags;      /* rank * FOLD_SHM_NFLAGS + flag */
+    flag_waiter_t *pool;
+    size_t         npool, pool_cap;
+    model_event_t *heap;
+    size_t         nheap, heap_cap;
+    size_t         ndone;
+    int            status;
+} model_sim_t;
+
+static uint64_t time_key(double t)
+{
+    uint64_t k;
+    memcpy(&k, &t, sizeof(k));
+    return k;
+}
+
+static double key_time(uint64_t k)
+{
+    double t;
+    memcpy(&t, &k, sizeof(t));
+    return t;
+}
+
+static int ev_before(const model_event_t *a, const model_event_t *b)
+{
+    if (a->t != b->t) {
+        return a->t < b->t;
+    }
+    if (a->g != b->g) {
+        return a->g < b->g;
+    }
+    return (a->who & 1) < (b->who & 1);
+}
+
+static void heap_push(model_sim_t *m, double t, uint32_t g, int rank, int type)
+{
+    if (grow_cap((void **)&m->heap, &m->heap_cap, m->nheap + 1, sizeof(*m->heap)) != FOLD_OK) {
+        m->status = FOLD_ERR_NO_MEMORY;
+        return;
+    }
+    model_event_t ev = {time_key(t), g, ((uint32_t)rank << 1) | (uint32_t)type};
+    size_t i = m->nheap++;
+    while (i > 0 && ev_before(&ev, &m->heap[(i - 1) / 2])) {
+        m->heap[i] = m->heap[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    m->heap[i] = ev;
+}
+
+static model_event_t heap_pop(model_sim_t *m)
+{
+    model_event_t top = m->heap[0], last = m->heap[--m->nheap];
+    size_t i = 0, n = m->nheap;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= n) {
+            break;
+        }
+        if (c + 1 < n && ev_before(&m->heap[c + 1], &m->heap[c])) {
+            c++;
+        }
+        if (!ev_before(&m->heap[c], &last)) {
+            break;
+        }
+        m->heap[i] = m->heap[c];
+        i = c;
+    }
+    if (n > 0) {
+        m->heap[i] = last;
+    }
+    return top;
+}
+
+static double max2(double a, double b)
+{
+    return a > b ? a : b;
+}
+
+/* Step g of `rank` is done at t: its successors may become ready. */
+static void sim_complete(model_sim_t *m, int rank, uint32_t g, double t)
+{
+    model_step_t *st = &m->steps[g];
+    const uint32_t *succ = m->prog->succ + st->succ_off;
+    st->state  = STEP_DONE;
+    st->t_done = t;
+    m->ndone++;
+    for (uint32_t k = 0; k < st->nsucc; k++) {
+        model_step_t *next = &m->steps[succ[k]];
+        next->t_post = max2(next->t_post, t);
+        if (--next->npred == 0) {
+            heap_push(m, next->t_post, succ[k], rank, EV_READY);
+        }
+    }
+}
+
+/* ---- messages ---- */
+
+/* Send sg of rank src has arrived at t; its receive completes if it is posted. */
+static void sim_arrive(model_sim_t *m, int src, uint32_t sg, double t)
+{
+    const model_step_t *send = &m->steps[sg];
+    uint32_t rg = send->link;
+    int dst = send->peer;
+    sim_complete(m, src, sg, t);
+    if (m->steps[rg].state == STEP_POSTED) {
+        sim_complete(m, dst, rg, max2(m->steps[rg].t_post, t));
+    }
+}
+
+/* The data of send sg may start moving at t: it claims its channels in time order. */
+static void sim_transfer(model_sim_t *m, int src, uint32_t sg, double t)
+{
+    heap_push(m, t, sg, src, EV_XFER);
+}
+
+static double *earliest_link(double *links, int n)
+{
+    double *best = links;
+    for (int i = 1; i < n; i++) {
+        if (links[i] < *best) {
+            best = &links[i];
+        }
+    }
+    return best;
+}
+
+/* A message ready to move at t: between nodes it takes the earliest free link at
+ * each end, within a node the sender's outbound and the receiver's inbound channel.
+ * Those are busy while the bytes go through; the latency overlaps the next message. */
+static void sim_xfer(model_sim_t *m, int src, uint32_t sg, double t)
+{
+    const model_step_t *st = &m->steps[sg];
+    const int *node_of = m->topo->node_of;
+    const size_t nics = (size_t)m->p->nics;
+    double *out, *in, lat, per_byte;
+    if (node_of[src] == node_of[st->peer]) {
+        out      = &m->chans[2 * (size_t)src];
+        in       = &m->chans[2 * (size_t)st->peer + 1];
+        lat      = m->p->intra_lat_us;
+        per_byte = m->intra_us;
+    } else {
+        out      = earliest_link(m->links + (size_t)node_of[src] * 2 * nics, (int)nics);
+        in       = earliest_link(m->links + ((size_t)node_of[st->peer] * 2 + 1) * nics,
+                                 (int)nics);
+        lat      = m->p->inter_lat_us;
+        per_byte = m->inter_us;
+    }
+    double start = max2(t, max2(*out, *in));
+    if (node_of[src] == node_of[st->peer]) {
+        /* A core of the node moves the bytes (the receiver's, with single copy or out
+         * of the transport's FIFO): at most at the node's copy rate for this working
+         * set, and that core does nothing else meanwhile. */
+        per_byte = max2(per_byte, m->copy_us[node_of[src]]);
+        start    = max2(start, m->cpu[st->peer]);
+    }
+    double busy  = (double)st->amount * per_byte;
+    *out = *in = start + busy;
+    if (node_of[src] == node_of[st->peer]) {
+        m->cpu[st->peer] = start + busy;
+    }
+    sim_arrive(m, src, sg, start + lat + busy);
+}
+
+static int is_eager(const model_sim_t *m, const model_step_t *st)
+{
+    return (double)st->amount <= m->p->eager_bytes;
+}
+
+static void sim_send_posted(model_sim_t *m, int rank, uint32_t g, double t)
+{
+    const model_step_t *st = &m->steps[g], *recv = &m->steps[st->link];
+    if (is_eager(m, st)) {
+        sim_transfer(m, rank, g, t);
+    } else if (recv->state == STEP_POSTED) {
+        sim_transfer(m, rank, g, max2(t, recv->t_post));
+    }
+}
+
+static void sim_recv_posted(model_sim_t *m, int rank, uint32_t g, double t)
+{
+    const model_step_t *st = &m->steps[g], *send = &m->steps[st->link];
+    if (send->state == STEP_DONE) {
+        sim_complete(m, rank, g, max2(t, send->t_done));   /* already arrived */
+    } else if (!is_eager(m, st) && send->state == STEP_POSTED) {
+        sim_transfer(m, st->peer, st->link, max2(t, send->t_post));   /* the sender waits */
+    }
+}
+
+/* ---- shm flags ---- */
+
+static flag_log_t *flag_of(model_sim_t *m, int rank, int flag)
+{
+    return &m->flags[(size_t)rank * FOLD_SHM_NFLAGS + (size_t)flag];
+}
+
+/* When the flag first reached v, or -1 if it has not (yet). */
+static double flag_reached(const flag_log_t *f, uint64_t v)
+{
+    size_t a = 0, z = f->n;
+    while (a < z) {
+        size_t mid = (a + z) / 2;
+        if (f->v[mid] < v) {
+            a = mid + 1;
+        } else {
+            z = mid;
+        }
+    }
+    return a < f->n ? f->t[a] : -1.0;
+}
+
+/* One flag that wait g still needs is there at t. */
+static void wait_met(model_sim_t *m, int rank, uint32_t g, double t)
+{
+    model_step_t *st = &m->steps[g];
+    st->t_done = max2(st->t_done, t + m->p->flag_us);
+    if (--st->link == 0) {
+        sim_complete(m, rank, g, st->t_done);
+    }
+}
+
+static void flag_post(model_sim_t *m, int rank, int flag, uint64_t value, double t)
+{
+    flag_log_t *f = flag_of(m, rank, flag);
+    size_t cap = f->cap;
+    if (grow_cap((void **)&f->t, &cap, f->n + 1, sizeof(double)) != FOLD_OK ||
+        grow_cap((void **)&f->v, &f->cap, f->n + 1, sizeof(uint64_t)) != FOLD_OK) {
+        m->status = FOLD_ERR_NO_MEMORY;
+        return;
+    }
+    uint64_t v = (f->n > 0 && f->v[f->n - 1] > value) ? f->v[f->n - 1] : value;
+    f->t[f->n]   = t;
+    f->v[f->n++] = v;
+    for (uint32_t *at = &f->waiters; *at != MODEL_NONE;) {
+        flag_waiter_t *w = &m->pool[*at];
+        if (w->value > v) {
+            at = &w->next;
+            continue;
+        }
+        *at = w->next;   /* unlinked; pool entries are not reused */
+        wait_met(m, w->rank, w->g, t);
+    }
+}
+
+static void flag_park(model_sim_t *m, int owner, int flag, uint64_t value, int rank, uint32_t g)
+{
+    if (grow_cap((void **)&m->pool, &m->pool_cap, m->npool + 1, sizeof(*m->pool)) != FOLD_OK) {
+        m->status = FOLD_ERR_NO_MEMORY;
+        return;
+    }
+    flag_log_t *f = flag_of(m, owner, flag);
+    m->pool[m->npool] = (flag_waiter_t){value, g, rank, f->waiters};
+    f->waiters = (uint32_t)m->npool++;
+}
+
+/* Wait g of `rank` was posted at t: done once every flag it names is there. */
+static void sim_wait_posted(model_sim_t *m, int rank, uint32_t g, double t)
+{
+    model_step_t *st = &m->steps[g];
+    const fold_topo_t *topo = m->topo;
+    int node = topo->node_of[rank], me = topo->local_of[rank];
+    int lo = st->peer >= 0 ? st->peer : 0;
+    int hi = st->peer >= 0 ? st->peer + 1 : fold_topo_ppn(topo, node);
+    uint32_t left = 0;
+
+    st->t_done = t;
+    if (st->amount == 0) {   /* the previous call's end: a single call never waits */
+        sim_complete(m, rank, g, t);
+        return;
+    }
+    for (int l = lo; l < hi; l++) {
+        if (st->peer < 0 && l == me) {
+            continue;
+        }
+        int owner = fold_topo_rank(topo, node, l);
+        double at = flag_reached(flag_of(m, owner, st->flag), st->amount);
+        if (at >= 0) {
+            st->t_done = max2(st->t_done, at + m->p->flag_us);
+        } else {
+            flag_park(m, owner, st->flag, st->amount, rank, g);
+            left++;
+        }
+    }
+    st->link = left;
+    if (left == 0) {
+        sim_complete(m, rank, g, st->t_done);
+    }
+}
+
+/* ---- the CPU ---- */
+
+static double local_cost(const model_sim_t *m, int rank, const model_step_t *st)
+{
+    int node = m->topo->node_of[rank];
+    switch (st->kind) {
+    case FOLD_STEP_COPY:   return (double)st->amount * m->copy_us[node];
+    case FOLD_STEP_REDUCE: return (double)st->amount * m->reduce_us[node];
+    default:               return 0;
+    }
+}
+
+/* Step g of `rank` is ready at t: it takes the CPU when the CPU is free. */
+static void sim_ready(model_sim_t *m, int rank, uint32_t g, double t)
+{
+    model_step_t *st = &m->steps[g];
+    double start = max2(t, m->cpu[rank]);
+    double end   = start + m->p->step_us + local_cost(m, rank, st);
+    m->cpu[rank] = end;
+    st->t_post   = end;
+    st->state    = STEP_POSTED;
+    switch (st->kind) {
+    case FOLD_STEP_SEND:
+        sim_send_posted(m, rank, g, end);
+        break;
+    case FOLD_STEP_RECV:
+        sim_recv_posted(m, rank, g, end);
+        break;
+    case FOLD_STEP_SHM_POST:
+        flag_post(m, rank, st->flag, st->amount, end);
+        sim_complete(m, rank, g, end);
+        break;
+    case FOLD_STEP_SHM_WAIT:
+        sim_wait_posted(m, rank, g, end);
+        break;
+    default:
+        sim_complete(m, rank, g, end);
+    }
+}
+
+/* Copy and reduce rates per node, from its working set (see the top). */
+static void sim_rates(model_sim_t *m)
+{
+    const fold_model_params_t *p = m->p;
+    const fold_topo_t *topo = m->topo;
+    for (int n = 0; n < topo->nnodes; n++) {
+        int ppn = fold_topo_ppn(topo, n);
+        double ws = 0, shm = 0;
+        for (int l = 0; l < ppn; l++) {
+            int r = fold_topo_rank(topo, n, l);
+            ws += m->prog->priv_bytes[r];
+            shm = max2(shm, m->prog->shm_bytes[r]);
+        }
+        double copy = p->copy_gbs, reduce = p->reduce_gbs;
+        if (ws + shm > p->cache_bytes) {
+            double share = p->node_mem_gbs / ppn;
+            copy   = p->copy_mem_gbs < share ? p->copy_mem_gbs : share;
+            reduce = p->reduce_mem_gbs < share ? p->reduce_mem_gbs : share;
+        }
+        m->copy_us[n]   = 1.0 / (copy * 1e3);
+        m->reduce_us[n] = 1.0 / (reduce * 1e3);
+    }
+    m->intra_us = 1.0 / (p->intra_gbs * 1e3);
+    m->inter_us = 1.0 / (p->inter_gbs * 1e3);
+}
+
+static void sim_free(model_sim_t *m)
+{
+    free(m->cpu);
+    free(m->links);
+    free(m->chans);
+    free(m->copy_us);
+    free(m->reduce_us);
+    for (size_t i = 0; m->flags != NULL && i < (size_t)m->prog->size * FOLD_SHM_NFLAGS; i++) {
+        free(m->flags[i].t);
+        free(m->flags[i].v);
+    }
+    free(m->flags);
+    free(m->pool);
+    free(m->heap);
+}
+
+static int sim_init(model_sim_t *m, const fold_model_params_t *p, const fold_topo_t *topo,
+                    model_prog_t *pg)
+{
+    size_t size = (size_t)pg->size, nodes = (size_t)topo->nnodes;
+    memset(m, 0, sizeof(*m));
+    m->p         = p;
+    m->topo      = topo;
+    m->prog      = pg;
+    m->steps     = pg->steps;
+    m->cpu       = calloc(size, sizeof(double));
+    m->links     = calloc(nodes * 2 * (size_t)p->nics, sizeof(double));
+    m->chans     = calloc(size * 2, sizeof(double));
+    m->copy_us   = calloc(nodes, sizeof(double));
+    m->reduce_us = calloc(nodes, sizeof(double));
+    m->flags     = calloc(size * FOLD_SHM_NFLAGS, sizeof(flag_log_t));
+    if (m->cpu == NULL || m->links == NULL || m->chans == NULL || m->copy_us == NULL ||
+        m->reduce_us == NULL || m->flags == NULL) {
+        return FOLD_ERR_NO_MEMORY;
+    }
+    for (size_t i = 0; i < size * FOLD_SHM_NFLAGS; i++) {
+        m->flags[i].waiters = MODEL_NONE;
+    }
+    sim_rates(m);
+    return FOLD_OK;
+}
+
+/* A step that never completed, logged: one that started if any (it waits for a
+ * message or flag that never comes), else the first (a cycle). */
+static int sim_stuck(const model_sim_t *m)
+{
+    const model_prog_t *pg = m->prog;
+    int rank = -1, first_rank = -1;
+    size_t at = 0, first = 0;
+    for (int r = 0; r < pg->size && rank < 0; r++) {
+        for (size_t g = pg->base[r]; g < pg->base[r + 1]; g++) {
+            if (pg->steps[g].state == STEP_POSTED) {
+                rank = r;
+                at   = g;
+                break;
+            }
+            if (pg->steps[g].state == STEP_WAITING && first_rank < 0) {
+                first_rank = r;
+                first      = g;
+            }
+        }
+    }
+    char what[160];
+    if (rank >= 0) {
+        describe_step(pg, rank, at, what, sizeof(what));
+        fold_error("model: %s never completes (%zu of %zu steps ran): the ranks' schedules "
+                   "do not match", what, m->ndone, pg->nsteps);
+    } else {
+        describe_step(pg, first_rank, first, what, sizeof(what));
+        fold_error("model: %s never becomes ready (%zu of %zu steps ran): a cycle of "
+                   "dependencies across ranks", what, m->ndone, pg->nsteps);
+    }
+    return FOLD_ERR_INVALID_ARG;
+}
+
+static void sim_result(const model_sim_t *m, fold_model_result_t *res)
+{
+    const model_prog_t *pg = m->prog;
+    double last = 0, last_out = 0;
+    int all_out = 1, any_out = 0;
+    for (int r = 0; r < pg->size; r++) {
+        double finish = 0;
+        for (size_t g = pg->base[r]; g < pg->base[r + 1]; g++) {
+            finish = max2(finish, pg->steps[g].t_done);
+        }
+        last = max2(last, finish);
+        if (pg->has_out[r]) {
+            last_out = max2(last_out, finish);
+            any_out  = 1;
+        } else {
+            all_out = 0;
+        }
+    }
+    res->time_us = last;
+    res->root_us = (!all_out && any_out) ? last_out : last;
+    res->steps   = pg->nsteps;
+}
+
+/* Matches the messages and runs the simulation over a complete program. */
+static int model_run(const fold_model_params_t *p, const fold_topo_t *topo, model_prog_t *pg,
+                     fold_model_result_t *res)
+{
+    int status = prog_check(pg, topo);
+    if (status == FOLD_OK) {
+        status = prog_match(pg);
+    }
+    if (status != FOLD_OK) {
+        return status;
+    }
+    model_sim_t m;
+    status = sim_init(&m, p, topo, pg);
+    for (int r = 0; r < pg->size && status == FOLD_OK; r++) {
+        for (size_t g = pg->base[r]; g < pg->base[r + 1]; g++) {
+            if (pg->steps[g].npred == 0) {
+                heap_push(&m, 0, (uint32_t)g, r, EV_READY);
+            }
+        }
+    }
+    while (status == FOLD_OK && m.status == FOLD_OK && m.nheap > 0) {
+        model_event_t ev = heap_pop(&m);
+        int rank = (int)(ev.who >> 1);
+        if (m.nheap > 0) {
+            __builtin_prefetch(&pg->steps[m.heap[0].g]);   /* most likely the next one */
+        }
+        if ((ev.who & 1) == EV_READY) {
+            sim_ready(&m, rank, ev.g, key_time(ev.t));
+        } else {
+            sim_xfer(&m, rank, ev.g, key_time(ev.t));
+        }
+    }
+    if (status == FOLD_OK) {
+        status = m.status;
+    }
+    if (status == FOLD_OK && m.ndone != pg->nsteps) {
+        status = sim_stuck(&m);
+    }
+    if (status == FOLD_OK) {
+        sim_result(&m, res);
+    }
+    sim_free(&m);
+    return status;
+}
+
+/* Parameters a caller filled in directly get the checks fold_model_set makes. */
+static int check_params(const fold_model_params_t *p)
+{
+    for (size_t i = 0; i < MODEL_NPARAMS; i++) {
+        const model_param_t *mp = &model_params[i];
+        const char *field = (const char *)p + mp->offset;
+        double v = mp->kind == PARAM_LINKS ? *(const int *)field : *(const double *)field;
+        int ok = mp->kind == PARAM_LINKS ? v >= 1 && v <= MODEL_MAX_NICS
+               : mp->kind == PARAM_RATE  ? isfinite(v) && v > 0
+                                         : isfinite(v) && v >= 0;
+        if (!ok) {
+            fold_error("model: parameter %s is %g, out of range", mp->name, v);
+            return FOLD_ERR_INVALID_ARG;
+        }
+    }
+    return FOLD_OK;
+}
+
+/* ---- entry points -------------------------------------------------------------- */
+
+int fold_model_replay(const fold_model_params_t *p, const fold_topo_t *topo,
+                      fold_sched_t *const *sched, size_t esize, fold_model_result_t *res)
+{
+    if (p == NULL || topo == NULL || sched == NULL || res == NULL || esize == 0 ||
+        check_params(p) != FOLD_OK) {
+        return FOLD_ERR_INVALID_ARG;
+    }
+    model_prog_t pg;
+    int status = prog_init(&pg, topo->size);
+    for (int r = 0; r < topo->size && status == FOLD_OK; r++) {
+        status = prog_append(&pg, r, sched[r], esize);
+    }
+    if (status == FOLD_OK) {
+        status = model_run(p, topo, &pg, res);
+    }
+    prog_free(&pg);
+    return status;
+}
+
+/* Per node, which ranks are on another node: the `remote` every rank of that node
+ * passes its builder (as comm->remote would be). NULL for a single node. */
+static int remote_tables(const fold_topo_t *topo, uint8_t **out)
+{
+    *out = NULL;
+    if (topo->nnodes == 1) {
+        return FOLD_OK;
+    }
+    size_t size = (size_t)topo->size;
+    uint8_t *t = malloc((size_t)topo->nnodes * size);
+    if (t == NULL) {
+        return FOLD_ERR_NO_MEMORY;
+    }
+    for (int n = 0; n < topo->nnodes; n++) {
+        for (size_t r = 0; r < size; r++) {
+            t[(size_t)n * size + r] = topo->node_of[r] != n;
+        }
+    }
+    *out = t;
+    return FOLD_OK;
+}
+
+/* Builds and finalizes rank r's schedule and appends it to the program. */
+static int build_rank(const fold_topo_t *topo, const fold_model_query_t *q,
+                      fold_alg_build_fn build, const uint8_t *remote, int r, model_prog_t *pg)
+{
+    fold_coll_args_t args = q->proto;
+    args.rank   = r;
+    args.size   = topo->size;
+    args.remote = remote ? remote + (size_t)topo->node_of[r] * (size_t)topo->size : NULL;
+    args.topo   = (q->alg->flags & FOLD_ALG_NODE_AWARE) ? topo : NULL;
+    fold_sched_t s;
+    fold_sched_init(&s, &args);
+    int status = build(&args, &s);
+    if (status == FOLD_OK) {
+        status = fold_sched_finalize(&s);
+    }
+    if (status != FOLD_OK) {
+        fold_error("model: %s %s of %zu elements: building rank %d of %d failed: %s",
+                   q->alg->name, fold_coll_name(args.coll), args.count, r, args.size,
+                   fold_status_string(status));
+    } else {
+        status = prog_append(pg, r, &s, q->esize);
+    }
+    fold_sched_cleanup(&s);
+    return status;
+}
+
+int fold_model_predict(const fold_model_params_t *p, const fold_topo_t *topo,
+                       const fold_model_query_t *q, fold_model_result_t *res)
+{
+    if (p == NULL || topo == NULL || q == NULL || q->alg == NULL || res == NULL ||
+        q->esize == 0 || check_params(p) != FOLD_OK) {
+        return FOLD_ERR_INVALID_ARG;
+    }
+    fold_alg_build_fn build = fold_alg_builder(q->alg, q->proto.coll);
+    if (build == NULL || (q->proto.size != 0 && q->proto.size != topo->size)) {
+        fold_error("model: %s cannot predict %s on %d ranks (topology of %d)", q->alg->name,
+                   fold_coll_name(q->proto.coll), q->proto.size, topo->size);
+        return FOLD_ERR_INVALID_ARG;
+    }
+    uint8_t *remote;
+    model_prog_t pg;
+    int status = remote_tables(topo, &remote);
+    if (status == FOLD_OK) {
+        status = prog_init(&pg, topo->size);
+        for (int r = 0; r < topo->size && status == FOLD_OK; r++) {
+            status = build_rank(topo, q, build, remote, r, &pg);
+        }
+        if (status == FOLD_OK) {
+            status = model_run(p, topo, &pg, res);
+        }
+        prog_free(&pg);
+    }
+    free(remote);
+    return status;
+}

@@ -1,0 +1,95 @@
+/*
+ * The cost model: predicts how long a schedule takes by replaying the schedules of
+ * every rank of a (possibly virtual) communicator in a discrete-event simulation.
+ * Algorithms are pure schedule builders, so the same evaluator serves every one of
+ * them, on shapes this machine cannot run (64 ranks per node, 1000 nodes).
+ *
+ * Costs, per step (all parameters are per machine, from a calibration or the
+ * generic defaults of fold_model_defaults):
+ *   every step           step_us of its rank's CPU (the executor's overhead)
+ *   copy / reduce        bytes / bandwidth on its rank's CPU, the bandwidth taken
+ *                        from the in-cache or the memory figure by the node's working
+ *                        set, and shared with the node's other ranks in memory
+ *   send / recv          a message between two ranks of one node: intra_lat_us +
+ *                        bytes / intra_gbs; between nodes: inter_lat_us + bytes /
+ *                        inter_gbs, each node's link (nics of them) carrying one
+ *                        message's bytes at a time in each direction (latencies
+ *                        overlap), and within a node each rank's channel likewise.
+ *                        A message larger than eager_bytes moves only once its
+ *                        receive is posted.
+ *   shm post / wait      a wait completes flag_us after the post it waits for
+ * The exact rules are at the top of model.c.
+ */
+#ifndef FOLD_MODEL_H
+#define FOLD_MODEL_H
+
+#include "alg.h"
+#include "topo.h"
+
+#include <stddef.h>
+
+typedef struct fold_model_params {
+    double step_us;          /* executor overhead per step */
+    double flag_us;          /* a flag post seen by a rank waiting for it */
+    double intra_lat_us;     /* transport message between ranks of one node */
+    double intra_gbs;        /* ... its bandwidth, GB/s (1e9 B/s) */
+    double inter_lat_us;     /* transport message between nodes */
+    double inter_gbs;        /* ... one link's bandwidth, GB/s */
+    int    nics;             /* links per node, shared by its ranks */
+    double eager_bytes;      /* larger messages wait for their receive (rendezvous) */
+    double copy_gbs;         /* one core's memcpy, in cache, bytes copied per ns */
+    double copy_mem_gbs;     /* ... out of cache */
+    double reduce_gbs;       /* one core's c = a op b, in cache, bytes of c per ns */
+    double reduce_mem_gbs;   /* ... out of cache */
+    double node_mem_gbs;     /* all ranks of a node streaming at once: the ceiling of
+                                the sum of their memory-bound copies and reductions */
+    double cache_bytes;      /* last-level cache of a node */
+} fold_model_params_t;
+
+/* Generic defaults: a current x86 server node and a 100 Gb/s network. */
+void fold_model_defaults(fold_model_params_t *p);
+
+/* Sets one parameter by name ("flag_us", "inter_gbs", ... as in the struct), value
+ * with the size suffixes of fold_parse_size for byte counts. FOLD_ERR_NOT_FOUND for
+ * an unknown name, FOLD_ERR_INVALID_ARG for a bad value (times must be plain
+ * numbers >= 0, bandwidths > 0, nics an integer 1..1024; nothing may follow the
+ * number); either is logged and leaves *p as it was. */
+int fold_model_set(fold_model_params_t *p, const char *name, const char *value);
+
+/* Writes every parameter as "name value" lines, each prefixed by `prefix` (may be
+ * NULL), to a FILE *; every value reads back through fold_model_set exactly. */
+void fold_model_print(const fold_model_params_t *p, const char *prefix, void *file);
+
+/*
+ * What to predict: `proto` carries everything but the rank (coll, size, root,
+ * count, seg_count, depth, inplace, commutative and, for node-aware algorithms,
+ * leaders, shm_count and inter); the evaluator fills rank, remote and topo for each
+ * rank of `topo` itself. proto.size is topo->size (or 0). esize is the element size
+ * in bytes.
+ */
+typedef struct fold_model_query {
+    const fold_alg_t       *alg;
+    fold_coll_args_t        proto;
+    size_t                  esize;
+} fold_model_query_t;
+
+typedef struct fold_model_result {
+    double time_us;          /* when the last rank finishes */
+    double root_us;          /* reduce: when the root finishes; else time_us (the
+                                latest rank whose schedule has an output buffer) */
+    size_t steps;            /* steps simulated over all ranks */
+} fold_model_result_t;
+
+/* Builds every rank's schedule on `topo` and replays them. FOLD_OK, or the build's
+ * error, or FOLD_ERR_INVALID_ARG when the schedules do not match each other (a
+ * receive with no send or of another size, a wait for a flag never posted, a cycle):
+ * that is a bug in the algorithm, and is logged naming the rank and step. */
+int fold_model_predict(const fold_model_params_t *p, const fold_topo_t *topo,
+                       const fold_model_query_t *q, fold_model_result_t *res);
+
+/* The same over schedules already built and finalized, one per rank of topo
+ * (sched[r] for rank r); for tests with hand-made schedules. */
+int fold_model_replay(const fold_model_params_t *p, const fold_topo_t *topo,
+                      fold_sched_t *const *sched, size_t esize, fold_model_result_t *res);
+
+#endif

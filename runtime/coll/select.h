@@ -1,0 +1,142 @@
+/*
+ * Algorithm selection: the rule language (select_rules.c), the tuning file
+ * (tune_file.c) and the decision (select.c).
+ *
+ * A rule (UCC style) is coll:size-range[:term]...:alg[,alg...], rules joined by '#'.
+ * Terms, in any order, each a range "lo-hi" (hi may be "inf"):
+ *   pA-B     ranks of the communicator
+ *   nA-B     nodes it spans
+ *   ppnA-B   ranks on its most populated node
+ * One algorithm fixes the choice; a list lets the cost model pick among them.
+ *   allreduce:0-4k:recursive_doubling
+ *   allreduce:64k-inf:n1-1:ppn2-inf:dpml
+ *   reduce:0-inf:ppn2-inf:shm_flat,dpml,dpml_pipelined
+ */
+#ifndef FOLD_SELECT_H
+#define FOLD_SELECT_H
+
+#include "alg.h"
+#include "model.h"
+#include "topo.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define FOLD_RULE_MAX_ALGS 8
+
+/* What selection knows about a communicator without talking to anyone. */
+typedef struct fold_shape {
+    int size;       /* ranks */
+    int nnodes;
+    int min_ppn;    /* ranks on the least and the most populated node */
+    int max_ppn;
+} fold_shape_t;
+
+typedef struct fold_range {
+    long lo, hi;    /* [lo, hi], hi = LONG_MAX for "inf" */
+} fold_range_t;
+
+typedef struct fold_tune_rule {
+    fold_coll_t       coll;
+    size_t            min_bytes, max_bytes;   /* [min, max); max SIZE_MAX = inf */
+    fold_range_t      ranks, nodes, ppn;
+    const fold_alg_t *algs[FOLD_RULE_MAX_ALGS];
+    int               nalgs;
+} fold_tune_rule_t;
+
+typedef struct fold_tune {
+    fold_tune_rule_t *rules;
+    int               nrules;
+} fold_tune_t;
+
+/* Parses '#'-joined rules; logs what is wrong and returns FOLD_ERR_INVALID_ARG or
+ * FOLD_ERR_NOT_FOUND (unknown algorithm) on a bad rule, leaving *tune unchanged. */
+int  fold_tune_parse(const char *text, fold_tune_t *tune);
+/* A rule whose last field is not algorithms (the tuning file's serve lines): parses
+ * the rest and points *last at that field. Modifies text. */
+int  fold_tune_parse_where(char *text, fold_tune_rule_t *rule, char **last);
+/* Appends the rules of src to dst (a copy). */
+int  fold_tune_append(fold_tune_t *dst, const fold_tune_t *src);
+void fold_tune_release(fold_tune_t *tune);
+/* Writes one rule back in the rule language. */
+void fold_tune_rule_format(const fold_tune_rule_t *r, char *buf, size_t len);
+
+int fold_tune_rule_matches(const fold_tune_rule_t *r, fold_coll_t coll, size_t bytes,
+                           const fold_shape_t *shape);
+/* The first rule for coll that matches bytes and shape and has an algorithm
+ * without any of skip_flags; NULL if none. */
+const fold_tune_rule_t *fold_tune_match(const fold_tune_t *tune, fold_coll_t coll,
+                                        size_t bytes, const fold_shape_t *shape,
+                                        unsigned skip_flags);
+
+/* The built-in rules: which family of algorithms serves which shape (the cost model
+ * picks within it). */
+extern const char fold_default_tune[];
+const fold_tune_t *fold_default_rules(void);
+
+/* What a call runs: the algorithm and, for a node-aware one, its leaders per node
+ * and the flat algorithm between nodes (0 / NULL: not chosen, fold_node_prepare
+ * falls back on its own). */
+typedef struct fold_choice {
+    const fold_alg_t *alg;
+    int               leaders;
+    const fold_alg_t *inter;
+} fold_choice_t;
+
+/* The cost model's decisions of one communicator, per collective and power-of-two
+ * size class, with the candidates they were made among. */
+#define FOLD_SELECT_CLASSES          48
+#define FOLD_SELECT_MAX_LEADER_TRIES 12
+typedef struct fold_select_entry {
+    int               valid;
+    int               nalgs;
+    const fold_alg_t *algs[FOLD_RULE_MAX_ALGS];
+    fold_choice_t     choice;
+    double            us;        /* its predicted time */
+} fold_select_entry_t;
+
+typedef struct fold_select_cache {
+    fold_topo_t        *topo;        /* the communicator's nodes, for the model */
+    fold_topo_t        *inter_topo;  /* one rank per node: the leaders' exchange */
+    uint64_t            shape_hash;  /* of topo's node placement, for shared decisions */
+    fold_select_entry_t entry[2][FOLD_SELECT_CLASSES];   /* allreduce, reduce */
+    int8_t              advice[2][FOLD_SELECT_CLASSES];  /* fold_serve_advice: 0 or 1,
+                                                            -1 not known yet */
+} fold_select_cache_t;
+
+/*
+ * The tuning file (FOLD_TUNE_FILE, written by fold_tune): one item per line,
+ *   rule  <rule>              selection rules, tried after FOLD_TUNE
+ *   param <name> <value>      cost-model parameters (model.h)
+ *   serve <coll>:<size-range>[:terms]:fold|mpi
+ *                             where fold beat the MPI library (the MPI shim serves
+ *                             those calls, hands the others to MPI)
+ * '#' starts a comment. "auto" reads FOLD_TUNE_DEFAULT_FILE when it exists;
+ * "none" or "" reads nothing.
+ */
+typedef struct fold_serve_rule {
+    fold_tune_rule_t where;      /* coll, sizes and shape terms; no algorithms */
+    int              fold;       /* 1: fold serves, 0: the MPI library does */
+} fold_serve_rule_t;
+
+typedef struct fold_tune_file {
+    char              *path;     /* the file read, or NULL */
+    fold_tune_t        rules;
+    fold_serve_rule_t *serve;
+    int                nserve;
+    char              *params;   /* its param lines as "name=value,..." */
+} fold_tune_file_t;
+
+int  fold_tune_file_load(const char *setting, fold_tune_file_t *file);
+void fold_tune_file_release(fold_tune_file_t *file);
+/* The file's serve rule for this call, or NULL. */
+const fold_serve_rule_t *fold_tune_file_serve(const fold_tune_file_t *file, fold_coll_t coll,
+                                              size_t bytes, const fold_shape_t *shape);
+
+/* Model parameters: the defaults, then the file's, then FOLD_MODEL ("name=value,..."). */
+int fold_model_configure(const char *file_params, const char *env, fold_model_params_t *p);
+
+/* Shape of `size` ranks placed on nodes by node_of[r] (any non-negative keys). */
+void fold_shape_of(int size, const int *node_of, int max_node, fold_shape_t *shape);
+
+#endif

@@ -1,0 +1,83 @@
+/*
+ * fold_serve_advice (fold.h): whether fold is expected to beat the MPI library on a
+ * call, for the MPI shim. fold_tune measured it where a tuning file says so;
+ * elsewhere the cost model compares fold's choice with the best flat algorithm on
+ * the same ranks, which is what an MPI library runs (recursive doubling, Rabenseifner,
+ * ring; binomial and pipelines for reduce) over its point-to-point transport.
+ */
+#include "core.h"
+#include "log.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+/* The flat family a communicator with a node per rank would get: the MPI stand-in. */
+static double flat_best_us(fold_comm_t *comm, fold_coll_t coll, size_t bytes)
+{
+    fold_shape_t flat = {comm->size, comm->size, 1, 1};
+    const fold_tune_rule_t *rule =
+        fold_tune_match(fold_default_rules(), coll, bytes, &flat, FOLD_ALG_NODE_AWARE);
+    double best = INFINITY;
+    for (int a = 0; rule != NULL && a < rule->nalgs; a++) {
+        fold_choice_t c;
+        double us = fold_select_evaluate(comm, coll, rule->algs[a], bytes, &c);
+        best = us < best ? us : best;
+    }
+    return best;
+}
+
+static int model_advice(fold_comm_t *comm, fold_coll_t coll, size_t bytes)
+{
+    int k = fold_select_class(bytes);
+    int8_t *cached = &comm->select.advice[coll][k];
+    if (*cached >= 0) {
+        return *cached;
+    }
+    size_t at = (size_t)1 << k;
+    fold_choice_t choice;
+    if (fold_select_topos(comm) != FOLD_OK ||
+        fold_select(comm, coll, at, FOLD_UINT8, FOLD_OP_SUM, &choice) != FOLD_OK) {
+        return 0;
+    }
+    fold_choice_t c;
+    double fold_us = fold_select_evaluate(comm, coll, choice.alg, at, &c);
+    double mpi_us  = flat_best_us(comm, coll, at);
+    *cached = fold_us < mpi_us;
+    fold_debug("comm %u: %s from %zu B: fold (%s) predicted %.2f us, a flat MPI algorithm "
+               "%.2f us: %s", comm->id, fold_coll_name(coll), at, choice.alg->name, fold_us,
+               mpi_us, *cached ? "fold serves" : "MPI serves");
+    return *cached;
+}
+
+int fold_serve_advice(fold_comm_h comm, const char *collective, size_t bytes, int *serve,
+                      const char **source)
+{
+    fold_coll_t coll;
+    if (!fold_comm_valid(comm) || collective == NULL || serve == NULL) {
+        return FOLD_ERR_INVALID_ARG;
+    }
+    if (strcmp(collective, "allreduce") == 0) {
+        coll = FOLD_COLL_ALLREDUCE;
+    } else if (strcmp(collective, "reduce") == 0) {
+        coll = FOLD_COLL_REDUCE;
+    } else {
+        return FOLD_ERR_INVALID_ARG;
+    }
+    const fold_tune_file_t *file = &comm->ctx->file;
+    const fold_serve_rule_t *rule = fold_tune_file_serve(file, coll, bytes, &comm->shape);
+    if (rule != NULL) {
+        *serve = rule->fold;
+        if (source != NULL) {
+            static __thread char text[256];
+            snprintf(text, sizeof(text), "tuning file %s", file->path ? file->path : "");
+            *source = text;
+        }
+        return FOLD_OK;
+    }
+    *serve = comm->size == 1 || model_advice(comm, coll, bytes);
+    if (source != NULL) {
+        *source = "cost model";
+    }
+    return FOLD_OK;
+}

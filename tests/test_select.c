@@ -1,0 +1,348 @@
+/*
+ * Selection: the rule language with topology terms, the tuning file, communicator
+ * shapes, and the decisions the cost model makes for shapes this machine cannot
+ * run (virtual nodes: selection needs only the launcher's locality).
+ */
+#include <criterion/criterion.h>
+
+#include "core.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+Test(select_rules, parse_sizes_ranks_and_reject_bad_rules)
+{
+    fold_tune_t t = {NULL, 0};
+    cr_assert_eq(fold_tune_parse("allreduce:0-4k:recursive_doubling#reduce:64k-inf:p3-inf:ring",
+                                 &t), FOLD_OK);
+    cr_assert_eq(t.nrules, 2);
+    cr_expect_eq(t.rules[0].coll, FOLD_COLL_ALLREDUCE);
+    cr_expect_eq(t.rules[0].max_bytes, 4096);
+    cr_expect_eq(t.rules[1].min_bytes, 65536);
+    cr_expect_eq(t.rules[1].max_bytes, SIZE_MAX);
+    cr_expect_eq(t.rules[1].ranks.lo, 3);
+    cr_expect_eq(t.rules[1].ranks.hi, LONG_MAX);
+    cr_expect_eq(t.rules[1].nalgs, 1);
+    cr_expect_str_eq(t.rules[1].algs[0]->name, "ring");
+    cr_expect_eq(fold_tune_parse("allreduce:0-4k:nope", &t), FOLD_ERR_NOT_FOUND);
+    cr_expect_eq(fold_tune_parse("bcast:0-4k:ring", &t), FOLD_ERR_INVALID_ARG);
+    cr_expect_eq(fold_tune_parse("allreduce:4k-0:ring", &t), FOLD_ERR_INVALID_ARG);
+    cr_expect_eq(fold_tune_parse("allreduce:0-4k:x3-4:ring", &t), FOLD_ERR_INVALID_ARG);
+    cr_expect_eq(fold_tune_parse("allreduce:0-4k:ppn3:ring", &t), FOLD_ERR_INVALID_ARG);
+    cr_expect_eq(fold_tune_parse("allreduce:0-4k:n4-2:ring", &t), FOLD_ERR_INVALID_ARG);
+    cr_expect_eq(fold_tune_parse("reduce:0-4k:recursive_doubling", &t), FOLD_ERR_INVALID_ARG,
+                 "recursive_doubling is no reduce algorithm");
+    cr_expect_eq(fold_tune_parse("allreduce:0-4k:ring,", &t), FOLD_OK, "a trailing comma is harmless");
+    cr_expect_eq(t.nrules, 1);
+    fold_tune_release(&t);
+}
+
+Test(select_rules, topology_terms_and_candidate_lists)
+{
+    fold_tune_t t = {NULL, 0};
+    cr_assert_eq(fold_tune_parse("allreduce:64k-inf:n1-1:ppn2-inf:dpml#"
+                                 "reduce:0-1M:ppn2-8:n2-inf:p4-64:shm_flat,dpml,dpml_pipelined",
+                                 &t), FOLD_OK);
+    cr_assert_eq(t.nrules, 2);
+    cr_expect_eq(t.rules[0].nodes.lo, 1);
+    cr_expect_eq(t.rules[0].nodes.hi, 1);
+    cr_expect_eq(t.rules[0].ppn.lo, 2);
+    cr_expect_eq(t.rules[0].ppn.hi, LONG_MAX);
+    cr_expect_eq(t.rules[0].ranks.lo, 1, "an absent term matches any count");
+    cr_expect_eq(t.rules[1].ppn.hi, 8);
+    cr_expect_eq(t.rules[1].nodes.lo, 2);
+    cr_expect_eq(t.rules[1].ranks.hi, 64);
+    cr_assert_eq(t.rules[1].nalgs, 3);
+    cr_expect_str_eq(t.rules[1].algs[2]->name, "dpml_pipelined");
+
+    fold_shape_t one_node = {4, 1, 4, 4}, two_by_two = {4, 2, 2, 2}, flat = {4, 4, 1, 1};
+    cr_expect_eq(fold_tune_match(&t, FOLD_COLL_ALLREDUCE, 65536, &one_node, 0), &t.rules[0]);
+    cr_expect_null(fold_tune_match(&t, FOLD_COLL_ALLREDUCE, 65535, &one_node, 0));
+    cr_expect_null(fold_tune_match(&t, FOLD_COLL_ALLREDUCE, 1 << 20, &two_by_two, 0));
+    cr_expect_eq(fold_tune_match(&t, FOLD_COLL_REDUCE, 1000, &two_by_two, 0), &t.rules[1]);
+    cr_expect_null(fold_tune_match(&t, FOLD_COLL_REDUCE, 1000, &flat, 0));
+    cr_expect_null(fold_tune_match(&t, FOLD_COLL_REDUCE, 1 << 20, &two_by_two, 0),
+                   "sizes are [lo, hi)");
+    cr_expect_null(fold_tune_match(&t, FOLD_COLL_REDUCE, 1000, &two_by_two, FOLD_ALG_NODE_AWARE),
+                   "a rule of only skipped algorithms does not match");
+    fold_tune_release(&t);
+}
+
+Test(select_rules, format_round_trips)
+{
+    const char *rules[] = {"allreduce:0-4k:recursive_doubling",
+                           "allreduce:64k-inf:n1-1:ppn2-inf:dpml",
+                           "reduce:1000-3M:p3-inf:n2-16:ppn2-2:shm_flat,dpml,dpml_pipelined"};
+    for (size_t i = 0; i < sizeof(rules) / sizeof(rules[0]); i++) {
+        fold_tune_t t = {NULL, 0};
+        char out[256];
+        cr_assert_eq(fold_tune_parse(rules[i], &t), FOLD_OK, "%s", rules[i]);
+        fold_tune_rule_format(&t.rules[0], out, sizeof(out));
+        cr_expect_str_eq(out, rules[i]);
+        fold_tune_release(&t);
+    }
+}
+
+Test(select_rules, defaults_parse_and_name_no_rank_count)
+{
+    const fold_tune_t *d = fold_default_rules();
+    cr_assert_gt(d->nrules, 0);
+    for (int i = 0; i < d->nrules; i++) {
+        const fold_tune_rule_t *r = &d->rules[i];
+        cr_expect(r->ranks.lo == 1 && r->ranks.hi == LONG_MAX,
+                  "default rule %d depends on a rank count", i);
+        cr_expect(r->nalgs >= 1);
+    }
+    /* Every shape finds a rule; node-aware wherever a node holds two ranks. */
+    fold_shape_t shapes[] = {{2, 1, 2, 2}, {3, 1, 3, 3}, {512, 8, 64, 64}, {1000, 1000, 1, 1},
+                             {4, 3, 1, 2}, {64, 1, 64, 64}, {2, 2, 1, 1}};
+    for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++) {
+        for (int coll = FOLD_COLL_ALLREDUCE; coll <= FOLD_COLL_REDUCE; coll++) {
+            for (size_t bytes = 1; bytes <= ((size_t)1 << 30); bytes *= 8) {
+                const fold_tune_rule_t *r = fold_tune_match(d, coll, bytes, &shapes[i], 0);
+                cr_assert_not_null(r);
+                for (int a = 0; a < r->nalgs; a++) {
+                    int aware = (r->algs[a]->flags & FOLD_ALG_NODE_AWARE) != 0;
+                    cr_expect_eq(aware, shapes[i].max_ppn > 1, "shape %zu, %s", i,
+                                 r->algs[a]->name);
+                    cr_expect(!(shapes[i].nnodes > 1 && r->algs[a] == &fold_alg_shm_flat),
+                              "shm_flat across nodes");
+                }
+            }
+        }
+    }
+}
+
+Test(select_rules, shape_of_node_placement)
+{
+    int placement[] = {0, 0, 1, 2, 2, 2};
+    fold_shape_t s;
+    fold_shape_of(6, placement, 3, &s);
+    cr_expect_eq(s.size, 6);
+    cr_expect_eq(s.nnodes, 3);
+    cr_expect_eq(s.min_ppn, 1);
+    cr_expect_eq(s.max_ppn, 3);
+    int sparse[] = {5, 5};   /* node ids need not be dense */
+    fold_shape_of(2, sparse, 7, &s);
+    cr_expect_eq(s.nnodes, 1);
+    cr_expect_eq(s.min_ppn, 2);
+}
+
+static char *write_temp(const char *text)
+{
+    static char path[64];
+    snprintf(path, sizeof(path), "/tmp/fold-tune-test-XXXXXX");
+    int fd = mkstemp(path);
+    cr_assert_geq(fd, 0);
+    cr_assert_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+    close(fd);
+    return path;
+}
+
+Test(tune_file, rules_params_and_serve_ranges)
+{
+    char *path = write_temp("# fold_tune, test\n"
+                            "rule allreduce:0-8k:n1-1:ppn2-inf:shm_flat   # measured\n"
+                            "\n"
+                            "param flag_us 0.25\n"
+                            "param cache_bytes 64M\n"
+                            "serve allreduce:0-1k:mpi\n"
+                            "serve allreduce:1k-inf:ppn2-inf:fold\n");
+    fold_tune_file_t f;
+    cr_assert_eq(fold_tune_file_load(path, &f), FOLD_OK);
+    unlink(path);
+    cr_expect_eq(f.rules.nrules, 1);
+    cr_expect_eq(f.rules.rules[0].algs[0], &fold_alg_shm_flat);
+    cr_expect_eq(f.nserve, 2);
+    fold_shape_t shape = {2, 1, 2, 2}, flat = {2, 2, 1, 1};
+    const fold_serve_rule_t *s = fold_tune_file_serve(&f, FOLD_COLL_ALLREDUCE, 100, &shape);
+    cr_assert_not_null(s);
+    cr_expect_eq(s->fold, 0);
+    s = fold_tune_file_serve(&f, FOLD_COLL_ALLREDUCE, 4096, &shape);
+    cr_assert_not_null(s);
+    cr_expect_eq(s->fold, 1);
+    cr_expect_null(fold_tune_file_serve(&f, FOLD_COLL_ALLREDUCE, 4096, &flat));
+    cr_expect_null(fold_tune_file_serve(&f, FOLD_COLL_REDUCE, 4096, &shape));
+
+    fold_model_params_t m;
+    cr_assert_eq(fold_model_configure(f.params, "step_us=0.5", &m), FOLD_OK);
+    cr_expect_float_eq(m.flag_us, 0.25, 1e-12);
+    cr_expect_float_eq(m.cache_bytes, 64.0 * 1024 * 1024, 1e-3);
+    cr_expect_float_eq(m.step_us, 0.5, 1e-12, "FOLD_MODEL comes after the file");
+    cr_expect_eq(fold_model_configure(f.params, "no_such=1", &m), FOLD_ERR_NOT_FOUND);
+    cr_expect_eq(fold_model_configure(NULL, "flag_us=fast", &m), FOLD_ERR_INVALID_ARG);
+    fold_tune_file_release(&f);
+}
+
+Test(tune_file, bad_lines_are_refused_and_none_reads_nothing)
+{
+    const char *bad[] = {"rule allreduce:0-8k:nope\n", "param flag_us\n",
+                         "param bogus 1\n", "serve allreduce:0-1k:maybe\n", "frobnicate\n",
+                         "serve allreduce:8k-1k:fold\n"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        char *path = write_temp(bad[i]);
+        fold_tune_file_t f;
+        cr_expect_neq(fold_tune_file_load(path, &f), FOLD_OK, "%s", bad[i]);
+        unlink(path);
+    }
+    fold_tune_file_t f;
+    cr_expect_eq(fold_tune_file_load("none", &f), FOLD_OK);
+    cr_expect_null(f.path);
+    cr_expect_eq(f.rules.nrules, 0);
+    cr_expect_eq(fold_tune_file_load("", &f), FOLD_OK);
+    cr_expect_eq(fold_tune_file_load("/nonexistent/fold/tune", &f), FOLD_ERR_NOT_FOUND);
+}
+
+/* ---- decisions on virtual shapes ------------------------------------------------ */
+
+static fold_context_t *virtual_ctx(int nnodes, int ppn)
+{
+    int size = nnodes * ppn;
+    int *node_of = malloc((size_t)size * sizeof(int));
+    cr_assert_not_null(node_of);
+    for (int r = 0; r < size; r++) {
+        node_of[r] = r / ppn;
+    }
+    fold_context_t *ctx;
+    cr_assert_eq(fold_context_create_virtual(size, node_of, &ctx), FOLD_OK);
+    free(node_of);
+    return ctx;
+}
+
+static fold_choice_t choose(fold_context_t *ctx, fold_coll_t coll, size_t bytes, fold_op_t op)
+{
+    fold_choice_t c;
+    cr_assert_eq(fold_select(ctx->world, coll, bytes / 4 ? bytes / 4 : 1, FOLD_FLOAT32, op, &c),
+                 FOLD_OK);
+    cr_assert_not_null(c.alg);
+    return c;
+}
+
+/* The choice is the candidate with the lowest prediction, among the default family. */
+static void expect_model_minimum(fold_context_t *ctx, fold_coll_t coll, size_t bytes)
+{
+    fold_comm_t *w = ctx->world;
+    fold_choice_t c = choose(ctx, coll, bytes, FOLD_OP_SUM), other;
+    double chosen = fold_select_evaluate(w, coll, c.alg, bytes, &other);
+    const fold_tune_rule_t *r = fold_tune_match(fold_default_rules(), coll, bytes, &w->shape, 0);
+    cr_assert_not_null(r);
+    for (int a = 0; a < r->nalgs; a++) {
+        double us = fold_select_evaluate(w, coll, r->algs[a], bytes, &other);
+        cr_expect_leq(chosen, us, "%s %zu B: chose %s (%.2f us) over %s (%.2f us)",
+                      fold_coll_name(coll), bytes, c.alg->name, chosen, r->algs[a]->name, us);
+    }
+}
+
+Test(select_shapes, node_aware_wherever_a_node_holds_two_ranks)
+{
+    int shapes[][2] = {{1, 2}, {1, 3}, {2, 2}, {4, 8}};
+    for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++) {
+        fold_context_t *ctx = virtual_ctx(shapes[i][0], shapes[i][1]);
+        for (int coll = FOLD_COLL_ALLREDUCE; coll <= FOLD_COLL_REDUCE; coll++) {
+            for (size_t bytes = 8; bytes <= ((size_t)16 << 20); bytes *= 16) {
+                fold_choice_t c = choose(ctx, coll, bytes, FOLD_OP_SUM);
+                cr_expect(c.alg->flags & FOLD_ALG_NODE_AWARE, "%dx%d %s %zu B: %s",
+                          shapes[i][0], shapes[i][1], fold_coll_name(coll), bytes, c.alg->name);
+                cr_expect(c.leaders >= 1 && c.leaders <= shapes[i][1]);
+                cr_expect_eq(c.inter == NULL, shapes[i][0] == 1,
+                             "an exchange between nodes exactly when there are several");
+                expect_model_minimum(ctx, coll, bytes);
+            }
+        }
+        fold_context_free_virtual(ctx);
+    }
+}
+
+Test(select_shapes, sixty_four_ranks_per_node_on_eight_nodes)
+{
+    fold_context_t *ctx = virtual_ctx(8, 64);
+    cr_expect_eq(ctx->world->shape.nnodes, 8);
+    cr_expect_eq(ctx->world->shape.max_ppn, 64);
+    fold_choice_t big = choose(ctx, FOLD_COLL_ALLREDUCE, 16 << 20, FOLD_OP_SUM);
+    cr_expect(big.alg == &fold_alg_dpml || big.alg == &fold_alg_dpml_pipelined, "%s",
+              big.alg->name);
+    cr_expect_gt(big.leaders, 1, "a 16 MiB allreduce on 64 ranks per node spreads the work "
+                 "over several leaders (DPML paper, sec. 6.2)");
+    cr_assert_not_null(big.inter);
+    cr_expect_eq(big.inter->flags & FOLD_ALG_NODE_AWARE, 0);
+    fold_choice_t small = choose(ctx, FOLD_COLL_ALLREDUCE, 64, FOLD_OP_SUM);
+    cr_expect(small.alg->flags & FOLD_ALG_NODE_AWARE);
+    cr_expect_leq(small.leaders, big.leaders, "fewer leaders for 64 B than for 16 MiB");
+    expect_model_minimum(ctx, FOLD_COLL_REDUCE, 1 << 20);
+    fold_context_free_virtual(ctx);
+}
+
+Test(select_shapes, one_rank_per_node_on_a_thousand_nodes)
+{
+    fold_context_t *ctx = virtual_ctx(1000, 1);
+    for (int coll = FOLD_COLL_ALLREDUCE; coll <= FOLD_COLL_REDUCE; coll++) {
+        for (size_t bytes = 8; bytes <= ((size_t)2 << 20); bytes *= 512) {
+            fold_choice_t c = choose(ctx, coll, bytes, FOLD_OP_SUM);
+            cr_expect_eq(c.alg->flags & FOLD_ALG_NODE_AWARE, 0, "%s %zu B: %s",
+                         fold_coll_name(coll), bytes, c.alg->name);
+            expect_model_minimum(ctx, coll, bytes);
+        }
+    }
+    /* Latency-bound small messages: a logarithmic algorithm, not a 999-step ring. */
+    cr_expect_neq(choose(ctx, FOLD_COLL_ALLREDUCE, 8, FOLD_OP_SUM).alg, &fold_alg_ring);
+    fold_context_free_virtual(ctx);
+}
+
+static void first_wins(const void *in, void *inout, size_t count, fold_dtype_t dtype, void *arg)
+{
+    (void)arg;
+    memcpy(inout, in, count * fold_dtype_size(dtype));
+}
+
+Test(select_shapes, same_answer_every_time_and_ordered_for_non_commutative_ops)
+{
+    fold_context_t *a = virtual_ctx(3, 4), *b = virtual_ctx(3, 4);
+    for (size_t bytes = 4; bytes <= ((size_t)4 << 20); bytes *= 4) {
+        fold_choice_t x = choose(a, FOLD_COLL_REDUCE, bytes, FOLD_OP_SUM);
+        fold_choice_t y = choose(b, FOLD_COLL_REDUCE, bytes, FOLD_OP_SUM);
+        cr_expect(x.alg == y.alg && x.leaders == y.leaders && x.inter == y.inter);
+    }
+    fold_op_t user;
+    cr_assert_eq(fold_op_create(first_wins, NULL, 0, &user), FOLD_OK);
+    for (size_t bytes = 4; bytes <= ((size_t)4 << 20); bytes *= 16) {
+        for (int coll = FOLD_COLL_ALLREDUCE; coll <= FOLD_COLL_REDUCE; coll++) {
+            fold_choice_t c = choose(a, coll, bytes, user);
+            cr_expect(c.alg->flags & FOLD_ALG_ORDERED, "%s %zu B: %s does not keep the order",
+                      fold_coll_name(coll), bytes, c.alg->name);
+        }
+    }
+    fold_op_free(user);
+    fold_context_free_virtual(a);
+    fold_context_free_virtual(b);
+}
+
+Test(select_shapes, rules_come_before_the_model)
+{
+    setenv("FOLD_TUNE", "allreduce:0-inf:n1-1:ppn2-inf:dpml#reduce:1M-inf:ring", 1);
+    fold_context_t *ctx = virtual_ctx(1, 4);
+    unsetenv("FOLD_TUNE");
+    fold_choice_t c = choose(ctx, FOLD_COLL_ALLREDUCE, 100, FOLD_OP_SUM);
+    cr_expect_eq(c.alg, &fold_alg_dpml);
+    cr_expect_geq(c.leaders, 1, "the model still picks the leaders");
+    cr_expect_eq(choose(ctx, FOLD_COLL_REDUCE, 2 << 20, FOLD_OP_SUM).alg, &fold_alg_ring);
+    cr_expect(choose(ctx, FOLD_COLL_REDUCE, 1000, FOLD_OP_SUM).alg->flags & FOLD_ALG_NODE_AWARE,
+              "below the rule's range the defaults apply");
+    fold_context_free_virtual(ctx);
+}
+
+Test(select_shapes, shim_advice_serves_node_aware_shapes)
+{
+    fold_context_t *ctx = virtual_ctx(2, 8);
+    int serve = -1;
+    const char *source = NULL;
+    cr_assert_eq(fold_serve_advice(ctx->world, "allreduce", 1 << 20, &serve, &source), FOLD_OK);
+    cr_expect_eq(serve, 1, "DPML on 8 ranks per node beats a flat algorithm at 1 MiB");
+    cr_expect_str_eq(source, "cost model");
+    cr_expect_eq(fold_serve_advice(ctx->world, "bcast", 8, &serve, &source),
+                 FOLD_ERR_INVALID_ARG);
+    cr_expect_eq(fold_serve_advice(NULL, "reduce", 8, &serve, &source), FOLD_ERR_INVALID_ARG);
+    fold_context_free_virtual(ctx);
+}
