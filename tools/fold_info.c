@@ -183,8 +183,31 @@ static int parse_shape(const char *text, int **node_of, int *size)
     return 0;
 }
 
+/* The model's prediction of every algorithm (best leaders for node-aware ones),
+ * from 8 B to 64 MiB by factors of 2: what perf/model_check.sh compares with
+ * fold_perf's measurements. */
+static void print_predictions(fold_comm_t *w)
+{
+    printf("# collective,algorithm,bytes,leaders,predicted_us\n");
+    for (int coll = FOLD_COLL_ALLREDUCE; coll <= FOLD_COLL_REDUCE; coll++) {
+        for (int i = 0; fold_alg_all[i] != NULL; i++) {
+            const fold_alg_t *alg = fold_alg_all[i];
+            if (fold_alg_builder(alg, coll) == NULL ||
+                (alg == &fold_alg_shm_flat && w->shape.nnodes > 1)) {
+                continue;
+            }
+            for (size_t bytes = 8; bytes <= ((size_t)64 << 20); bytes *= 2) {
+                fold_choice_t c;
+                double us = fold_select_evaluate(w, coll, alg, bytes, &c);
+                printf("%s,%s,%zu,%d,%.3f\n", fold_coll_name(coll), alg->name, bytes,
+                       c.leaders, us);
+            }
+        }
+    }
+}
+
 /* What fold would run on a communicator of this shape, size by size. */
-static int print_decisions(const char *shape_text)
+static int print_decisions(const char *shape_text, int all_algorithms)
 {
     int *node_of, size;
     if (parse_shape(shape_text, &node_of, &size) != 0) {
@@ -200,6 +223,15 @@ static int print_decisions(const char *shape_text)
         return 1;
     }
     fold_comm_t *w = ctx->world;
+    if (fold_select_topos(w) != FOLD_OK) {
+        fold_context_free_virtual(ctx);
+        return 1;
+    }
+    if (all_algorithms) {
+        print_predictions(w);
+        fold_context_free_virtual(ctx);
+        return 0;
+    }
     printf("#\n# Selection on %d ranks over %d nodes (%d-%d per node), float32 sum; the cost\n"
            "# model's prediction, and the best flat algorithm's (what an MPI library runs)\n#\n",
            w->size, w->shape.nnodes, w->shape.min_ppn, w->shape.max_ppn);
@@ -243,6 +275,7 @@ static void usage(FILE *out, const char *prog)
             "  -m        the cost model's parameters in effect\n"
             "  -S SHAPE  what selection picks on a communicator of that shape, without running\n"
             "            it: NODESxPPN (8x64) or the ranks of each node (2,1,1)\n"
+            "  -p        with -S: the model's prediction of every algorithm, as CSV\n"
             "  -h        this help\n",
             prog);
 }
@@ -250,8 +283,9 @@ static void usage(FILE *out, const char *prog)
 int main(int argc, char **argv)
 {
     int want_version = 0, want_tl = 0, want_cfg = 0, want_alg = 0, want_model = 0, opt;
+    int all_predictions = 0;
     const char *shape = NULL;
-    while ((opt = getopt(argc, argv, "vtcamS:h")) != -1) {
+    while ((opt = getopt(argc, argv, "vtcamS:ph")) != -1) {
         switch (opt) {
         case 'v': want_version = 1; break;
         case 't': want_tl = 1; break;
@@ -259,6 +293,7 @@ int main(int argc, char **argv)
         case 'a': want_alg = 1; break;
         case 'm': want_model = 1; break;
         case 'S': shape = optarg; break;
+        case 'p': all_predictions = 1; break;
         case 'h': usage(stdout, argv[0]); return 0;
         default: usage(stderr, argv[0]); return 2;
         }
@@ -269,7 +304,7 @@ int main(int argc, char **argv)
         return 2;
     }
     if (shape != NULL) {
-        return print_decisions(shape);
+        return print_decisions(shape, all_predictions);
     }
     int all = !(want_version || want_tl || want_cfg || want_alg || want_model);
     if (all || want_version) {

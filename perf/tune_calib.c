@@ -1,0 +1,122 @@
+/*
+ * Single-core copy and reduction rates and the node's cache (tune_calib.h). A rate is
+ * the best of several timings: interruptions only ever make a run slower.
+ */
+#include "tune_calib.h"
+
+#include "codec/reduce_kernel.h"
+#include "perf_stats.h"
+
+#include <hwloc.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { SAMPLES_IN_CACHE = 15, SAMPLES_IN_MEMORY = 3 };
+
+/* Each timing repeats the operation over about this many bytes, so that a timing of
+ * an in-cache buffer is long against the clock's resolution. */
+#define BYTES_PER_SAMPLE ((size_t)8 << 20)
+
+static void *alloc_touched(size_t bytes, int value)
+{
+    size_t rounded = (bytes + 4095) / 4096 * 4096;
+    void *p = aligned_alloc(4096, rounded ? rounded : 4096);
+    if (p != NULL) {
+        memset(p, value, rounded);   /* first touch outside the timings */
+    }
+    return p;
+}
+
+static int samples_for(size_t bytes)
+{
+    return bytes <= TUNE_IN_CACHE_BYTES * 4 ? SAMPLES_IN_CACHE : SAMPLES_IN_MEMORY;
+}
+
+static size_t reps_for(size_t bytes)
+{
+    return bytes >= BYTES_PER_SAMPLE ? 1 : BYTES_PER_SAMPLE / bytes;
+}
+
+double tune_measure_copy(size_t bytes)
+{
+    unsigned char *src = alloc_touched(bytes, 1), *dst = alloc_touched(bytes, 0);
+    double best = NAN;
+    if (src != NULL && dst != NULL && bytes > 0) {
+        size_t reps = reps_for(bytes);
+        memcpy(dst, src, bytes);   /* warm */
+        for (int s = 0; s < samples_for(bytes); s++) {
+            double start = perf_now_us();
+            for (size_t r = 0; r < reps; r++) {
+                memcpy(dst, src, bytes);
+                __asm__ __volatile__("" : : "r"(dst) : "memory");   /* keep every copy */
+            }
+            double us = perf_now_us() - start;
+            double gbs = us > 0 ? (double)(bytes * reps) / (us * 1e3) : NAN;
+            best = isnan(best) || gbs > best ? gbs : best;
+        }
+    }
+    free(src);
+    free(dst);
+    return best;
+}
+
+double tune_measure_reduce(size_t bytes)
+{
+    size_t count = bytes / sizeof(float);
+    float *a = alloc_touched(bytes, 0), *b = alloc_touched(bytes, 0), *c = alloc_touched(bytes, 0);
+    double best = NAN;
+    if (a != NULL && b != NULL && c != NULL && count > 0) {
+        size_t reps = reps_for(bytes);
+        fold_reduce_local(FOLD_OP_SUM, FOLD_FLOAT32, a, b, c, count, 1, SIZE_MAX);
+        for (int s = 0; s < samples_for(bytes); s++) {
+            double start = perf_now_us();
+            for (size_t r = 0; r < reps; r++) {
+                fold_reduce_local(FOLD_OP_SUM, FOLD_FLOAT32, a, b, c, count, 1, SIZE_MAX);
+                __asm__ __volatile__("" : : "r"(c) : "memory");
+            }
+            double us = perf_now_us() - start;
+            double gbs = us > 0 ? (double)(count * sizeof(float) * reps) / (us * 1e3) : NAN;
+            best = isnan(best) || gbs > best ? gbs : best;
+        }
+    }
+    free(a);
+    free(b);
+    free(c);
+    return best;
+}
+
+double tune_llc_bytes(void)
+{
+    static const hwloc_obj_type_t levels[] = {HWLOC_OBJ_L5CACHE, HWLOC_OBJ_L4CACHE,
+                                              HWLOC_OBJ_L3CACHE, HWLOC_OBJ_L2CACHE,
+                                              HWLOC_OBJ_L1CACHE};
+    hwloc_topology_t topo;
+    double total = NAN;
+    if (hwloc_topology_init(&topo) != 0) {
+        return NAN;
+    }
+    if (hwloc_topology_load(topo) == 0) {
+        for (size_t l = 0; l < sizeof(levels) / sizeof(levels[0]) && isnan(total); l++) {
+            int n = hwloc_get_nbobjs_by_type(topo, levels[l]);
+            double sum = 0;
+            for (int i = 0; i < n; i++) {
+                hwloc_obj_t obj = hwloc_get_obj_by_type(topo, levels[l], (unsigned)i);
+                sum += obj != NULL && obj->attr != NULL ? (double)obj->attr->cache.size : 0;
+            }
+            total = sum > 0 ? sum : NAN;
+        }
+    }
+    hwloc_topology_destroy(topo);
+    return total;
+}
+
+size_t tune_out_of_cache_bytes(double cache_bytes)
+{
+    size_t bytes = (size_t)64 << 20, cap = (size_t)1 << 30;
+    if (isfinite(cache_bytes) && cache_bytes > (double)bytes) {
+        bytes = cache_bytes >= (double)cap ? cap : (size_t)cache_bytes;
+    }
+    return bytes / 4096 * 4096;
+}
