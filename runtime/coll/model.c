@@ -35,7 +35,8 @@
  *               node the sender's outbound and the receiver's inbound channel (a
  *               rank's transport copies one message at a time; other pairs of the
  *               node do not contend; the bytes move at most at the node's copy rate
- *               and hold the receiver's CPU, whose core copies them). Links and
+ *               and at shm_gbs, and hold the receiver's CPU, whose core copies
+ *               them). Links and
  *               channels are held while the bytes
  *               go through, not for the latency: messages in flight overlap their
  *               latencies as on a NIC, else a node's 8 ranks sending small messages
@@ -104,6 +105,7 @@ static const model_param_t model_params[] = {
     MODEL_PARAM(copy_gbs, PARAM_RATE),       MODEL_PARAM(copy_mem_gbs, PARAM_RATE),
     MODEL_PARAM(reduce_gbs, PARAM_RATE),     MODEL_PARAM(reduce_mem_gbs, PARAM_RATE),
     MODEL_PARAM(node_mem_gbs, PARAM_RATE),   MODEL_PARAM(cache_bytes, PARAM_BYTES),
+    MODEL_PARAM(shm_gbs, PARAM_RATE),
 };
 
 #define MODEL_NPARAMS   (sizeof(model_params) / sizeof(model_params[0]))
@@ -121,7 +123,8 @@ void fold_model_defaults(fold_model_params_t *p)
         .step_us        = 0.05,   /* executor: dequeue a step, post or run it, retire it */
         .flag_us        = 0.15,   /* a flag's cache line moving to the waiting core */
         .intra_lat_us   = 0.5,    /* UCX shared-memory transport, small message */
-        .intra_gbs      = 10,     /* ... large message (CMA or two copies) */
+        .intra_gbs      = 6,      /* ... large message (CMA or two copies, and the
+                                     protocol's handshakes) */
         .inter_lat_us   = 2,      /* InfiniBand / RoCE class small-message latency */
         .inter_gbs      = 12.5,   /* 100 Gb/s line rate */
         .nics           = 1,
@@ -132,6 +135,7 @@ void fold_model_defaults(fold_model_params_t *p)
         .reduce_mem_gbs = 12,     /* ... from DRAM: three streams per result */
         .node_mem_gbs   = 100,    /* what all cores of a node stream together */
         .cache_bytes    = 32.0 * 1024 * 1024,
+        .shm_gbs        = 10,     /* one core reading what another core just wrote */
     };
 }
 
@@ -270,6 +274,7 @@ typedef struct model_step {
     uint8_t  kind;       /* fold_step_kind_t */
     uint8_t  flag;       /* shm post/wait */
     uint8_t  state;      /* STEP_WAITING, STEP_POSTED, STEP_DONE */
+    uint8_t  reads_shm;  /* copy/reduce: reads the node segment, which other cores wrote */
 } model_step_t;
 
 /* Every rank's schedule, one after the other; step g of the whole is step
@@ -418,6 +423,9 @@ static int prog_append(model_prog_t *g, int rank, const fold_sched_t *s, size_t 
             .kind     = st->kind,
             .flag     = st->flag,
             .state    = STEP_WAITING,
+            .reads_shm = (st->kind == FOLD_STEP_COPY || st->kind == FOLD_STEP_REDUCE) &&
+                         (st->src.buf == FOLD_BUF_SHM ||
+                          (st->kind == FOLD_STEP_REDUCE && st->src2.buf == FOLD_BUF_SHM)),
         };
         for (uint32_t k = 0; k < st->nsucc; k++) {
             uint32_t j = s->succ[st->succ_off + k];
@@ -698,6 +706,7 @@ typedef struct model_sim {
     double        *copy_us;    /* node -> us per byte copied */
     double        *reduce_us;  /* node -> us per byte reduced */
     double         intra_us, inter_us;   /* us per byte on the wire */
+    double         shm_us;               /* us per byte read from other cores' data */
     flag_log_t    *flags;      /* rank * FOLD_SHM_NFLAGS + flag */
     flag_waiter_t *pool;
     size_t         npool, pool_cap;
@@ -850,7 +859,7 @@ static void sim_xfer(model_sim_t *m, int src, uint32_t sg, double t)
         /* A core of the node moves the bytes (the receiver's, with single copy or out
          * of the transport's FIFO): at most at the node's copy rate for this working
          * set, and that core does nothing else meanwhile. */
-        per_byte = max2(per_byte, m->copy_us[node_of[src]]);
+        per_byte = max2(per_byte, max2(m->copy_us[node_of[src]], m->shm_us));
         start    = max2(start, m->cpu[st->peer]);
     }
     double busy  = (double)st->amount * per_byte;
@@ -991,11 +1000,14 @@ static void sim_wait_posted(model_sim_t *m, int rank, uint32_t g, double t)
 static double local_cost(const model_sim_t *m, int rank, const model_step_t *st)
 {
     int node = m->topo->node_of[rank];
+    double per_byte;
     switch (st->kind) {
-    case FOLD_STEP_COPY:   return (double)st->amount * m->copy_us[node];
-    case FOLD_STEP_REDUCE: return (double)st->amount * m->reduce_us[node];
+    case FOLD_STEP_COPY:   per_byte = m->copy_us[node]; break;
+    case FOLD_STEP_REDUCE: per_byte = m->reduce_us[node]; break;
     default:               return 0;
     }
+    /* Data another core wrote comes through the cache-coherence fabric. */
+    return (double)st->amount * (st->reads_shm ? max2(per_byte, m->shm_us) : per_byte);
 }
 
 /* Step g of `rank` is ready at t: it takes the CPU when the CPU is free. */
@@ -1049,6 +1061,7 @@ static void sim_rates(model_sim_t *m)
         m->reduce_us[n] = 1.0 / (reduce * 1e3);
     }
     m->intra_us = 1.0 / (p->intra_gbs * 1e3);
+    m->shm_us   = 1.0 / (p->shm_gbs * 1e3);
     m->inter_us = 1.0 / (p->inter_gbs * 1e3);
 }
 

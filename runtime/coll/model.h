@@ -9,7 +9,8 @@
  *   every step           step_us of its rank's CPU (the executor's overhead)
  *   copy / reduce        bytes / bandwidth on its rank's CPU, the bandwidth taken
  *                        from the in-cache or the memory figure by the node's working
- *                        set, and shared with the node's other ranks in memory
+ *                        set, and shared with the node's other ranks in memory; one
+ *                        that reads the node segment at most at shm_gbs
  *   send / recv          a message between two ranks of one node: intra_lat_us +
  *                        bytes / intra_gbs; between nodes: inter_lat_us + bytes /
  *                        inter_gbs, each node's link (nics of them) carrying one
@@ -44,6 +45,8 @@ typedef struct fold_model_params {
     double node_mem_gbs;     /* all ranks of a node streaming at once: the ceiling of
                                 the sum of their memory-bound copies and reductions */
     double cache_bytes;      /* last-level cache of a node */
+    double shm_gbs;          /* one core reading data another core wrote (the node
+                                segment): copies and reductions from it go no faster */
 } fold_model_params_t;
 
 /* Generic defaults: a current x86 server node and a 100 Gb/s network. */
