@@ -6,7 +6,7 @@
 # Usage: shim_bench.sh BENCH SHIM [ROUNDS] [-- bench options]
 # Environment: NP (2), MPIRUN (mpirun), MPIRUN_ARGS (--allow-run-as-root --bind-to core),
 #   SHIM_ENV: settings for the shim runs (default: fold serves every size; pass
-#   SHIM_ENV=FOLD_MPI_VERBOSE=0 to time the shim's default size ranges).
+#   SHIM_ENV=FOLD_MPI_VERBOSE=0 to time the shim's own choice: its tuning file or cost model).
 set -eu
 BENCH=$1
 SHIM=$2
