@@ -103,11 +103,19 @@ shim_route_t shim_types_map(MPI_Datatype datatype, MPI_Op op, fold_dtype_t *dtyp
 
 /* ---- communicators (shim_comm.c) ------------------------------------------------ */
 
+/* fold_serve_advice per collective and power-of-two size class: the same on every
+ * member, so remembering it skips fold's lock on the calls that follow. */
+#define SHIM_ADVICE_CLASSES 64
+#define SHIM_ADVICE_UNKNOWN 0
+#define SHIM_ADVICE_FOLD    1
+#define SHIM_ADVICE_MPI     2
+
 /* An MPI communicator fold serves. */
 typedef struct shim_comm {
     fold_comm_h fold;
     int         rank;    /* in the communicator, the same in fold's */
     int         size;
+    unsigned char advice[SHIM_COLL_COUNT][SHIM_ADVICE_CLASSES];   /* SHIM_ADVICE_* */
 } shim_comm_t;
 
 /* After fold_init: MPI_COMM_WORLD is fold's world communicator. */

@@ -29,7 +29,7 @@ static pthread_mutex_t create_lock = PTHREAD_MUTEX_INITIALIZER;
 void shim_comm_start(void)
 {
     shim_fold_lock();
-    world = (shim_comm_t){fold_comm_world(shim.ctx), shim.world_rank, shim.world_size};
+    world = (shim_comm_t){fold_comm_world(shim.ctx), shim.world_rank, shim.world_size, {{0}}};
     shim_fold_unlock();
 }
 
@@ -153,7 +153,7 @@ static shim_route_t create(MPI_Comm comm, const shim_comm_t **mapping)
     }
     free(members);
     if (worst == READY) {
-        *record = (shim_comm_t){fold, rank, size};
+        *record = (shim_comm_t){fold, rank, size, {{0}}};
         attach(comm, record);
         *mapping = record;
         return SHIM_ROUTE_FOLD;

@@ -10,6 +10,7 @@
 #include "shim.h"
 
 #include <stddef.h>
+#include <string.h>
 
 /* Buffers MPI rejects: the call goes to MPI so that the application gets MPI's own
  * error (or behaviour) for them. */
@@ -28,15 +29,34 @@ static int buffers_valid(const shim_call_t *call, int has_output)
            (!has_output || (call->recvbuf != NULL && call->recvbuf != call->sendbuf));
 }
 
-/* fold's verdict, the same on every member (cached per size class inside fold). */
+/* fold's verdict, the same on every member. The cost model answers per power-of-two
+ * size class, so its answers are remembered in the mapping (concurrent first calls
+ * store the same value); a tuning file's ranges need not follow the classes, so
+ * those are asked call by call. */
 static int shim_advice(const shim_comm_t *comm, shim_coll_t coll, size_t bytes)
 {
+    int k = 0;
+    while (k < SHIM_ADVICE_CLASSES - 1 && (bytes >> (k + 1)) != 0) {
+        k++;
+    }
+    unsigned char *cached = (unsigned char *)&comm->advice[coll][k];
+    unsigned char known = __atomic_load_n(cached, __ATOMIC_RELAXED);
+    if (known != SHIM_ADVICE_UNKNOWN) {
+        return known == SHIM_ADVICE_FOLD;
+    }
     int serve = 0;
+    const char *source = "";
     shim_fold_lock();
     int status = fold_serve_advice(comm->fold, coll == SHIM_ALLREDUCE ? "allreduce" : "reduce",
-                                   bytes, &serve, NULL);
+                                   bytes, &serve, &source);
     shim_fold_unlock();
-    return status == 0 && serve;
+    if (status != 0) {
+        return 0;
+    }
+    if (strcmp(source, "cost model") == 0) {
+        __atomic_store_n(cached, serve ? SHIM_ADVICE_FOLD : SHIM_ADVICE_MPI, __ATOMIC_RELAXED);
+    }
+    return serve;
 }
 
 shim_route_t shim_route(const shim_call_t *call, shim_fold_call_t *fcall)

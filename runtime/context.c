@@ -547,8 +547,9 @@ int fold_config_set(fold_context_h ctx, const char *name, const char *value)
     }
     char *old = (idx >= 0 && ctx->config.values[idx]) ? strdup(ctx->config.values[idx]) : NULL;
     int status = fold_config_update(&ctx->config, name, value);
-    if (status == FOLD_OK && (idx == FOLD_CFG_ALLREDUCE_ALG || idx == FOLD_CFG_REDUCE_ALG ||
-                              idx == FOLD_CFG_TUNE)) {
+    /* Selection reads most settings (rules, tuning file, model, leaders, segment and
+     * node-segment sizes, depth): re-read them all and forget its decisions. */
+    if (status == FOLD_OK) {
         status = fold_select_configure(ctx);
         if (status != FOLD_OK && old != NULL) {
             fold_config_update(&ctx->config, name, old);

@@ -346,3 +346,23 @@ Test(select_shapes, shim_advice_serves_node_aware_shapes)
     cr_expect_eq(fold_serve_advice(NULL, "reduce", 8, &serve, &source), FOLD_ERR_INVALID_ARG);
     fold_context_free_virtual(ctx);
 }
+
+Test(select_shapes, config_set_forgets_earlier_decisions)
+{
+    fold_context_t *ctx = virtual_ctx(1, 4);
+    fold_choice_t c = choose(ctx, FOLD_COLL_ALLREDUCE, 1 << 20, FOLD_OP_SUM);
+    cr_assert(c.alg->flags & FOLD_ALG_NODE_AWARE);
+    cr_assert_eq(fold_config_set(ctx, "DPML_LEADERS", "3"), FOLD_OK);
+    c = choose(ctx, FOLD_COLL_ALLREDUCE, 1 << 20, FOLD_OP_SUM);
+    cr_expect_eq(c.leaders, 3, "a forced leader count applies to the next call");
+    cr_assert_eq(fold_config_set(ctx, "ALLREDUCE_ALG", "ring"), FOLD_OK);
+    cr_expect_eq(choose(ctx, FOLD_COLL_ALLREDUCE, 1 << 20, FOLD_OP_SUM).alg, &fold_alg_ring);
+    cr_assert_eq(fold_config_set(ctx, "ALLREDUCE_ALG", "auto"), FOLD_OK);
+    cr_assert_eq(fold_config_set(ctx, "MODEL", "shm_gbs=0.001"), FOLD_OK);
+    c = choose(ctx, FOLD_COLL_ALLREDUCE, 1 << 20, FOLD_OP_SUM);
+    cr_expect(c.alg->flags & FOLD_ALG_NODE_AWARE, "still the node-aware family");
+    cr_expect_neq(fold_config_set(ctx, "MODEL", "shm_gbs=fast"), FOLD_OK);
+    cr_expect_str_eq(ctx->config.values[FOLD_CFG_MODEL], "shm_gbs=0.001",
+                     "a refused value leaves the old one");
+    fold_context_free_virtual(ctx);
+}

@@ -476,6 +476,7 @@ void fold_select_cache_clear(fold_comm_t *comm)
 {
     memset(comm->select.entry, 0, sizeof(comm->select.entry));
     memset(comm->select.advice, -1, sizeof(comm->select.advice));
+    memset(comm->select.last, 0, sizeof(comm->select.last));
 }
 
 void fold_select_cache_free(fold_comm_t *comm)
@@ -487,8 +488,28 @@ void fold_select_cache_free(fold_comm_t *comm)
 
 /* ---- the decision ----------------------------------------------------------- */
 
+static int select_uncached(fold_comm_t *comm, fold_coll_t coll, size_t count, fold_dtype_t dtype,
+                           fold_op_t op, fold_choice_t *choice);
+
 int fold_select(fold_comm_t *comm, fold_coll_t coll, size_t count, fold_dtype_t dtype,
                 fold_op_t op, fold_choice_t *choice)
+{
+    fold_select_memo_t *m = coll <= FOLD_COLL_REDUCE ? &comm->select.last[coll] : NULL;
+    if (m != NULL && m->valid && m->count == count && m->dtype == (int)dtype &&
+        m->op == (int)op) {
+        *choice = m->choice;
+        return FOLD_OK;
+    }
+    int status = select_uncached(comm, coll, count, dtype, op, choice);
+    /* A user op's number may come back with another commutativity once freed. */
+    if (status == FOLD_OK && m != NULL && op < FOLD_OP_PREDEFINED_COUNT) {
+        *m = (fold_select_memo_t){1, count, (int)dtype, (int)op, *choice};
+    }
+    return status;
+}
+
+static int select_uncached(fold_comm_t *comm, fold_coll_t coll, size_t count, fold_dtype_t dtype,
+                           fold_op_t op, fold_choice_t *choice)
 {
     fold_context_t *ctx = comm->ctx;
     size_t bytes = count * fold_dtype_size(dtype);

@@ -95,6 +95,15 @@ typedef struct fold_select_entry {
     double            us;        /* its predicted time */
 } fold_select_entry_t;
 
+/* The last call's decision per collective: a loop of identical calls selects once. */
+typedef struct fold_select_memo {
+    int           valid;
+    size_t        count;
+    int           dtype;
+    int           op;
+    fold_choice_t choice;
+} fold_select_memo_t;
+
 typedef struct fold_select_cache {
     fold_topo_t        *topo;        /* the communicator's nodes, for the model */
     fold_topo_t        *inter_topo;  /* one rank per node: the leaders' exchange */
@@ -102,6 +111,7 @@ typedef struct fold_select_cache {
     fold_select_entry_t entry[2][FOLD_SELECT_CLASSES];   /* allreduce, reduce */
     int8_t              advice[2][FOLD_SELECT_CLASSES];  /* fold_serve_advice: 0 or 1,
                                                             -1 not known yet */
+    fold_select_memo_t  last[2];                         /* allreduce, reduce */
 } fold_select_cache_t;
 
 /*
