@@ -222,11 +222,11 @@ static double predict_at(const fold_context_t *ctx, const fold_topo_t *topo,
     return fold_model_predict(&ctx->model, topo, q, &res) == FOLD_OK ? res.time_us : INFINITY;
 }
 
-/* Steps replayed per prediction, at most (about 0.1 s). Beyond, large messages are
+/* Steps replayed per prediction, at most (about 0.03 s). Beyond, large messages are
  * predicted at a smaller size and extrapolated: every algorithm's time is linear in
  * the size once it is cut into many segments or chunks, which is what makes the
  * schedule long. */
-#define MODEL_STEP_BUDGET  (256 * 1024)
+#define MODEL_STEP_BUDGET  (64 * 1024)
 #define MODEL_MIN_EXTRAP   (64 * 1024)
 #define MODEL_STEP_LIMIT   (16 * MODEL_STEP_BUDGET)
 
