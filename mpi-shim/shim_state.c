@@ -16,14 +16,19 @@ shim_state_t shim = {.boot_comm = MPI_COMM_NULL, .world_group = MPI_GROUP_NULL,
 
 static pthread_mutex_t fold_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/* Below MPI_THREAD_MULTIPLE only one thread is in MPI at a time: no lock needed. */
 void shim_fold_lock(void)
 {
-    pthread_mutex_lock(&fold_lock);
+    if (shim.thread_multiple) {
+        pthread_mutex_lock(&fold_lock);
+    }
 }
 
 void shim_fold_unlock(void)
 {
-    pthread_mutex_unlock(&fold_lock);
+    if (shim.thread_multiple) {
+        pthread_mutex_unlock(&fold_lock);
+    }
 }
 
 void shim_log(const char *fmt, ...)

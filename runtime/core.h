@@ -90,6 +90,11 @@ typedef struct fold_sched_entry {
                                      carried dense data (exec_wire.c); NULL: none did */
 } fold_sched_entry_t;
 
+/* fast_shm.c: blocking shm_flat calls of at most this many bytes on one node, with
+ * this many slots per rank (calls a rank may run ahead of its readers). */
+#define FOLD_FAST_MAX_BYTES 2048
+#define FOLD_FAST_SLOTS     4
+
 /*
  * A communicator's node-level state for the node-aware algorithms (alg_dpml_setup.c):
  * its topology and, when this node has more than one of its ranks, the node
@@ -106,14 +111,13 @@ typedef struct fold_node {
     int             broken;       /* a call failed midway: the flags are out of step */
     /* shm_flat's tiny-message fast path (fast_shm.c) */
     uint64_t        fast_calls;       /* calls so far */
-    int             fast_readers[2];  /* who reads each slot's data: -1 all, else the root */
+    int             fast_readers[FOLD_FAST_SLOTS];  /* who reads each slot's data: -1 all,
+                                                       else the root */
     int             fast_saw_all;     /* the last call waited for every rank's input */
     int             fast_done_rank;   /* the rank whose `done` was read last ... */
     uint64_t        fast_done_seen;   /* ... and the value it had */
 } fold_node_t;
 
-/* fast_shm.c: blocking shm_flat calls of at most this many bytes on one node. */
-#define FOLD_FAST_MAX_BYTES 2048
 size_t fold_fast_region_bytes(int local_size);
 int    fold_fast_eligible(const fold_comm_t *comm, size_t bytes);
 int    fold_fast_reduction(fold_comm_t *comm, fold_coll_t coll, const void *in, void *out,

@@ -5,14 +5,16 @@
  * (alg_shm_flat.c), cut to the bone:
  *
  *   region (end of the node segment), per local rank l:
- *     slot[l][0], slot[l][1]   | seq (8 B) | data ... |   one per call parity
+ *     slot[l][0 .. S-1]        | seq (8 B) | data ... |   S = FOLD_FAST_SLOTS
  *     done[l]                  | seq of the last call l finished reading |
  *
- *   call k (the same count on every rank), b = k mod 2:
- *     1. before overwriting slot[me][b] (call k - 2's data), wait until its readers
- *        (everyone, or the root of a reduce) have stored done >= k - 2 -- unless
+ *   call k (the same count on every rank), b = k mod S:
+ *     1. before overwriting slot[me][b] (call k - S's data), wait until its readers
+ *        (everyone, or the root of a reduce) have stored done >= k - S -- unless
  *        this rank saw every other rank's input of call k - 1, which they post only
- *        after finishing call k - 2 (back-to-back allreduces never wait here)
+ *        after finishing call k - 2 (back-to-back allreduces never wait here). With
+ *        S slots the non-roots of back-to-back reduces run up to S calls ahead of
+ *        the root and look at its done line once every few calls.
  *     2. copy the input to slot[me][b], store seq = k (release)
  *     3. allreduce, or the root of a reduce: wait for every slot[r][b].seq == k,
  *        fold the rows in rank order into the output, store done = k
@@ -39,7 +41,7 @@ typedef struct fast_slot {
 } fast_slot_t;
 
 typedef struct fast_rank {
-    fast_slot_t      slot[2];
+    fast_slot_t      slot[FOLD_FAST_SLOTS];
     _Atomic uint64_t done;
     char             pad[64 - sizeof(uint64_t)];
 } fast_rank_t;
@@ -103,18 +105,19 @@ int fold_fast_reduction(fold_comm_t *comm, fold_coll_t coll, const void *in, voi
     const int allreduce = coll == FOLD_COLL_ALLREDUCE;
     const int folds = allreduce || comm->rank == root;
     const uint64_t k = ++node->fast_calls;
-    const int b = (int)(k & 1);
+    const int b = (int)(k % FOLD_FAST_SLOTS);
     fast_rank_t *me = region(node, node->local_rank);
     int status = FOLD_OK;
 
     /* 1. Nobody still reads what this slot held two calls ago. */
     int readers = node->fast_readers[b];
-    if (k > 2 && !node->fast_saw_all &&
-        !(readers >= 0 && readers == node->fast_done_rank && node->fast_done_seen >= k - 2)) {
+    const uint64_t reused = k - FOLD_FAST_SLOTS;   /* the call whose data slot b holds */
+    if (k > FOLD_FAST_SLOTS && !node->fast_saw_all &&
+        !(readers >= 0 && readers == node->fast_done_rank && node->fast_done_seen >= reused)) {
         for (int r = 0; r < comm->size && status == FOLD_OK; r++) {
             if (r != comm->rank && (readers < 0 || readers == r)) {
                 _Atomic uint64_t *done = &region(node, topo->local_of[r])->done;
-                status = wait_for(comm, done, k - 2, r, "reading of call", coll);
+                status = wait_for(comm, done, reused, r, "reading of call", coll);
                 /* A root usually is a call ahead: remember, and skip the next look. */
                 node->fast_done_rank = r;
                 node->fast_done_seen = atomic_load_explicit(done, memory_order_acquire);
