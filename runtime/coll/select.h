@@ -131,6 +131,7 @@ typedef struct fold_serve_rule {
 
 typedef struct fold_tune_file {
     char              *path;     /* the file read, or NULL */
+    char              *source;   /* "tuning file <path>", for fold_serve_advice */
     fold_tune_t        rules;
     fold_serve_rule_t *serve;
     int                nserve;

@@ -9,7 +9,6 @@
 #include "log.h"
 
 #include <math.h>
-#include <stdio.h>
 #include <string.h>
 
 /* The flat family a communicator with a node per rank would get: the MPI stand-in. */
@@ -69,9 +68,7 @@ int fold_serve_advice(fold_comm_h comm, const char *collective, size_t bytes, in
     if (rule != NULL) {
         *serve = rule->fold;
         if (source != NULL) {
-            static __thread char text[256];
-            snprintf(text, sizeof(text), "tuning file %s", file->path ? file->path : "");
-            *source = text;
+            *source = file->source;
         }
         return FOLD_OK;
     }

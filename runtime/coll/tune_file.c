@@ -17,6 +17,7 @@
 void fold_tune_file_release(fold_tune_file_t *f)
 {
     free(f->path);
+    free(f->source);
     fold_tune_release(&f->rules);
     free(f->serve);
     free(f->params);
@@ -153,8 +154,13 @@ int fold_tune_file_load(const char *setting, fold_tune_file_t *file)
         path = FOLD_TUNE_DEFAULT_FILE;
     }
     int status = read_file(path, &f);
-    if (status == FOLD_OK && (f.path = strdup(path)) == NULL) {
+    size_t len = strlen(path) + sizeof("tuning file ");
+    if (status == FOLD_OK &&
+        ((f.path = strdup(path)) == NULL || (f.source = malloc(len)) == NULL)) {
         status = FOLD_ERR_NO_MEMORY;
+    }
+    if (status == FOLD_OK) {
+        snprintf(f.source, len, "tuning file %s", path);
     }
     if (status != FOLD_OK) {
         fold_tune_file_release(&f);
