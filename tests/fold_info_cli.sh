@@ -1,0 +1,26 @@
+#!/bin/sh
+# fold_info's what-if options: -S SHAPE prints a decision per size on shapes this
+# machine cannot run, -p every algorithm's prediction as CSV, -m the model's
+# parameters (FOLD_MODEL applies); bad shapes exit 2. Usage: fold_info_cli.sh FOLD_INFO
+set -u
+INFO=$1
+fail() { echo "FAIL: $*"; exit 1; }
+
+out=$("$INFO" -S 2,1,1) || fail "-S 2,1,1 exited $?"
+echo "$out" | grep -q "4 ranks over 3 nodes (1-2 per node)" || fail "-S 2,1,1: no shape line"
+echo "$out" | grep -Eq "^  allreduce +8 +dpml" || fail "-S 2,1,1: not node-aware at 8 B"
+[ "$(echo "$out" | grep -c '^  \(allreduce\|reduce\) ')" -eq 24 ] || fail "-S: not 24 rows"
+
+out=$("$INFO" -S 4x1) || fail "-S 4x1 exited $?"
+echo "$out" | grep -Eq "^  allreduce .*(dpml|shm_flat)" && fail "-S 4x1: node-aware on one rank per node"
+
+csv=$("$INFO" -S 2x2 -p) || fail "-p exited $?"
+echo "$csv" | head -1 | grep -q "^# collective,algorithm,bytes,leaders,predicted_us" || fail "-p header"
+echo "$csv" | grep -q "^allreduce,dpml_pipelined,1048576,[12]," || fail "-p: no dpml_pipelined row"
+echo "$csv" | grep -q "^reduce,shm_flat," && fail "-p: shm_flat across nodes"
+
+FOLD_MODEL=flag_us=0.75 "$INFO" -m | grep -q "^flag_us 0.75$" || fail "-m: FOLD_MODEL not applied"
+
+"$INFO" -S 0x4 >/dev/null 2>&1; [ $? -eq 2 ] || fail "-S 0x4 should exit 2"
+"$INFO" -S 2,x >/dev/null 2>&1; [ $? -eq 2 ] || fail "-S 2,x should exit 2"
+echo "fold_info_cli: ok"
