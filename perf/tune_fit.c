@@ -8,6 +8,7 @@
 #include "tune_fit.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -388,9 +389,9 @@ int tune_fit_overheads(fold_model_params_t *p, const tune_obs_t *obs, size_t n,
     return 0;
 }
 
-int tune_fit_eager(fold_model_params_t *p, const tune_obs_t *obs, size_t n,
-                   const tune_anchor_t *anchors, size_t nanchors, double min_gain,
-                   tune_fit_report_t *rep)
+int tune_fit_grid(fold_model_params_t *p, size_t offset, const double *values, size_t nvalues,
+                  const tune_obs_t *obs, size_t n, const tune_anchor_t *anchors,
+                  size_t nanchors, double min_gain, tune_fit_report_t *rep)
 {
     memset(rep, 0, sizeof(*rep));
     rep->nobs = n;
@@ -398,27 +399,46 @@ int tune_fit_eager(fold_model_params_t *p, const tune_obs_t *obs, size_t n,
         return 0;
     }
     double start = objective(p, obs, n, anchors, nanchors), best = start;
-    double best_eager = p->eager_bytes;
+    double kept = *param_at(p, offset), best_value = kept;
     rep->evaluations = 1;
-    for (double eager = 1024; eager <= 65536; eager *= 2) {
+    for (size_t i = 0; i < nvalues; i++) {
         fold_model_params_t q = *p;
-        q.eager_bytes = eager;
+        *param_at(&q, offset) = values[i];
         double e = objective(&q, obs, n, anchors, nanchors);
         rep->evaluations++;
         if (e < best * (1 - 1e-9)) {
             best       = e;
-            best_eager = eager;
+            best_value = values[i];
         }
     }
     rep->rms_before = sqrt(start / (double)(n + nanchors));
-    if (best_eager != p->eager_bytes && best <= start * (1 - min_gain)) {
-        p->eager_bytes = best_eager;
+    if (best_value != kept && best <= start * (1 - min_gain)) {
+        *param_at(p, offset) = best_value;
         tune_solve_anchors(p, anchors, nanchors);
         rep->rms_after = sqrt(best / (double)(n + nanchors));
         return 1;
     }
     rep->rms_after = rep->rms_before;
     return 0;
+}
+
+int tune_fit_eager(fold_model_params_t *p, const tune_obs_t *obs, size_t n,
+                   const tune_anchor_t *anchors, size_t nanchors, double min_gain,
+                   tune_fit_report_t *rep)
+{
+    static const double eager[] = {1024, 2048, 4096, 8192, 16384, 32768, 65536};
+    return tune_fit_grid(p, offsetof(fold_model_params_t, eager_bytes), eager,
+                         sizeof(eager) / sizeof(eager[0]), obs, n, anchors, nanchors, min_gain,
+                         rep);
+}
+
+int tune_fit_shm(fold_model_params_t *p, const tune_obs_t *obs, size_t n,
+                 const tune_anchor_t *anchors, size_t nanchors, double min_gain,
+                 tune_fit_report_t *rep)
+{
+    static const double gbs[] = {1.5, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48};
+    return tune_fit_grid(p, offsetof(fold_model_params_t, shm_gbs), gbs,
+                         sizeof(gbs) / sizeof(gbs[0]), obs, n, anchors, nanchors, min_gain, rep);
 }
 
 int tune_fit_cache(fold_model_params_t *p, const tune_obs_t *obs, size_t n,

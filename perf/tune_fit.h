@@ -96,8 +96,19 @@ int tune_fit_cache(fold_model_params_t *p, const tune_obs_t *obs, size_t n,
                    const tune_anchor_t *anchors, size_t nanchors, const tune_rate_t *rates,
                    size_t nrates, double min_gain, tune_fit_report_t *rep);
 
-/* Tries eager_bytes among 1k, 2k, ..., 64k; keeps the best only when it lowers the
- * error by at least min_gain (relative). Returns 1 when it changed p. */
+/* Tries each of values for the parameter at offset (in fold_model_params_t); keeps
+ * the best only when it lowers the error by at least min_gain (relative). Returns 1
+ * when it changed p. */
+int tune_fit_grid(fold_model_params_t *p, size_t offset, const double *values, size_t nvalues,
+                  const tune_obs_t *obs, size_t n, const tune_anchor_t *anchors,
+                  size_t nanchors, double min_gain, tune_fit_report_t *rep);
+
+/* shm_gbs among 1.5 .. 48 GB/s: how fast a core reads what another core wrote. */
+int tune_fit_shm(fold_model_params_t *p, const tune_obs_t *obs, size_t n,
+                 const tune_anchor_t *anchors, size_t nanchors, double min_gain,
+                 tune_fit_report_t *rep);
+
+/* Tries eager_bytes among 1k, 2k, ..., 64k (tune_fit_grid). */
 int tune_fit_eager(fold_model_params_t *p, const tune_obs_t *obs, size_t n,
                    const tune_anchor_t *anchors, size_t nanchors, double min_gain,
                    tune_fit_report_t *rep);

@@ -270,8 +270,8 @@ static int measure_pairs(tune_run_t *run, tune_measured_t *m, int pass)
 
 typedef struct tune_fitted {
     fold_model_params_t p;
-    tune_fit_report_t   overheads, cache, eager;
-    int                 cache_changed, eager_changed;
+    tune_fit_report_t   overheads, cache, eager, shm;
+    int                 cache_changed, eager_changed, shm_changed;
     size_t              nsmall, nmid, nall;
     double              rms_all_before, rms_all_after;
     double              seconds;
@@ -396,6 +396,7 @@ static int fit(tune_run_t *run, const tune_measured_t *m, tune_fitted_t *out)
     out->cache_changed = tune_fit_cache(p, all, out->nall, anchors, nanchors, rates, nrates,
                                         0.05, &out->cache);
     out->eager_changed = tune_fit_eager(p, mid, out->nmid, anchors, nanchors, 0.05, &out->eager);
+    out->shm_changed   = tune_fit_shm(p, mid, out->nmid, anchors, nanchors, 0.05, &out->shm);
     tune_solve_rates(p, rates, nrates, anchors, nanchors);
     tune_solve_anchors(p, anchors, nanchors);
     out->rms_all_after = tune_log_rms(p, all, out->nall, NULL, 0);
@@ -485,6 +486,9 @@ static void param_notes(const tune_run_t *run, const tune_measured_t *m, const t
     note(t, "eager_bytes", "%s: %zu times in 4 KiB..1 MiB, log rms error %.3f -> %.3f",
          f->eager_changed ? "fitted" : "kept (no fit lowered the error by 5%)", f->eager.nobs,
          f->eager.rms_before, f->eager.rms_after);
+    note(t, "shm_gbs", "%s: %zu times in 4 KiB..1 MiB, log rms error %.3f -> %.3f",
+         f->shm_changed ? "fitted" : "kept (no fit lowered the error by 5%)", f->shm.nobs,
+         f->shm.rms_before, f->shm.rms_after);
     note(t, "copy_gbs", "measured: memcpy of %s, one core", in);
     note(t, "copy_mem_gbs", "measured: memcpy of %s, one core", mem);
     note(t, "reduce_gbs", "measured: float32 c = a + b over %s, one core", in);

@@ -218,6 +218,8 @@ static const char tune_help_notes[] =
     "                                   a machine may deliver in-cache speed only in L2\n"
     "       eager_bytes                 fitted among 1k..64k on 4 KiB < size <= 1 MiB, kept\n"
     "                                   unless that lowers the error by 5% or more\n"
+    "       shm_gbs                     fitted among 1.5..48 GB/s on the same sizes, kept\n"
+    "                                   unless that lowers the error by 5% or more\n"
     "       nics                        kept (not measured)\n"
     "  2. Sweeps allreduce and reduce (float32 sum, out of place, root 0) over the sizes,\n"
     "     with every algorithm that implements the collective and fits the job's shape\n"
