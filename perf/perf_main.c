@@ -4,6 +4,7 @@
  * 2 bad usage, 3 a runtime error.
  */
 #include "perf_bench.h"
+#include "perf_job.h"
 #include "perf_mpi.h"
 #include "perf_options.h"
 #include "perf_output.h"
@@ -17,58 +18,12 @@
 
 enum { EXIT_CHECK_FAILED = 1, EXIT_USAGE = 2, EXIT_RUNTIME = 3 };
 
-/* The launcher's rank before anything is initialised, so that only one process
- * prints usage errors and help. */
-static int launcher_rank(void)
-{
-    static const char *const vars[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK",
-                                       "SLURM_PROCID"};
-    for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
-        const char *v = getenv(vars[i]);
-        if (v != NULL && *v != '\0') {
-            return atoi(v);
-        }
-    }
-    return 0;
-}
-
-/* After a runtime error on one rank the others may wait forever: end them all. */
-static void fail_job(int code)
-{
-    fflush(stdout);
-    if (perf_mpi_initialized()) {
-        perf_mpi_abort(code);
-    }
-    exit(code);
-}
-
 static perf_bootstrap_t resolve_bootstrap(const perf_options_t *opts)
 {
     if (opts->bootstrap != PERF_BOOTSTRAP_DEFAULT) {
         return opts->bootstrap;
     }
     return perf_mpi_built() ? PERF_BOOTSTRAP_OOB : PERF_BOOTSTRAP_PMIX;
-}
-
-static int init_fold(const perf_options_t *opts, perf_bootstrap_t bootstrap,
-                     fold_context_h *ctx)
-{
-    fold_context_params_t params;
-    fold_context_params_init(&params);
-    if (opts->transport[0] != '\0') {
-        params.transport = opts->transport;
-    }
-    if (bootstrap == PERF_BOOTSTRAP_OOB) {
-        int rank, size;
-        if (perf_mpi_init(NULL, NULL, &rank, &size) != 0) {
-            return FOLD_ERR_BOOTSTRAP;
-        }
-        params.oob.allgather = perf_mpi_oob_allgather;
-        params.oob.arg       = NULL;
-        params.oob.rank      = rank;
-        params.oob.size      = size;
-    }
-    return fold_init(&params, ctx);
 }
 
 /* Settings that every rank applies alike; 0 or -1 after printing why (rank 0). */
@@ -130,7 +85,7 @@ static int outputs_writable(const perf_options_t *opts, fold_comm_h comm, int ra
         }
     }
     if (fold_bcast(&ok, 1, FOLD_INT32, 0, comm) != FOLD_OK) {
-        fail_job(EXIT_RUNTIME);
+        perf_fail_job(EXIT_RUNTIME);
     }
     return ok ? 0 : -1;
 }
@@ -170,7 +125,7 @@ int main(int argc, char **argv)
 {
     perf_options_t opts;
     char err[512];
-    int reporting = launcher_rank() == 0;
+    int reporting = perf_launcher_rank() == 0;
 
     perf_options_defaults(&opts);
     if (perf_options_parse(&opts, argc, argv, err, sizeof(err)) != 0) {
@@ -212,13 +167,13 @@ int main(int argc, char **argv)
         }
     }
     fold_context_h ctx;
-    int status = init_fold(&opts, bootstrap, &ctx);
+    int status = perf_init_fold(bootstrap == PERF_BOOTSTRAP_OOB, opts.transport, &ctx);
     if (status != FOLD_OK) {
         fprintf(stderr, "fold_perf: fold_init (%s bootstrap) failed: %s%s\n",
                 bootstrap == PERF_BOOTSTRAP_OOB ? "oob" : "pmix", fold_status_string(status),
                 bootstrap == PERF_BOOTSTRAP_PMIX ? " (start fold_perf with a PMIx launcher, "
                                                    "e.g. mpirun -n 2 fold_perf)" : "");
-        fail_job(EXIT_RUNTIME);
+        perf_fail_job(EXIT_RUNTIME);
     }
 
     perf_env_t env;
@@ -243,7 +198,7 @@ int main(int argc, char **argv)
     if (status != FOLD_OK) {
         fprintf(stderr, "fold_perf: rank %d: finding the nodes' layout and bandwidth failed: "
                 "%s\n", env.rank, fold_status_string(status));
-        fail_job(EXIT_RUNTIME);
+        perf_fail_job(EXIT_RUNTIME);
     }
 
     char transport[PERF_NAME_LEN], segment[PERF_NAME_LEN], threads[PERF_NAME_LEN];
@@ -281,7 +236,7 @@ int main(int argc, char **argv)
     }
     status = perf_bench_run(&env, &results, print_row, NULL);
     if (status != FOLD_OK) {
-        fail_job(EXIT_RUNTIME);
+        perf_fail_job(EXIT_RUNTIME);
     }
 
     int exit_code = 0;

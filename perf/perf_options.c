@@ -4,6 +4,7 @@
  * value; checks that involve several options run once after the whole line is read.
  */
 #include "perf_options.h"
+#include "cli_options.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -15,10 +16,7 @@ typedef int (*perf_option_handler_t)(perf_options_t *opts, const char *arg, char
                                      size_t whylen);
 
 typedef struct perf_option {
-    const char           *name;
-    char                  short_name;   /* 0: long form only */
-    const char           *arg;          /* NULL: a flag without a value */
-    const char           *help;
+    cli_option_t           cli;   /* first: the engine sees only this */
     perf_option_handler_t handler;
 } perf_option_t;
 
@@ -97,6 +95,7 @@ static int for_each_item(const char *list, perf_options_t *opts, char *why, size
 
 #define SIZE_HINT "expected bytes with an optional k, M or G suffix (binary), e.g. 8, 4k, 64M"
 
+/* The collectives list of -c, as fold_perf and fold_tune take it. */
 static int add_collective(perf_options_t *o, const char *item, char *why, size_t whylen)
 {
     perf_coll_t coll;
@@ -118,28 +117,41 @@ static int add_collective(perf_options_t *o, const char *item, char *why, size_t
     return 0;
 }
 
+int perf_parse_collectives(const char *arg, perf_coll_t colls[PERF_COLL_COUNT], int *ncolls,
+                           char *why, size_t whylen)
+{
+    perf_options_t o;
+    o.ncolls = 0;
+    if (for_each_item(arg, &o, why, whylen, add_collective) != 0) {
+        return -1;
+    }
+    memcpy(colls, o.colls, sizeof(o.colls));
+    *ncolls = o.ncolls;
+    return 0;
+}
+
+int perf_parse_size_arg(const char *arg, size_t *bytes, char *why, size_t whylen)
+{
+    if (perf_parse_size(arg, bytes) != 0) {
+        snprintf(why, whylen, SIZE_HINT);
+        return -1;
+    }
+    return 0;
+}
+
 static int opt_collective(perf_options_t *o, const char *arg, char *why, size_t whylen)
 {
-    o->ncolls = 0;
-    return for_each_item(arg, o, why, whylen, add_collective);
+    return perf_parse_collectives(arg, o->colls, &o->ncolls, why, whylen);
 }
 
 static int opt_begin(perf_options_t *o, const char *arg, char *why, size_t whylen)
 {
-    if (perf_parse_size(arg, &o->begin_bytes) != 0) {
-        snprintf(why, whylen, SIZE_HINT);
-        return -1;
-    }
-    return 0;
+    return perf_parse_size_arg(arg, &o->begin_bytes, why, whylen);
 }
 
 static int opt_end(perf_options_t *o, const char *arg, char *why, size_t whylen)
 {
-    if (perf_parse_size(arg, &o->end_bytes) != 0) {
-        snprintf(why, whylen, SIZE_HINT);
-        return -1;
-    }
-    return 0;
+    return perf_parse_size_arg(arg, &o->end_bytes, why, whylen);
 }
 
 static int opt_factor(perf_options_t *o, const char *arg, char *why, size_t whylen)
@@ -481,68 +493,68 @@ static int opt_help(perf_options_t *o, const char *arg, char *why, size_t whylen
 /* ---- the table -------------------------------------------------------------- */
 
 static const perf_option_t perf_option_table[] = {
-    {"collective", 'c', "LIST", "collectives, comma-separated: allreduce, reduce "
-     "(default allreduce)", opt_collective},
-    {"begin", 'b', "SIZE", "smallest message in bytes (default 8)", opt_begin},
-    {"end", 'e', "SIZE", "largest message in bytes (default 1M)", opt_end},
-    {"factor", 'f', "N", "size multiplier from one row to the next (default 2)", opt_factor},
-    {"iters", 'n', "N", "timed iterations per size, at most (default 1000); with "
-     "--iter-bytes 0 --time-per-size 0 exactly N everywhere", opt_iters},
-    {"warmup", 'w', "N", "warm-up iterations per size, at most (default 10)", opt_warmup},
-    {"iter-bytes", 0, "SIZE", "fewer iterations for large sizes: a size of B bytes runs "
+    {{"collective", 'c', "LIST", "collectives, comma-separated: allreduce, reduce "
+     "(default allreduce)"}, opt_collective},
+    {{"begin", 'b', "SIZE", "smallest message in bytes (default 8)"}, opt_begin},
+    {{"end", 'e', "SIZE", "largest message in bytes (default 1M)"}, opt_end},
+    {{"factor", 'f', "N", "size multiplier from one row to the next (default 2)"}, opt_factor},
+    {{"iters", 'n', "N", "timed iterations per size, at most (default 1000); with "
+     "--iter-bytes 0 --time-per-size 0 exactly N everywhere"}, opt_iters},
+    {{"warmup", 'w', "N", "warm-up iterations per size, at most (default 10)"}, opt_warmup},
+    {{"iter-bytes", 0, "SIZE", "fewer iterations for large sizes: a size of B bytes runs "
      "clamp(SIZE / B, min(10, N), N) iterations and min(W, max(1, iterations / 5)) warm-ups; "
-     "0 always runs N and W (default 256M)", opt_iter_bytes},
-    {"time-per-size", 0, "SEC", "fewer iterations where they would take longer: a size's timed "
+     "0 always runs N and W (default 256M)"}, opt_iter_bytes},
+    {{"time-per-size", 0, "SEC", "fewer iterations where they would take longer: a size's timed "
      "iterations (fold and MPI together) are cut to about SEC seconds, estimated from the "
-     "slowest rank's warm-ups, but not below min(10, N); 0: no limit (default 0.2)",
+     "slowest rank's warm-ups, but not below min(10, N); 0: no limit (default 0.2)"},
      opt_time_per_size},
-    {"dtype", 'd', "NAME", "int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, "
-     "bfloat16, float32, float64 (default float32)", opt_dtype},
-    {"op", 'o', "NAME", "sum, prod, min, max, band, bor, bxor, land, lor, lxor (default sum)",
+    {{"dtype", 'd', "NAME", "int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, "
+     "bfloat16, float32, float64 (default float32)"}, opt_dtype},
+    {{"op", 'o', "NAME", "sum, prod, min, max, band, bor, bxor, land, lor, lxor (default sum)"},
      opt_op},
-    {"root", 'r', "R", "root rank of reduce (default 0)", opt_root},
-    {"inplace", 'i', NULL, "reduce in place (FOLD_IN_PLACE, and MPI_IN_PLACE for MPI)",
+    {{"root", 'r', "R", "root rank of reduce (default 0)"}, opt_root},
+    {{"inplace", 'i', NULL, "reduce in place (FOLD_IN_PLACE, and MPI_IN_PLACE for MPI)"},
      opt_inplace},
-    {"algorithms", 'A', "LIST", "algorithms to compare, comma-separated names from "
+    {{"algorithms", 'A', "LIST", "algorithms to compare, comma-separated names from "
      "fold_info -a, or auto for fold's own choice (each row shows the algorithm it chose); an "
-     "algorithm that does not implement a collective is skipped for it (default auto)",
+     "algorithm that does not implement a collective is skipped for it (default auto)"},
      opt_algorithms},
-    {"codec", 0, "LIST", "sparse codecs to compare, comma-separated FOLD_CODEC values: auto, "
+    {{"codec", 0, "LIST", "sparse codecs to compare, comma-separated FOLD_CODEC values: auto, "
      "none, bits, idx, rle; each algorithm runs once per codec and its rows show "
-     "ALGORITHM+CODEC (default: fold's setting, one run)", opt_codecs},
-    {"segment-size", 's', "SIZE", "pipeline segment size in bytes, or auto "
-     "(FOLD_SEGMENT_SIZE; default: fold's setting)", opt_segment_size},
-    {"threads", 'T', "N", "reduction threads per rank, 0 = cores of the node / ranks on it "
-     "(FOLD_NUM_THREADS; default: fold's setting)", opt_threads},
-    {"transport", 't', "NAME", "fold transport backend (FOLD_TRANSPORT; default: fold's "
-     "setting, ucp)", opt_transport},
-    {"bootstrap", 0, "KIND", "pmix: fold_init through PMIx; oob: fold_init with an "
-     "out-of-band allgather on MPI_Allgather (default oob when built with MPI, else pmix)",
+     "ALGORITHM+CODEC (default: fold's setting, one run)"}, opt_codecs},
+    {{"segment-size", 's', "SIZE", "pipeline segment size in bytes, or auto "
+     "(FOLD_SEGMENT_SIZE; default: fold's setting)"}, opt_segment_size},
+    {{"threads", 'T', "N", "reduction threads per rank, 0 = cores of the node / ranks on it "
+     "(FOLD_NUM_THREADS; default: fold's setting)"}, opt_threads},
+    {{"transport", 't', "NAME", "fold transport backend (FOLD_TRANSPORT; default: fold's "
+     "setting, ucp)"}, opt_transport},
+    {{"bootstrap", 0, "KIND", "pmix: fold_init through PMIx; oob: fold_init with an "
+     "out-of-band allgather on MPI_Allgather (default oob when built with MPI, else pmix)"},
      opt_bootstrap},
-    {"sparsity", 0, "F", "fraction of zero elements in each input, 0 <= F < 1 (default 0: "
-     "dense)", opt_sparsity},
-    {"distribution", 0, "KIND", "where the zeros are: uniform (random positions per rank), "
+    {{"sparsity", 0, "F", "fraction of zero elements in each input, 0 <= F < 1 (default 0: "
+     "dense)"}, opt_sparsity},
+    {{"distribution", 0, "KIND", "where the zeros are: uniform (random positions per rank), "
      "identical (same positions on every rank), imbalanced (a few dense ranks, the rest "
-     "uniform sparse) (default uniform)", opt_distribution},
-    {"dense-ranks", 0, "K", "imbalanced: how many ranks are dense, spread evenly (default "
-     "max(1, ranks / 8))", opt_dense_ranks},
-    {"seed", 0, "N", "seed of the input data (default 1)", opt_seed},
-    {"rotate", 0, "N", "cycle through N send/receive buffer pairs, so that results are not "
-     "cache-hot illusions (default 1)", opt_rotate},
-    {"check", 0, NULL, "check every result against an independently computed reference; a "
-     "mismatch fails the run", opt_check},
-    {"compare", 0, "KIND", "mpi: time the MPI library's MPI_Allreduce / MPI_Reduce on the same "
-     "buffers, interleaved with fold; none (default)", opt_compare},
-    {"csv", 0, "FILE", "also write the results as CSV", opt_csv},
-    {"json", 0, "FILE", "also write the results as JSON", opt_json},
-    {"plot", 0, "FILE", "draw latency and bus bandwidth against size per algorithm into a PNG "
-     "(needs gnuplot: the program FOLD_PERF_GNUPLOT names, else gnuplot on PATH)", opt_plot},
-    {"probe-size", 0, "SIZE", "bytes streamed by the start-up bandwidth probe behind bound_us "
-     "(default 64M; 0: no probe and no bound)", opt_probe_size},
-    {"inject-error", 0, "R[:I]", "testing: rank R corrupts element I (default 0) of every "
-     "result it checks, so that --check must fail", opt_inject_error},
-    {"version", 'V', NULL, "print fold's version and exit", opt_version},
-    {"help", 'h', NULL, "print this help and exit", opt_help},
+     "uniform sparse) (default uniform)"}, opt_distribution},
+    {{"dense-ranks", 0, "K", "imbalanced: how many ranks are dense, spread evenly (default "
+     "max(1, ranks / 8))"}, opt_dense_ranks},
+    {{"seed", 0, "N", "seed of the input data (default 1)"}, opt_seed},
+    {{"rotate", 0, "N", "cycle through N send/receive buffer pairs, so that results are not "
+     "cache-hot illusions (default 1)"}, opt_rotate},
+    {{"check", 0, NULL, "check every result against an independently computed reference; a "
+     "mismatch fails the run"}, opt_check},
+    {{"compare", 0, "KIND", "mpi: time the MPI library's MPI_Allreduce / MPI_Reduce on the same "
+     "buffers, interleaved with fold; none (default)"}, opt_compare},
+    {{"csv", 0, "FILE", "also write the results as CSV"}, opt_csv},
+    {{"json", 0, "FILE", "also write the results as JSON"}, opt_json},
+    {{"plot", 0, "FILE", "draw latency and bus bandwidth against size per algorithm into a PNG "
+     "(needs gnuplot: the program FOLD_PERF_GNUPLOT names, else gnuplot on PATH)"}, opt_plot},
+    {{"probe-size", 0, "SIZE", "bytes streamed by the start-up bandwidth probe behind bound_us "
+     "(default 64M; 0: no probe and no bound)"}, opt_probe_size},
+    {{"inject-error", 0, "R[:I]", "testing: rank R corrupts element I (default 0) of every "
+     "result it checks, so that --check must fail"}, opt_inject_error},
+    {{"version", 'V', NULL, "print fold's version and exit"}, opt_version},
+    {{"help", 'h', NULL, "print this help and exit"}, opt_help},
 };
 
 #define PERF_OPTION_COUNT (sizeof(perf_option_table) / sizeof(perf_option_table[0]))
@@ -621,36 +633,6 @@ void perf_options_defaults(perf_options_t *opts)
     opts->inject_rank   = -1;
 }
 
-static const perf_option_t *find_long(const char *name, size_t len)
-{
-    for (size_t i = 0; i < PERF_OPTION_COUNT; i++) {
-        if (strlen(perf_option_table[i].name) == len &&
-            strncmp(perf_option_table[i].name, name, len) == 0) {
-            return &perf_option_table[i];
-        }
-    }
-    return NULL;
-}
-
-static const perf_option_t *find_short(char c)
-{
-    for (size_t i = 0; i < PERF_OPTION_COUNT; i++) {
-        if (perf_option_table[i].short_name == c) {
-            return &perf_option_table[i];
-        }
-    }
-    return NULL;
-}
-
-static void option_label(const perf_option_t *opt, char *buf, size_t len)
-{
-    if (opt->short_name != 0) {
-        snprintf(buf, len, "-%c/--%s", opt->short_name, opt->name);
-    } else {
-        snprintf(buf, len, "--%s", opt->name);
-    }
-}
-
 /* Checks that involve more than one option. */
 static int options_validate(const perf_options_t *o, char *err, size_t errlen)
 {
@@ -699,73 +681,20 @@ static int options_validate(const perf_options_t *o, char *err, size_t errlen)
     return 0;
 }
 
-static int apply(perf_options_t *opts, const perf_option_t *opt, const char *value, char *err,
-                 size_t errlen)
+/* The engine's call into this table's typed handlers. */
+static int apply(void *opts, const cli_option_t *opt, const char *value, char *why,
+                 size_t whylen)
 {
-    char why[256] = "";
-    char label[64];
-    if (opt->handler(opts, value, why, sizeof(why)) == 0) {
-        return 0;
-    }
-    option_label(opt, label, sizeof(label));
-    snprintf(err, errlen, "bad value '%s' for %s: %s", value ? value : "", label, why);
-    return -1;
+    return ((const perf_option_t *)opt)->handler(opts, value, why, whylen);
 }
+
+static const cli_table_t perf_cli = {perf_option_table, PERF_OPTION_COUNT,
+                                     sizeof(perf_option_table[0]), "fold_perf", apply};
 
 int perf_options_parse(perf_options_t *opts, int argc, char **argv, char *err, size_t errlen)
 {
-    for (int i = 1; i < argc; i++) {
-        const char *word = argv[i];
-        const perf_option_t *opt;
-        const char *value = NULL;
-        char label[64];
-
-        if (strncmp(word, "--", 2) == 0 && word[2] != '\0') {
-            const char *name = word + 2;
-            const char *eq = strchr(name, '=');
-            size_t len = eq ? (size_t)(eq - name) : strlen(name);
-            opt = find_long(name, len);
-            if (opt == NULL) {
-                snprintf(err, errlen, "unknown option '%.*s'", (int)(len + 2), word);
-                return -1;
-            }
-            if (eq != NULL) {
-                if (opt->arg == NULL) {
-                    snprintf(err, errlen, "option --%s takes no value", opt->name);
-                    return -1;
-                }
-                value = eq + 1;
-            }
-        } else if (word[0] == '-' && word[1] != '\0' && word[1] != '-') {
-            opt = find_short(word[1]);
-            if (opt == NULL) {
-                snprintf(err, errlen, "unknown option '-%c'", word[1]);
-                return -1;
-            }
-            if (word[2] != '\0') {
-                if (opt->arg == NULL) {
-                    snprintf(err, errlen, "option -%c takes no value (in '%s')", word[1], word);
-                    return -1;
-                }
-                value = word + 2;
-            }
-        } else {
-            snprintf(err, errlen, "unexpected argument '%s' (fold_perf takes options only)",
-                     word);
-            return -1;
-        }
-
-        if (opt->arg != NULL && value == NULL) {
-            if (i + 1 >= argc) {
-                option_label(opt, label, sizeof(label));
-                snprintf(err, errlen, "option %s needs a value (%s)", label, opt->arg);
-                return -1;
-            }
-            value = argv[++i];
-        }
-        if (apply(opts, opt, value, err, errlen) != 0) {
-            return -1;
-        }
+    if (cli_parse(&perf_cli, opts, argc, argv, err, errlen) != 0) {
+        return -1;
     }
     if (opts->help || opts->version) {
         return 0;
@@ -775,51 +704,10 @@ int perf_options_parse(perf_options_t *opts, int argc, char **argv, char *err, s
 
 /* ---- usage and help --------------------------------------------------------- */
 
-/* Prints text word-wrapped to `width` columns, continuation lines indented by `indent`. */
-static void print_wrapped(FILE *out, const char *text, int column, int indent, int width)
-{
-    const char *p = text;
-    while (*p != '\0') {
-        size_t word = strcspn(p, " ");
-        if (column > indent && column + 1 + (int)word > width) {
-            fprintf(out, "\n%*s", indent, "");
-            column = indent;
-        } else if (column > indent) {
-            fputc(' ', out);
-            column++;
-        }
-        fwrite(p, 1, word, out);
-        column += (int)word;
-        p += word;
-        while (*p == ' ') {
-            p++;
-        }
-    }
-    fputc('\n', out);
-}
-
 void perf_options_print_usage(FILE *out)
 {
-    enum { INDENT = 30, WIDTH = 92 };
     fprintf(out, "Usage: mpirun -n N fold_perf [options]\n\nOptions:\n");
-    for (size_t i = 0; i < PERF_OPTION_COUNT; i++) {
-        const perf_option_t *opt = &perf_option_table[i];
-        char head[64];
-        int len;
-        if (opt->short_name != 0) {
-            len = snprintf(head, sizeof(head), "  -%c, --%s%s%s", opt->short_name, opt->name,
-                           opt->arg ? " " : "", opt->arg ? opt->arg : "");
-        } else {
-            len = snprintf(head, sizeof(head), "      --%s%s%s", opt->name,
-                           opt->arg ? " " : "", opt->arg ? opt->arg : "");
-        }
-        if (len >= INDENT - 1) {
-            fprintf(out, "%s\n%*s", head, INDENT, "");
-        } else {
-            fprintf(out, "%-*s", INDENT, head);
-        }
-        print_wrapped(out, opt->help, INDENT, INDENT, WIDTH);
-    }
+    cli_print_options(&perf_cli, out, 30, 92);
 }
 
 void perf_options_print_help(FILE *out)

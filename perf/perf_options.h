@@ -84,6 +84,11 @@ void perf_options_print_help(FILE *out);
 
 /* "64M" -> 67108864: decimal bytes with an optional k/M/G (binary) suffix. */
 int perf_parse_size(const char *text, size_t *bytes);
+/* Option values shared by the tools, 0 or -1 with the reason in why: a size
+ * (perf_parse_size), and -c's comma-separated list of distinct collectives. */
+int perf_parse_size_arg(const char *arg, size_t *bytes, char *why, size_t whylen);
+int perf_parse_collectives(const char *arg, perf_coll_t colls[PERF_COLL_COUNT], int *ncolls,
+                           char *why, size_t whylen);
 
 const char *perf_coll_name(perf_coll_t coll);
 const char *perf_distribution_name(perf_distribution_t dist);

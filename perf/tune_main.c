@@ -16,6 +16,7 @@
  *
  * Exit status: 0 success, 2 bad usage, 3 a runtime error.
  */
+#include "perf_job.h"
 #include "perf_mpi.h"
 #include "perf_probe.h"
 #include "perf_stats.h"
@@ -47,54 +48,13 @@ enum { EXIT_USAGE = 2, EXIT_RUNTIME = 3 };
 /* eager_bytes is tried on sizes above FIT_SMALL_MAX up to this. */
 #define FIT_MID_MAX   ((size_t)1 << 20)
 
-/* The launcher's rank before anything is initialised, so that one process prints
- * usage errors and help. */
-static int launcher_rank(void)
-{
-    static const char *const vars[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK",
-                                       "SLURM_PROCID"};
-    for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
-        const char *v = getenv(vars[i]);
-        if (v != NULL && *v != '\0') {
-            return atoi(v);
-        }
-    }
-    return 0;
-}
-
-/* After a runtime error on one rank the others may wait forever: end them all. */
-static void fail_job(int code)
-{
-    fflush(stdout);
-    if (perf_mpi_initialized()) {
-        perf_mpi_abort(code);
-    }
-    exit(code);
-}
-
 static void check_or_fail(int status, int rank, const char *what)
 {
     if (status != FOLD_OK) {
         fprintf(stderr, "fold_tune: rank %d: %s failed: %s\n", rank, what,
                 fold_status_string(status));
-        fail_job(EXIT_RUNTIME);
+        perf_fail_job(EXIT_RUNTIME);
     }
-}
-
-static int init_fold(fold_context_h *ctx)
-{
-    fold_context_params_t params;
-    fold_context_params_init(&params);
-    if (perf_mpi_built()) {
-        int rank, size;
-        if (perf_mpi_init(NULL, NULL, &rank, &size) != 0) {
-            return FOLD_ERR_BOOTSTRAP;
-        }
-        params.oob.allgather = perf_mpi_oob_allgather;
-        params.oob.rank      = rank;
-        params.oob.size      = size;
-    }
-    return fold_init(&params, ctx);
 }
 
 /* Rank 0 finds out whether it can write the output, before the sweep. */
@@ -120,7 +80,7 @@ static int output_writable(const char *path, fold_comm_h world, int rank)
         free(tmp);
     }
     if (fold_bcast(&ok, 1, FOLD_INT32, 0, world) != FOLD_OK) {
-        fail_job(EXIT_RUNTIME);
+        perf_fail_job(EXIT_RUNTIME);
     }
     return ok ? 0 : -1;
 }
@@ -699,7 +659,7 @@ int main(int argc, char **argv)
 {
     tune_options_t opts;
     char err[512];
-    int reporting = launcher_rank() == 0;
+    int reporting = perf_launcher_rank() == 0;
 
     start_us = perf_now_us();
     tune_options_defaults(&opts);
@@ -729,12 +689,12 @@ int main(int argc, char **argv)
     setenv("FOLD_TUNE_FILE", "none", 1);
 
     fold_context_h ctx;
-    int status = init_fold(&ctx);
+    int status = perf_init_fold(perf_mpi_built(), NULL, &ctx);
     if (status != FOLD_OK) {
         fprintf(stderr, "fold_tune: fold_init failed: %s%s\n", fold_status_string(status),
                 perf_mpi_built() ? "" : " (start fold_tune with a PMIx launcher, e.g. "
                                         "mpirun -n 2 fold_tune)");
-        fail_job(EXIT_RUNTIME);
+        perf_fail_job(EXIT_RUNTIME);
     }
     perf_node_layout_t layout;
     tune_run_t run;

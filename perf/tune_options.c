@@ -3,6 +3,7 @@
  * parser, the usage shown on errors and --help, as in fold_perf.
  */
 #include "tune_options.h"
+#include "cli_options.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -12,72 +13,27 @@ typedef int (*tune_option_handler_t)(tune_options_t *opts, const char *arg, char
                                      size_t whylen);
 
 typedef struct tune_option {
-    const char           *name;
-    char                  short_name;   /* 0: long form only */
-    const char           *arg;          /* NULL: a flag */
-    const char           *help;
+    cli_option_t           cli;   /* first: the engine sees only this */
     tune_option_handler_t handler;
 } tune_option_t;
 
-#define SIZE_HINT "expected bytes with an optional k, M or G suffix (binary), e.g. 8, 4k, 64M"
-
 /* ---- handlers --------------------------------------------------------------- */
-
-static int add_collective(tune_options_t *o, const char *item, size_t len, char *why,
-                          size_t whylen)
-{
-    perf_coll_t coll;
-    if (len == 9 && strncmp(item, "allreduce", len) == 0) {
-        coll = PERF_COLL_ALLREDUCE;
-    } else if (len == 6 && strncmp(item, "reduce", len) == 0) {
-        coll = PERF_COLL_REDUCE;
-    } else {
-        snprintf(why, whylen, "expected allreduce, reduce or allreduce,reduce");
-        return -1;
-    }
-    for (int i = 0; i < o->ncolls; i++) {
-        if (o->colls[i] == coll) {
-            snprintf(why, whylen, "'%s' is listed twice", perf_coll_name(coll));
-            return -1;
-        }
-    }
-    o->colls[o->ncolls++] = coll;
-    return 0;
-}
 
 static int opt_collective(tune_options_t *o, const char *arg, char *why, size_t whylen)
 {
-    o->ncolls = 0;
-    for (const char *p = arg;; p++) {
-        size_t len = strcspn(p, ",");
-        if (add_collective(o, p, len, why, whylen) != 0) {
-            return -1;
-        }
-        p += len;
-        if (*p == '\0') {
-            return 0;
-        }
-    }
+    return perf_parse_collectives(arg, o->colls, &o->ncolls, why, whylen);
 }
 
 static int opt_begin(tune_options_t *o, const char *arg, char *why, size_t whylen)
 {
     o->set_begin = 1;
-    if (perf_parse_size(arg, &o->begin_bytes) != 0) {
-        snprintf(why, whylen, SIZE_HINT);
-        return -1;
-    }
-    return 0;
+    return perf_parse_size_arg(arg, &o->begin_bytes, why, whylen);
 }
 
 static int opt_end(tune_options_t *o, const char *arg, char *why, size_t whylen)
 {
     o->set_end = 1;
-    if (perf_parse_size(arg, &o->end_bytes) != 0) {
-        snprintf(why, whylen, SIZE_HINT);
-        return -1;
-    }
-    return 0;
+    return perf_parse_size_arg(arg, &o->end_bytes, why, whylen);
 }
 
 static int opt_factor(tune_options_t *o, const char *arg, char *why, size_t whylen)
@@ -155,29 +111,29 @@ static int opt_help(tune_options_t *o, const char *arg, char *why, size_t whylen
 /* ---- the table -------------------------------------------------------------- */
 
 static const tune_option_t tune_option_table[] = {
-    {"collective", 'c', "LIST", "collectives to tune, comma-separated: allreduce, reduce "
-     "(default allreduce,reduce)", opt_collective},
-    {"begin", 'b', "SIZE", "smallest message in bytes per rank (default 8; --quick 8)",
+    {{"collective", 'c', "LIST", "collectives to tune, comma-separated: allreduce, reduce "
+     "(default allreduce,reduce)"}, opt_collective},
+    {{"begin", 'b', "SIZE", "smallest message in bytes per rank (default 8; --quick 8)"},
      opt_begin},
-    {"end", 'e', "SIZE", "largest message in bytes per rank (default 64M; --quick 1M)",
+    {{"end", 'e', "SIZE", "largest message in bytes per rank (default 64M; --quick 1M)"},
      opt_end},
-    {"factor", 'f', "N", "size multiplier from one measured size to the next (default 2; "
-     "--quick 8)", opt_factor},
-    {"output", 'o', "FILE", "the tuning file to write (default " TUNE_DEFAULT_OUTPUT " in "
-     "the current directory); written by rank 0, only when the whole run succeeds",
+    {{"factor", 'f', "N", "size multiplier from one measured size to the next (default 2; "
+     "--quick 8)"}, opt_factor},
+    {{"output", 'o', "FILE", "the tuning file to write (default " TUNE_DEFAULT_OUTPUT " in "
+     "the current directory); written by rank 0, only when the whole run succeeds"},
      opt_output},
-    {"csv", 0, "FILE", "also write every measured time (the sweep's and the calibration "
-     "pairs') with the cost model's prediction for it, as CSV (rank 0)", opt_csv},
-    {"quick", 0, NULL, "a short run for CI and smoke tests: 8 B .. 1 MiB by factor 8, "
-     "0.01 s per size, at most 100 iterations; -b/-e/-f/--time-per-size still apply",
+    {{"csv", 0, "FILE", "also write every measured time (the sweep's and the calibration "
+     "pairs') with the cost model's prediction for it, as CSV (rank 0)"}, opt_csv},
+    {{"quick", 0, NULL, "a short run for CI and smoke tests: 8 B .. 1 MiB by factor 8, "
+     "0.01 s per size, at most 100 iterations; -b/-e/-f/--time-per-size still apply"},
      opt_quick},
-    {"time-per-size", 0, "SEC", "time budget of one case at one size (fold and MPI "
+    {{"time-per-size", 0, "SEC", "time budget of one case at one size (fold and MPI "
      "together): its timed iterations are cut to about SEC seconds, never below 10 "
-     "(default 0.1; --quick 0.01; 0: no limit)", opt_time_per_size},
-    {"no-mpi", 0, NULL, "do not time the MPI library beside fold: the file then has no "
-     "serve lines (the MPI shim falls back on the cost model)", opt_no_mpi},
-    {"version", 'V', NULL, "print fold's version and exit", opt_version},
-    {"help", 'h', NULL, "print this help and exit", opt_help},
+     "(default 0.1; --quick 0.01; 0: no limit)"}, opt_time_per_size},
+    {{"no-mpi", 0, NULL, "do not time the MPI library beside fold: the file then has no "
+     "serve lines (the MPI shim falls back on the cost model)"}, opt_no_mpi},
+    {{"version", 'V', NULL, "print fold's version and exit"}, opt_version},
+    {{"help", 'h', NULL, "print this help and exit"}, opt_help},
 };
 
 #define TUNE_OPTION_COUNT (sizeof(tune_option_table) / sizeof(tune_option_table[0]))
@@ -276,36 +232,6 @@ void tune_options_defaults(tune_options_t *opts)
     opts->output        = TUNE_DEFAULT_OUTPUT;
 }
 
-static const tune_option_t *find_long(const char *name, size_t len)
-{
-    for (size_t i = 0; i < TUNE_OPTION_COUNT; i++) {
-        if (strlen(tune_option_table[i].name) == len &&
-            strncmp(tune_option_table[i].name, name, len) == 0) {
-            return &tune_option_table[i];
-        }
-    }
-    return NULL;
-}
-
-static const tune_option_t *find_short(char c)
-{
-    for (size_t i = 0; i < TUNE_OPTION_COUNT; i++) {
-        if (tune_option_table[i].short_name == c) {
-            return &tune_option_table[i];
-        }
-    }
-    return NULL;
-}
-
-static void option_label(const tune_option_t *opt, char *buf, size_t len)
-{
-    if (opt->short_name != 0) {
-        snprintf(buf, len, "-%c/--%s", opt->short_name, opt->name);
-    } else {
-        snprintf(buf, len, "--%s", opt->name);
-    }
-}
-
 static void apply_quick(tune_options_t *o)
 {
     if (!o->quick) {
@@ -338,62 +264,20 @@ static int options_validate(const tune_options_t *o, char *err, size_t errlen)
     return 0;
 }
 
+/* The engine's call into this table's typed handlers. */
+static int apply(void *opts, const cli_option_t *opt, const char *value, char *why,
+                 size_t whylen)
+{
+    return ((const tune_option_t *)opt)->handler(opts, value, why, whylen);
+}
+
+static const cli_table_t tune_cli = {tune_option_table, TUNE_OPTION_COUNT,
+                                     sizeof(tune_option_table[0]), "fold_tune", apply};
+
 int tune_options_parse(tune_options_t *opts, int argc, char **argv, char *err, size_t errlen)
 {
-    for (int i = 1; i < argc; i++) {
-        const char *word = argv[i];
-        const tune_option_t *opt;
-        const char *value = NULL;
-        char label[64];
-
-        if (strncmp(word, "--", 2) == 0 && word[2] != '\0') {
-            const char *name = word + 2;
-            const char *eq = strchr(name, '=');
-            size_t len = eq ? (size_t)(eq - name) : strlen(name);
-            opt = find_long(name, len);
-            if (opt == NULL) {
-                snprintf(err, errlen, "unknown option '%.*s'", (int)(len + 2), word);
-                return -1;
-            }
-            if (eq != NULL) {
-                if (opt->arg == NULL) {
-                    snprintf(err, errlen, "option --%s takes no value", opt->name);
-                    return -1;
-                }
-                value = eq + 1;
-            }
-        } else if (word[0] == '-' && word[1] != '\0' && word[1] != '-') {
-            opt = find_short(word[1]);
-            if (opt == NULL) {
-                snprintf(err, errlen, "unknown option '-%c'", word[1]);
-                return -1;
-            }
-            if (word[2] != '\0') {
-                if (opt->arg == NULL) {
-                    snprintf(err, errlen, "option -%c takes no value (in '%s')", word[1], word);
-                    return -1;
-                }
-                value = word + 2;
-            }
-        } else {
-            snprintf(err, errlen, "unexpected argument '%s' (fold_tune takes options only)",
-                     word);
-            return -1;
-        }
-        if (opt->arg != NULL && value == NULL) {
-            if (i + 1 >= argc) {
-                option_label(opt, label, sizeof(label));
-                snprintf(err, errlen, "option %s needs a value (%s)", label, opt->arg);
-                return -1;
-            }
-            value = argv[++i];
-        }
-        char why[256] = "";
-        if (opt->handler(opts, value, why, sizeof(why)) != 0) {
-            option_label(opt, label, sizeof(label));
-            snprintf(err, errlen, "bad value '%s' for %s: %s", value ? value : "", label, why);
-            return -1;
-        }
+    if (cli_parse(&tune_cli, opts, argc, argv, err, errlen) != 0) {
+        return -1;
     }
     if (opts->help || opts->version) {
         return 0;
@@ -404,51 +288,10 @@ int tune_options_parse(tune_options_t *opts, int argc, char **argv, char *err, s
 
 /* ---- usage and help --------------------------------------------------------- */
 
-/* Prints text word-wrapped to `width` columns, continuation lines indented by `indent`. */
-static void print_wrapped(FILE *out, const char *text, int column, int indent, int width)
-{
-    const char *p = text;
-    while (*p != '\0') {
-        size_t word = strcspn(p, " ");
-        if (column > indent && column + 1 + (int)word > width) {
-            fprintf(out, "\n%*s", indent, "");
-            column = indent;
-        } else if (column > indent) {
-            fputc(' ', out);
-            column++;
-        }
-        fwrite(p, 1, word, out);
-        column += (int)word;
-        p += word;
-        while (*p == ' ') {
-            p++;
-        }
-    }
-    fputc('\n', out);
-}
-
 void tune_options_print_usage(FILE *out)
 {
-    enum { INDENT = 28, WIDTH = 92 };
     fprintf(out, "Usage: mpirun -n N fold_tune [options]\n\nOptions:\n");
-    for (size_t i = 0; i < TUNE_OPTION_COUNT; i++) {
-        const tune_option_t *opt = &tune_option_table[i];
-        char head[64];
-        int len;
-        if (opt->short_name != 0) {
-            len = snprintf(head, sizeof(head), "  -%c, --%s%s%s", opt->short_name, opt->name,
-                           opt->arg ? " " : "", opt->arg ? opt->arg : "");
-        } else {
-            len = snprintf(head, sizeof(head), "      --%s%s%s", opt->name,
-                           opt->arg ? " " : "", opt->arg ? opt->arg : "");
-        }
-        if (len >= INDENT - 1) {
-            fprintf(out, "%s\n%*s", head, INDENT, "");
-        } else {
-            fprintf(out, "%-*s", INDENT, head);
-        }
-        print_wrapped(out, opt->help, INDENT, INDENT, WIDTH);
-    }
+    cli_print_options(&tune_cli, out, 28, 92);
 }
 
 void tune_options_print_help(FILE *out)

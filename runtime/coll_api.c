@@ -299,14 +299,8 @@ const char *fold_selected_algorithm(fold_comm_h comm, const char *collective, si
 {
     fold_coll_t coll;
     fold_choice_t choice;
-    if (!fold_comm_valid(comm) || collective == NULL || fold_dtype_size(dtype) == 0) {
-        return NULL;
-    }
-    if (strcmp(collective, "allreduce") == 0) {
-        coll = FOLD_COLL_ALLREDUCE;
-    } else if (strcmp(collective, "reduce") == 0) {
-        coll = FOLD_COLL_REDUCE;
-    } else {
+    if (!fold_comm_valid(comm) || fold_dtype_size(dtype) == 0 ||
+        fold_reduction_from_name(collective, &coll) != 0) {
         return NULL;
     }
     return fold_select(comm, coll, count, dtype, FOLD_OP_SUM, &choice) == FOLD_OK

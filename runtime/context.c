@@ -5,6 +5,7 @@
  */
 #define _GNU_SOURCE
 #include "core.h"
+#include "hash.h"
 #include "log.h"
 
 #include <pthread.h>
@@ -130,10 +131,8 @@ void fold_context_remove_comm(fold_context_t *ctx, fold_comm_t *comm)
  * tuning file selection reads (FNV-1a over their text). */
 static uint64_t hash_text(uint64_t h, const char *text)
 {
-    for (const unsigned char *c = (const unsigned char *)(text ? text : ""); *c; c++) {
-        h = (h ^ *c) * 0x100000001b3ull;
-    }
-    return (h ^ 0xff) * 0x100000001b3ull;   /* a separator: "ab","c" differs from "a","bc" */
+    text = text ? text : "";
+    return fold_hash(h, text, strlen(text) + 1);   /* the NUL separates "ab","c" from "a","bc" */
 }
 
 static uint64_t selection_hash(const fold_context_t *ctx)
@@ -141,7 +140,7 @@ static uint64_t selection_hash(const fold_context_t *ctx)
     static const int vars[] = {FOLD_CFG_ALLREDUCE_ALG, FOLD_CFG_REDUCE_ALG, FOLD_CFG_TUNE,
                                FOLD_CFG_SEGMENT_SIZE, FOLD_CFG_PIPELINE_DEPTH,
                                FOLD_CFG_DPML_LEADERS, FOLD_CFG_SHM_SIZE, FOLD_CFG_MODEL};
-    uint64_t h = 0xcbf29ce484222325ull;
+    uint64_t h = FOLD_HASH_INIT;
     for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
         h = hash_text(h, ctx->config.values[vars[i]]);
     }

@@ -265,6 +265,9 @@ int    fold_select_topos(fold_comm_t *comm);         /* the model's view of comm
 double fold_select_predict(fold_comm_t *comm, const fold_topo_t *topo, fold_coll_t coll,
                            const fold_alg_t *alg, size_t bytes, int leaders,
                            const fold_alg_t *inter);
+/* The best flat algorithm's predicted time on comm: what an MPI library would run
+ * (select_advice.c). */
+double fold_select_flat_us(fold_comm_t *comm, fold_coll_t coll, size_t bytes);
 /* alg's predicted time on comm, with its best leaders for a node-aware one. */
 double fold_select_evaluate(fold_comm_t *comm, fold_coll_t coll, const fold_alg_t *alg,
                             size_t bytes, fold_choice_t *choice);

@@ -244,14 +244,7 @@ static int print_decisions(const char *shape_text, int all_algorithms)
                 continue;
             }
             double us = fold_select_evaluate(w, coll, c.alg, bytes, &ignored);
-            fold_shape_t flat = {w->size, w->size, 1, 1};
-            const fold_tune_rule_t *r = fold_tune_match(fold_default_rules(), coll, bytes, &flat,
-                                                        FOLD_ALG_NODE_AWARE);
-            double flat_us = 1e300;
-            for (int a = 0; r != NULL && a < r->nalgs; a++) {
-                double f = fold_select_evaluate(w, coll, r->algs[a], bytes, &ignored);
-                flat_us = f < flat_us ? f : flat_us;
-            }
+            double flat_us = fold_select_flat_us(w, coll, bytes);
             int serve = 0;
             fold_serve_advice(w, fold_coll_name(coll), bytes, &serve, NULL);
             printf("  %-10s %10zu  %-20s %7d %-18s %12.2f %12.2f %s\n", fold_coll_name(coll),

@@ -711,6 +711,18 @@ const char *fold_flag_name(int flag)
     return (flag >= 0 && flag <= FOLD_FLAG_DONE) ? names[flag] : "unknown";
 }
 
+int fold_reduction_from_name(const char *name, fold_coll_t *coll)
+{
+    if (name != NULL && strcmp(name, "allreduce") == 0) {
+        *coll = FOLD_COLL_ALLREDUCE;
+    } else if (name != NULL && strcmp(name, "reduce") == 0) {
+        *coll = FOLD_COLL_REDUCE;
+    } else {
+        return -1;
+    }
+    return 0;
+}
+
 const char *fold_coll_name(fold_coll_t coll)
 {
     static const char *const names[] = {"allreduce", "reduce", "bcast", "barrier",

@@ -208,5 +208,7 @@ void fold_sched_mark_wire(fold_sched_t *s);
 
 const char *fold_step_kind_name(int kind);
 const char *fold_coll_name(fold_coll_t coll);
+/* "allreduce" or "reduce" -> *coll; -1 for anything else (NULL included). */
+int fold_reduction_from_name(const char *name, fold_coll_t *coll);
 
 #endif

@@ -14,6 +14,7 @@
  * locality, the same parameters), so every rank decides the same.
  */
 #include "core.h"
+#include "hash.h"
 #include "log.h"
 #include "codec/reduce_kernel.h"
 
@@ -156,8 +157,6 @@ int fold_select_class(size_t bytes)
     return k;
 }
 
-static uint64_t fnv(uint64_t h, const void *data, size_t len);
-
 int fold_select_topos(fold_comm_t *comm)
 {
     fold_select_cache_t *c = &comm->select;
@@ -181,7 +180,7 @@ int fold_select_topos(fold_comm_t *comm)
             status = fold_topo_build(nn, key, pkg, &c->inter_topo);
         }
         if (status == FOLD_OK) {
-            c->shape_hash = fnv(0xcbf29ce484222325ull, c->topo->node_of,
+            c->shape_hash = fold_hash(FOLD_HASH_INIT, c->topo->node_of,
                                 (size_t)n * sizeof(int));
         }
     }
@@ -362,35 +361,26 @@ static shared_decision_t *shared_head;
 static int                shared_count;
 static pthread_mutex_t    shared_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static uint64_t fnv(uint64_t h, const void *data, size_t len)
-{
-    const unsigned char *p = data;
-    for (size_t i = 0; i < len; i++) {
-        h = (h ^ p[i]) * 0x100000001b3ull;
-    }
-    return h;
-}
-
 static uint64_t decision_key(const fold_comm_t *comm, fold_coll_t coll, int k,
                              const fold_alg_t *const *algs, int nalgs)
 {
     const fold_context_t *ctx = comm->ctx;
     const fold_config_t *cfg = &ctx->config;
     uint64_t h = comm->select.shape_hash;
-    h = fnv(h, &coll, sizeof(coll));
-    h = fnv(h, &k, sizeof(k));
+    h = fold_hash(h, &coll, sizeof(coll));
+    h = fold_hash(h, &k, sizeof(k));
     for (int a = 0; a < nalgs; a++) {
-        h = fnv(h, algs[a]->name, strlen(algs[a]->name) + 1);
+        h = fold_hash(h, algs[a]->name, strlen(algs[a]->name) + 1);
     }
-    h = fnv(h, &ctx->model, sizeof(ctx->model));
-    h = fnv(h, &cfg->shm_size, sizeof(cfg->shm_size));
-    h = fnv(h, &cfg->segment_size, sizeof(cfg->segment_size));
-    h = fnv(h, &cfg->pipeline_depth, sizeof(cfg->pipeline_depth));
-    h = fnv(h, &cfg->dpml_leaders, sizeof(cfg->dpml_leaders));
+    h = fold_hash(h, &ctx->model, sizeof(ctx->model));
+    h = fold_hash(h, &cfg->shm_size, sizeof(cfg->shm_size));
+    h = fold_hash(h, &cfg->segment_size, sizeof(cfg->segment_size));
+    h = fold_hash(h, &cfg->pipeline_depth, sizeof(cfg->pipeline_depth));
+    h = fold_hash(h, &cfg->dpml_leaders, sizeof(cfg->dpml_leaders));
     /* The rules pick the flat algorithm between nodes. */
-    h = fnv(h, &ctx->tune.nrules, sizeof(ctx->tune.nrules));
-    h = fnv(h, ctx->tune.rules, (size_t)ctx->tune.nrules * sizeof(*ctx->tune.rules));
-    return fnv(h, ctx->file.rules.rules,
+    h = fold_hash(h, &ctx->tune.nrules, sizeof(ctx->tune.nrules));
+    h = fold_hash(h, ctx->tune.rules, (size_t)ctx->tune.nrules * sizeof(*ctx->tune.rules));
+    return fold_hash(h, ctx->file.rules.rules,
                (size_t)ctx->file.rules.nrules * sizeof(*ctx->file.rules.rules));
 }
 

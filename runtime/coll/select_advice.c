@@ -9,10 +9,9 @@
 #include "log.h"
 
 #include <math.h>
-#include <string.h>
 
 /* The flat family a communicator with a node per rank would get: the MPI stand-in. */
-static double flat_best_us(fold_comm_t *comm, fold_coll_t coll, size_t bytes)
+double fold_select_flat_us(fold_comm_t *comm, fold_coll_t coll, size_t bytes)
 {
     fold_shape_t flat = {comm->size, comm->size, 1, 1};
     const fold_tune_rule_t *rule =
@@ -41,7 +40,7 @@ static int model_advice(fold_comm_t *comm, fold_coll_t coll, size_t bytes)
     }
     fold_choice_t c;
     double fold_us = fold_select_evaluate(comm, coll, choice.alg, at, &c);
-    double mpi_us  = flat_best_us(comm, coll, at);
+    double mpi_us  = fold_select_flat_us(comm, coll, at);
     *cached = fold_us < mpi_us;
     fold_debug("comm %u: %s from %zu B: fold (%s) predicted %.2f us, a flat MPI algorithm "
                "%.2f us: %s", comm->id, fold_coll_name(coll), at, choice.alg->name, fold_us,
@@ -53,14 +52,8 @@ int fold_serve_advice(fold_comm_h comm, const char *collective, size_t bytes, in
                       const char **source)
 {
     fold_coll_t coll;
-    if (!fold_comm_valid(comm) || collective == NULL || serve == NULL) {
-        return FOLD_ERR_INVALID_ARG;
-    }
-    if (strcmp(collective, "allreduce") == 0) {
-        coll = FOLD_COLL_ALLREDUCE;
-    } else if (strcmp(collective, "reduce") == 0) {
-        coll = FOLD_COLL_REDUCE;
-    } else {
+    if (!fold_comm_valid(comm) || serve == NULL ||
+        fold_reduction_from_name(collective, &coll) != 0) {
         return FOLD_ERR_INVALID_ARG;
     }
     const fold_tune_file_t *file = &comm->ctx->file;

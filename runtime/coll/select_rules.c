@@ -14,18 +14,6 @@
 
 #define MAX_FIELDS (3 + 3 + 1)   /* coll, sizes, three terms, algorithms */
 
-static int parse_coll(const char *text, fold_coll_t *coll)
-{
-    if (strcmp(text, "allreduce") == 0) {
-        *coll = FOLD_COLL_ALLREDUCE;
-    } else if (strcmp(text, "reduce") == 0) {
-        *coll = FOLD_COLL_REDUCE;
-    } else {
-        return -1;
-    }
-    return 0;
-}
-
 /* "lo-hi" with size suffixes; hi may be "inf". Modifies text. */
 static int parse_size_range(char *text, size_t *lo, size_t *hi)
 {
@@ -102,7 +90,7 @@ static int parse_where(char **fields, int n, fold_tune_rule_t *rule)
     memset(rule, 0, sizeof(*rule));
     fold_range_t any = {1, LONG_MAX};
     rule->ranks = rule->nodes = rule->ppn = any;
-    if (n < 2 || parse_coll(fields[0], &rule->coll) != 0 ||
+    if (n < 2 || fold_reduction_from_name(fields[0], &rule->coll) != 0 ||
         parse_size_range(fields[1], &rule->min_bytes, &rule->max_bytes) != 0) {
         return FOLD_ERR_INVALID_ARG;
     }

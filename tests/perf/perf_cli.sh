@@ -4,28 +4,8 @@
 # Usage: perf_cli.sh path/to/fold_perf
 set -u
 PERF=$1
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-failures=0
-
-fail() {
-    echo "FAIL: $*"
-    failures=$((failures + 1))
-}
-
-# expect_status STATUS ARGS...: runs fold_perf, keeps stdout/stderr in $TMP.
-expect_status() {
-    want=$1
-    shift
-    "$PERF" "$@" >"$TMP/out" 2>"$TMP/err"
-    got=$?
-    [ "$got" -eq "$want" ] || fail "fold_perf $* exited $got, expected $want: $(cat "$TMP/err")"
-}
-
-# expect_in FILE TEXT: FILE contains TEXT.
-expect_in() {
-    grep -qF -- "$2" "$TMP/$1" || fail "$1 lacks '$2'"
-}
+PROG=$PERF
+. "$(dirname "$0")/test_lib.sh"
 
 expect_status 0 --help
 for text in "Usage: mpirun -n N fold_perf" "--sparsity F" "--compare KIND" \

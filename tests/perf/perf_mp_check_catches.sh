@@ -6,14 +6,7 @@
 set -u
 PERF=$1
 shift
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-failures=0
-
-fail() {
-    echo "FAIL: $*"
-    failures=$((failures + 1))
-}
+. "$(dirname "$0")/test_lib.sh"
 
 # run_injected NAME ARGS...: expects exit status 1 and a FAIL row.
 run_injected() {

@@ -6,18 +6,7 @@
 set -u
 PERF=$1
 shift
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-failures=0
-
-fail() {
-    echo "FAIL: $*"
-    failures=$((failures + 1))
-}
-
-expect_in() {
-    grep -qF -- "$2" "$TMP/$1" || fail "$1 lacks '$2'"
-}
+. "$(dirname "$0")/test_lib.sh"
 
 compare=""
 if "$PERF" --version | grep -q "with MPI"; then

@@ -4,28 +4,8 @@
 # Usage: tune_cli.sh path/to/fold_tune
 set -u
 TUNE=$1
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-failures=0
-
-fail() {
-    echo "FAIL: $*"
-    failures=$((failures + 1))
-}
-
-# expect_status STATUS ARGS...: runs fold_tune, keeps stdout/stderr in $TMP.
-expect_status() {
-    want=$1
-    shift
-    "$TUNE" "$@" >"$TMP/out" 2>"$TMP/err"
-    got=$?
-    [ "$got" -eq "$want" ] || fail "fold_tune $* exited $got, expected $want: $(cat "$TMP/err")"
-}
-
-# expect_in FILE TEXT: FILE contains TEXT.
-expect_in() {
-    grep -qF -- "$2" "$TMP/$1" || fail "$1 lacks '$2'"
-}
+PROG=$TUNE
+. "$(dirname "$0")/test_lib.sh"
 
 expect_status 0 --help
 for text in "Usage: mpirun -n N fold_tune" "-c, --collective LIST" "-b, --begin SIZE" \
