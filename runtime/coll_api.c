@@ -57,28 +57,8 @@ static int completed_request(fold_request_t **req_p)
     return FOLD_OK;
 }
 
-/* Starts a reduction; *req_p is NULL when it completed without communication. */
-/* Blocking tiny calls for shm_flat on one node take the fast path (fast_shm.c);
- * FOLD_INPROGRESS when this call cannot. */
-static int try_fast(fold_comm_t *comm, fold_exec_args_t *args, int root)
-{
-    size_t bytes = args->cargs.count * fold_dtype_size(args->dtype);
-    if (args->alg != &fold_alg_shm_flat || bytes > FOLD_FAST_MAX_BYTES) {
-        return FOLD_INPROGRESS;
-    }
-    if (comm->node == NULL) {
-        int status = fold_node_prepare(comm, args);   /* collective, first call only */
-        if (status != FOLD_OK) {
-            return status;
-        }
-    }
-    if (!fold_fast_eligible(comm, bytes)) {
-        return FOLD_INPROGRESS;
-    }
-    return fold_fast_reduction(comm, args->coll, args->in, args->out, args->cargs.count,
-                               args->dtype, args->op, root);
-}
-
+/* Starts a reduction, or runs it to the end when `blocking`; *req_p is NULL when
+ * it completed here. */
 static int reduction_start(fold_coll_t coll, const void *sendbuf, void *recvbuf, size_t count,
                            fold_dtype_t dtype, fold_op_t op, int root, fold_comm_t *comm,
                            int blocking, fold_request_t **req_p)
@@ -114,55 +94,33 @@ static int reduction_start(fold_coll_t coll, const void *sendbuf, void *recvbuf,
     if ((status = fold_select(comm, coll, count, dtype, op, &choice)) != FOLD_OK) {
         return status;
     }
-    const fold_alg_t *alg = choice.alg;
-    fold_context_t *ctx = comm->ctx;
-    fold_exec_args_t args = {
-        .coll  = coll,
-        .alg   = alg,
-        .build = fold_alg_builder(alg, coll),
-        .cargs = {.coll = coll, .rank = comm->rank, .size = comm->size, .root = root,
-                  .count = count, .seg_count = fold_select_seg_count(ctx, alg, count * esize, esize),
-                  .depth = (int)ctx->config.pipeline_depth, .inplace = has_out && inplace,
-                  .commutative = fold_op_is_commutative(op),
-                  .remote = comm->remote, .leaders = choice.leaders,
-                  .inter = choice.inter},
-        .in    = in,
-        .out   = has_out ? recvbuf : NULL,
-        .dtype = dtype,
-        .op    = op,
-    };
-    if (blocking && (status = try_fast(comm, &args, root)) != FOLD_INPROGRESS) {
+    fold_call_t call = {.coll = coll, .in = in, .out = has_out ? recvbuf : NULL,
+                        .count = count, .dtype = dtype, .op = op, .root = root,
+                        .inplace = inplace};
+    fold_exec_args_t args;
+    if ((status = fold_coll_plan(comm, &call, &choice, &args)) != FOLD_OK) {
         return status;
     }
-    return fold_exec_start(comm, &args, req_p);
-}
-
-static int run_blocking(fold_request_t *req)
-{
-    if (req == NULL) {
-        return FOLD_OK;
+    if (blocking) {
+        return fold_exec_run(comm, &args);
     }
-    int status = fold_exec_wait(req);
-    fold_exec_release(req);
-    return status;
+    return fold_exec_start(comm, &args, req_p);
 }
 
 int fold_allreduce(const void *sendbuf, void *recvbuf, size_t count, fold_dtype_t dtype,
                    fold_op_t op, fold_comm_h comm)
 {
     fold_request_t *req;
-    int status = reduction_start(FOLD_COLL_ALLREDUCE, sendbuf, recvbuf, count, dtype, op, 0,
-                                 comm, 1, &req);
-    return status == FOLD_OK ? run_blocking(req) : status;
+    return reduction_start(FOLD_COLL_ALLREDUCE, sendbuf, recvbuf, count, dtype, op, 0, comm,
+                           1, &req);
 }
 
 int fold_reduce(const void *sendbuf, void *recvbuf, size_t count, fold_dtype_t dtype,
                 fold_op_t op, int root, fold_comm_h comm)
 {
     fold_request_t *req;
-    int status = reduction_start(FOLD_COLL_REDUCE, sendbuf, recvbuf, count, dtype, op, root,
-                                 comm, 1, &req);
-    return status == FOLD_OK ? run_blocking(req) : status;
+    return reduction_start(FOLD_COLL_REDUCE, sendbuf, recvbuf, count, dtype, op, root, comm,
+                           1, &req);
 }
 
 static int nonblocking(int status, fold_request_t *req, fold_request_h *req_p)
@@ -260,9 +218,7 @@ static int internal_run(fold_comm_t *comm, fold_coll_t coll, fold_alg_build_fn b
         .dtype = dtype,
         .op    = FOLD_OP_SUM,
     };
-    fold_request_t *req;
-    int status = fold_exec_start(comm, &args, &req);
-    return status == FOLD_OK ? run_blocking(req) : status;
+    return fold_exec_run(comm, &args);
 }
 
 int fold_bcast(void *buf, size_t count, fold_dtype_t dtype, int root, fold_comm_h comm)

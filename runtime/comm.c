@@ -177,27 +177,54 @@ static int by_key_then_rank(const void *a, const void *b)
     return x->rank < y->rank ? -1 : (x->rank > y->rank);
 }
 
-/* Every rank learns every (color, key, next free id) of the parent. */
-static int split_allgather(fold_comm_t *comm, const split_entry_t *mine, split_entry_t *all)
+/* `bytes` (a multiple of 4) from every rank of comm into all[rank]. */
+static int comm_allgather(void *arg, const void *mine, void *all, size_t bytes)
 {
+    fold_comm_t *comm = arg;
+    size_t ints = bytes / sizeof(int32_t);
     fold_exec_args_t args = {
         .coll  = FOLD_COLL_ALLGATHER,
         .build = fold_build_allgather_ring,
         .cargs = {.coll = FOLD_COLL_ALLGATHER, .rank = comm->rank, .size = comm->size,
-                  .count = 4, .seg_count = 4, .depth = 1, .commutative = 1},
+                  .count = ints, .seg_count = ints, .depth = 1, .commutative = 1},
         .in    = mine,
         .out   = all,
         .dtype = FOLD_INT32,
         .op    = FOLD_OP_SUM,
     };
-    fold_request_t *req;
-    int status = fold_exec_start(comm, &args, &req);
-    if (status != FOLD_OK) {
-        return status;
+    return fold_exec_run(comm, &args);
+}
+
+/* Every rank learns every (color, key, next free id) of the parent. */
+static int split_allgather(fold_comm_t *comm, const split_entry_t *mine, split_entry_t *all)
+{
+    return comm_allgather(comm, mine, all, sizeof(*mine));
+}
+
+int fold_comm_node(fold_comm_t *comm, fold_node_t **node_p)
+{
+    if (comm->node == NULL) {
+        const fold_context_t *ctx = comm->ctx;
+        int *key = malloc((size_t)comm->size * sizeof(int));
+        if (key == NULL) {
+            return FOLD_ERR_NO_MEMORY;
+        }
+        for (int r = 0; r < comm->size; r++) {
+            key[r] = ctx->node_of[fold_rank_map_get(&comm->map, r)];
+        }
+        fold_node_params_t params = {
+            .rank = comm->rank, .size = comm->size, .comm_id = comm->id, .node_key = key,
+            .job_id = ctx->bs.job_id, .node_name = ctx->bs.node_name,
+            .shm_size = ctx->config.shm_size, .allgather = comm_allgather,
+            .allgather_arg = comm};
+        int status = fold_node_create(&params, &comm->node);
+        free(key);
+        if (status != FOLD_OK) {
+            return status;
+        }
     }
-    status = fold_exec_wait(req);
-    fold_exec_release(req);
-    return status;
+    *node_p = comm->node;
+    return FOLD_OK;
 }
 
 int fold_comm_split(fold_comm_h comm, int color, int key, fold_comm_h *newcomm)

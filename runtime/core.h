@@ -12,8 +12,9 @@
 #include "coll/model.h"
 #include "coll/sched.h"
 #include "coll/select.h"
-#include "shm/shm_segment.h"
-#include "topo.h"
+#include "node/segment.h"
+#include "node/node.h"
+#include "util/clock.h"
 #include "transport/transport.h"
 
 #include <stdint.h>
@@ -90,39 +91,6 @@ typedef struct fold_sched_entry {
                                      carried dense data (exec_wire.c); NULL: none did */
 } fold_sched_entry_t;
 
-/* fast_shm.c: blocking shm_flat calls of at most this many bytes on one node, with
- * this many slots per rank (calls a rank may run ahead of its readers). */
-#define FOLD_FAST_MAX_BYTES 2048
-#define FOLD_FAST_SLOTS     4
-
-/*
- * A communicator's node-level state for the node-aware algorithms (alg_dpml_setup.c):
- * its topology and, when this node has more than one of its ranks, the node
- * segment. Node-aware requests run one at a time, in the order they were started
- * (the same order on every rank), each with the next epoch.
- */
-typedef struct fold_node {
-    fold_topo_t    *topo;
-    fold_shm_seg_t  seg;          /* mapped iff this node has several of the ranks */
-    int             local_rank;   /* this rank's local index */
-    size_t          shm_bytes;    /* data bytes every node can offer (min over the comm) */
-    uint64_t        epoch;        /* node-aware calls started so far */
-    fold_request_t *head, *tail;  /* node-aware requests not finished, in start order */
-    int             broken;       /* a call failed midway: the flags are out of step */
-    /* shm_flat's tiny-message fast path (fast_shm.c) */
-    uint64_t        fast_calls;       /* calls so far */
-    int             fast_readers[FOLD_FAST_SLOTS];  /* who reads each slot's data: -1 all,
-                                                       else the root */
-    int             fast_saw_all;     /* the last call waited for every rank's input */
-    int             fast_done_rank;   /* the rank whose `done` was read last ... */
-    uint64_t        fast_done_seen;   /* ... and the value it had */
-} fold_node_t;
-
-size_t fold_fast_region_bytes(int local_size);
-int    fold_fast_eligible(const fold_comm_t *comm, size_t bytes);
-int    fold_fast_reduction(fold_comm_t *comm, fold_coll_t coll, const void *in, void *out,
-                           size_t count, fold_dtype_t dtype, fold_op_t op, int root);
-
 /* A staging buffer for encoded messages (exec_wire.c). */
 typedef struct fold_wire_buf {
     void  *buf;
@@ -153,7 +121,8 @@ struct fold_comm {
     fold_wire_buf_t     wire_pool[FOLD_WIRE_POOL];
     fold_shape_t        shape;    /* nodes and ranks per node, for selection */
     fold_select_cache_t select;   /* the cost model's decisions */
-    fold_node_t        *node;     /* NULL until a node-aware algorithm first runs */
+    fold_node_t        *node;     /* NULL until a node-aware algorithm first runs
+                                     (fold_comm_node) */
     uint8_t            *remote;   /* per rank: on another node; NULL: all on this one */
 };
 
@@ -188,8 +157,8 @@ struct fold_request {
     const char         *alg_name;
     fold_coll_t         coll;
     int                 user_owned;   /* handed out by an i-call, freed by the user */
-    uint64_t            shm_epoch;    /* node-aware calls: this call's epoch, else 0 */
-    fold_request_t     *shm_next;     /* next node-aware call in the node's queue */
+    fold_node_turn_t    turn;         /* node-aware calls: its turn on the segment
+                                         (epoch 0: none) */
 };
 
 /* context.c */
@@ -210,6 +179,9 @@ void fold_context_remove_comm(fold_context_t *ctx, fold_comm_t *comm);
 int  fold_comm_create(fold_context_t *ctx, int size, int rank, const int *ctx_ranks,
                       uint32_t id, fold_comm_t **comm_p);
 void fold_comm_destroy(fold_comm_t *comm);
+/* The communicator's node state, set up at the first call that needs it: collective
+ * over comm (every rank must ask at the same call). */
+int  fold_comm_node(fold_comm_t *comm, fold_node_t **node_p);
 
 /* exec.c: start a schedule (blocking callers then wait on it). */
 typedef struct fold_exec_args {
@@ -221,13 +193,16 @@ typedef struct fold_exec_args {
     void             *out;
     fold_dtype_t      dtype;
     fold_op_t         op;
+    int               fast;          /* selection allows shm_flat's tiny-message path */
 } fold_exec_args_t;
 
 int  fold_exec_start(fold_comm_t *comm, const fold_exec_args_t *args, fold_request_t **req_p);
+/* A blocking call: the node's fast path where args->fast and the node allows it,
+ * else a schedule started and waited for. */
+int  fold_exec_run(fold_comm_t *comm, const fold_exec_args_t *args);
 int  fold_exec_progress(fold_request_t *req);
 int  fold_exec_wait(fold_request_t *req);
 void fold_exec_release(fold_request_t *req);
-double fold_time_now(void);
 
 /* exec_wire.c: sparse codecs on the wire (see there). */
 void fold_wire_request_init(fold_request_t *req, const fold_exec_args_t *args);
@@ -238,15 +213,20 @@ int  fold_wire_recv_done(fold_request_t *req, uint32_t i, char *why, size_t whyl
 int  fold_wire_reduce(fold_request_t *req, uint32_t i, char *why, size_t whylen);
 void fold_wire_pool_free(fold_comm_t *comm);
 
-/* alg_dpml_setup.c: node state for node-aware algorithms. */
-/* Sets up comm->node on first use (collective over comm: gathers every rank's
- * socket, creates and attaches the node segment), then fills the node-aware
- * fields of args->cargs. */
-int  fold_node_prepare(fold_comm_t *comm, fold_exec_args_t *args);
-void fold_node_enqueue(fold_node_t *node, fold_request_t *req);
-/* Detaches the node segment and frees the state (fold_comm_destroy). */
-void fold_node_free(fold_node_t *node);
-void fold_node_dequeue(fold_node_t *node, fold_request_t *req);
+/* plan.c: a selection's choice -> the executor's arguments (node-aware fields
+ * included, setting up the node state on first use). */
+typedef struct fold_call {
+    fold_coll_t  coll;
+    const void  *in;
+    void        *out;     /* NULL where this rank gets no result */
+    size_t       count;
+    fold_dtype_t dtype;
+    fold_op_t    op;
+    int          root;
+    int          inplace;
+} fold_call_t;
+int fold_coll_plan(fold_comm_t *comm, const fold_call_t *call, const fold_choice_t *choice,
+                   fold_exec_args_t *args);
 
 /* select.c (select.h has the rule language) */
 /* Chooses the algorithm of a call and, for node-aware ones, the leaders per node and

@@ -8,7 +8,7 @@
 #include <criterion/criterion.h>
 
 #include "coll/model.h"
-#include "topo.h"
+#include "node/topo.h"
 
 #include <fold/fold_status.h>
 #include <math.h>

@@ -1,5 +1,5 @@
 /*
- * shm_flat's tiny-message fast path (runtime/coll/fast_shm.c), ranks as threads on
+ * shm_flat's tiny-message fast path (runtime/node/fast.c), ranks as threads on
  * one node: a long random sequence of blocking allreduces and reduces (random
  * roots, counts, datatypes, in place or not, a non-commutative op in between, which
  * takes an ordered algorithm) that exercises

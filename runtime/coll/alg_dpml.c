@@ -35,7 +35,7 @@
  */
 #include "alg_dpml.h"
 #include "block_math.h"
-#include "topo.h"
+#include "node/topo.h"
 
 #include <fold/fold_status.h>
 #include <stdlib.h>

@@ -6,7 +6,7 @@
  * keep their rows close together).
  */
 #include "alg_dpml.h"
-#include "topo.h"
+#include "node/topo.h"
 
 #include <fold/fold_status.h>
 

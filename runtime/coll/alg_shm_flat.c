@@ -20,7 +20,7 @@
  * algorithm is never an error. Not marked rank-ordered because of that fallback.
  */
 #include "alg_dpml.h"
-#include "topo.h"
+#include "node/topo.h"
 
 #include <fold/fold_status.h>
 

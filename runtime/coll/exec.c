@@ -22,6 +22,7 @@
 
 #include <sched.h>
 #include <stdio.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -30,13 +31,6 @@
 #define TAG_SEQ_BITS  20
 #define TAG_COLL_BITS 8
 #define TAG_COMM_BITS 16
-
-double fold_time_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* ---- schedule cache --------------------------------------------------------- */
 
@@ -200,17 +194,8 @@ static int shm_check(fold_comm_t *comm, const fold_exec_args_t *args, const fold
 
 int fold_exec_start(fold_comm_t *comm, const fold_exec_args_t *args, fold_request_t **req_p)
 {
-    fold_exec_args_t node_args;
-    int status;
-    if (args->alg != NULL && (args->alg->flags & FOLD_ALG_NODE_AWARE)) {
-        node_args = *args;
-        if ((status = fold_node_prepare(comm, &node_args)) != FOLD_OK) {
-            return status;
-        }
-        args = &node_args;
-    }
     fold_sched_entry_t *entry;
-    status = sched_lookup(comm, args, &entry);
+    int status = sched_lookup(comm, args, &entry);
     if (status != FOLD_OK) {
         return status;
     }
@@ -262,8 +247,7 @@ int fold_exec_start(fold_comm_t *comm, const fold_exec_args_t *args, fold_reques
     req->alg_name   = args->alg ? args->alg->name : "internal";
     req->coll       = args->coll;
     req->user_owned = 0;
-    req->shm_epoch  = 0;
-    req->shm_next   = NULL;
+    req->turn       = (fold_node_turn_t){0};
     fold_wire_request_init(req, args);
     req->soft_left = s->nsoft;
     if (s->nsoft != 0) {
@@ -284,8 +268,7 @@ int fold_exec_start(fold_comm_t *comm, const fold_exec_args_t *args, fold_reques
         /* Every node-aware call takes its turn, also where this rank's schedule
          * needs no segment: a rank that ran them out of order could wait for a peer
          * whose earlier call waits for this rank's earlier one. */
-        req->shm_epoch = ++comm->node->epoch;
-        fold_node_enqueue(comm->node, req);
+        fold_node_turn_take(comm->node, &req->turn);
     }
     *req_p = req;
     return FOLD_OK;
@@ -295,20 +278,15 @@ int fold_exec_start(fold_comm_t *comm, const fold_exec_args_t *args, fold_reques
 static void request_finish(fold_request_t *req, int status)
 {
     req->status = status;
-    if (req->shm_epoch != 0) {
-        fold_node_t *node = req->comm->node;
-        fold_node_dequeue(node, req);
-        req->shm_epoch = 0;
-        if (status != FOLD_OK) {
-            node->broken = 1;
-        }
+    if (req->turn.epoch != 0) {
+        fold_node_turn_leave(req->comm->node, &req->turn, status != FOLD_OK);
     }
 }
 
 void fold_exec_release(fold_request_t *req)
 {
     fold_comm_t *comm = req->comm;
-    if (req->shm_epoch != 0) {
+    if (req->turn.epoch != 0) {
         request_finish(req, FOLD_ERR_CANCELED);   /* released before it finished */
     }
     if (req->scratch != NULL) {
@@ -341,7 +319,7 @@ void fold_exec_release(fold_request_t *req)
 /* The flag value a shm step of this request means. */
 static uint64_t shm_value(const fold_request_t *req, const fold_step_t *st)
 {
-    return ((req->shm_epoch - 1) << 32) + st->value;
+    return ((req->turn.epoch - 1) << 32) + st->value;
 }
 
 static void describe_step(const fold_request_t *req, size_t i, char *buf, size_t len)
@@ -363,7 +341,7 @@ static void describe_step(const fold_request_t *req, size_t i, char *buf, size_t
                  fold_topo_rank(req->comm->node->topo,
                                 req->comm->node->topo->node_of[req->comm->rank], local),
                  local, fold_flag_name(st->flag), (unsigned long long)st->value,
-                 (unsigned long long)req->shm_epoch, (unsigned long long)(now & 0xffffffffu),
+                 (unsigned long long)req->turn.epoch, (unsigned long long)(now & 0xffffffffu),
                  (unsigned long long)(now >> 32) + 1, i + 1, req->sched->nsteps);
     } else if (st->kind == FOLD_STEP_SEND || st->kind == FOLD_STEP_RECV) {
         snprintf(buf, len, "%s %s rank %d (message %u, %zu bytes, step %zu of %zu)",
@@ -620,17 +598,19 @@ static int check_timeout(fold_request_t *req, int turn)
 /* Whether a segment user's turn has come; drives the requests ahead of it. */
 static int shm_turn(fold_request_t *req)
 {
-    if (req->shm_epoch == 0) {
+    if (req->turn.epoch == 0) {
         return 1;
     }
     fold_node_t *node = req->comm->node;
-    while (node->head != req) {
-        fold_request_t *head = node->head;
+    while (!fold_node_turn_is_mine(node, &req->turn)) {
+        fold_node_turn_t *head_turn = node->head;
+        fold_request_t *head = (fold_request_t *)((char *)head_turn -
+                                                  offsetof(fold_request_t, turn));
         if (fold_exec_progress(head) == FOLD_INPROGRESS) {
             return 0;
         }
-        if (node->head == head) {
-            fold_node_dequeue(node, head);   /* finished: it must not hold the turn */
+        if (node->head == head_turn) {
+            fold_node_turn_leave(node, head_turn, 0);   /* finished: must not hold the turn */
         }
     }
     return 1;
@@ -690,6 +670,28 @@ int fold_exec_progress(fold_request_t *req)
         return check_timeout(req, 1);
     }
     return FOLD_INPROGRESS;
+}
+
+int fold_exec_run(fold_comm_t *comm, const fold_exec_args_t *args)
+{
+    size_t bytes = args->cargs.count * fold_dtype_size(args->dtype);
+    if (args->fast && fold_node_fast_eligible(comm->node, bytes)) {
+        const fold_config_t *cfg = &comm->ctx->config;
+        fold_node_call_t call = {
+            .allreduce = args->coll == FOLD_COLL_ALLREDUCE, .coll_name = fold_coll_name(args->coll),
+            .in = args->in, .out = args->out, .count = args->cargs.count, .dtype = args->dtype,
+            .op = args->op, .root = args->cargs.root, .timeout_sec = cfg->timeout_sec,
+            .spin_count = comm->ctx->spin_count, .thread_threshold = cfg->thread_threshold};
+        return fold_node_fast_reduction(comm->node, &call);
+    }
+    fold_request_t *req;
+    int status = fold_exec_start(comm, args, &req);
+    if (status != FOLD_OK) {
+        return status;
+    }
+    status = fold_exec_wait(req);
+    fold_exec_release(req);
+    return status;
 }
 
 int fold_exec_wait(fold_request_t *req)

@@ -68,7 +68,7 @@
 
 #include "config.h"
 #include "log.h"
-#include "shm/shm_segment.h"
+#include "node/segment.h"
 
 #include <ctype.h>
 #include <errno.h>

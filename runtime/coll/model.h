@@ -25,7 +25,7 @@
 #define FOLD_MODEL_H
 
 #include "alg.h"
-#include "topo.h"
+#include "node/topo.h"
 
 #include <stddef.h>
 

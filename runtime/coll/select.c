@@ -491,6 +491,8 @@ int fold_select(fold_comm_t *comm, fold_coll_t coll, size_t count, fold_dtype_t 
         return FOLD_OK;
     }
     int status = select_uncached(comm, coll, count, dtype, op, choice);
+    choice->fast = choice->alg == &fold_alg_shm_flat &&
+                   count * fold_dtype_size(dtype) <= FOLD_FAST_MAX_BYTES;
     /* A user op's number may come back with another commutativity once freed. */
     if (status == FOLD_OK && m != NULL && op < FOLD_OP_PREDEFINED_COUNT) {
         *m = (fold_select_memo_t){1, count, (int)dtype, (int)op, *choice};

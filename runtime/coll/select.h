@@ -17,7 +17,7 @@
 
 #include "alg.h"
 #include "model.h"
-#include "topo.h"
+#include "node/topo.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -75,12 +75,14 @@ extern const char fold_default_tune[];
 const fold_tune_t *fold_default_rules(void);
 
 /* What a call runs: the algorithm and, for a node-aware one, its leaders per node
- * and the flat algorithm between nodes (0 / NULL: not chosen, fold_node_prepare
- * falls back on its own). */
+ * and the flat algorithm between nodes (0 / NULL: not chosen, fold_coll_plan
+ * falls back on its own), and whether a blocking call may take the node's
+ * tiny-message path instead of the schedule. */
 typedef struct fold_choice {
     const fold_alg_t *alg;
     int               leaders;
     const fold_alg_t *inter;
+    int               fast;
 } fold_choice_t;
 
 /* The cost model's decisions of one communicator, per collective and power-of-two
@@ -149,5 +151,38 @@ int fold_model_configure(const char *file_params, const char *env, fold_model_pa
 
 /* Shape of `size` ranks placed on nodes by node_of[r] (any non-negative keys). */
 void fold_shape_of(int size, const int *node_of, int max_node, fold_shape_t *shape);
+
+/* ---- select.c ---------------------------------------------------------------- */
+
+typedef struct fold_context fold_context_t;
+typedef struct fold_comm    fold_comm_t;
+
+/* Chooses the algorithm of a call and, for node-aware ones, the leaders per node and
+ * the flat algorithm between nodes; the same on every rank of comm. */
+int fold_select(fold_comm_t *comm, fold_coll_t coll, size_t count, fold_dtype_t dtype,
+                fold_op_t op, fold_choice_t *choice);
+/* Re-reads FOLD_TUNE, FOLD_TUNE_FILE, FOLD_MODEL and FOLD_*_ALG from ctx->config. */
+int  fold_select_configure(fold_context_t *ctx);
+void fold_select_cache_clear(fold_comm_t *comm);
+/* Internals shared with select_advice.c: */
+const fold_tune_rule_t *fold_select_find_rule(const fold_context_t *ctx, fold_coll_t coll,
+                                              size_t bytes, const fold_shape_t *shape,
+                                              unsigned skip_flags);
+int    fold_select_class(size_t bytes);              /* power-of-two size class */
+int    fold_select_topos(fold_comm_t *comm);         /* the model's view of comm */
+double fold_select_predict(fold_comm_t *comm, const fold_topo_t *topo, fold_coll_t coll,
+                           const fold_alg_t *alg, size_t bytes, int leaders,
+                           const fold_alg_t *inter);
+/* The best flat algorithm's predicted time on comm: what an MPI library would run
+ * (select_advice.c). */
+double fold_select_flat_us(fold_comm_t *comm, fold_coll_t coll, size_t bytes);
+/* alg's predicted time on comm, with its best leaders for a node-aware one. */
+double fold_select_evaluate(fold_comm_t *comm, fold_coll_t coll, const fold_alg_t *alg,
+                            size_t bytes, fold_choice_t *choice);
+void fold_select_cache_free(fold_comm_t *comm);
+size_t fold_default_segment(const fold_alg_t *alg, size_t bytes);
+/* Elements per pipeline segment for a call of `bytes` (FOLD_SEGMENT_SIZE or auto). */
+size_t fold_select_seg_count(const fold_context_t *ctx, const fold_alg_t *alg, size_t bytes,
+                             size_t esize);
 
 #endif

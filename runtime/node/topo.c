@@ -2,7 +2,7 @@
  * Communicator topology (pure construction from gathered per-rank facts) and the
  * hwloc query of where the calling thread runs. See topo.h.
  */
-#include "topo.h"
+#include "node/topo.h"
 
 #include <fold/fold_status.h>
 #include <hwloc.h>

@@ -2,7 +2,7 @@
  * The tiny-message fast path of shm_flat: a blocking allreduce or reduce of at most
  * FOLD_FAST_MAX_BYTES on a communicator that lives on one node runs here, outside
  * the executor, in a few hundred nanoseconds. Same protocol as the schedule
- * (alg_shm_flat.c), cut to the bone:
+ * (coll/alg_shm_flat.c), cut to the bone:
  *
  *   region (end of the node segment), per local rank l:
  *     slot[l][0 .. S-1]        | seq (8 B) | data ... |   S = FOLD_FAST_SLOTS
@@ -25,9 +25,10 @@
  * Waits spin, yield once the node is oversubscribed, and fail after FOLD_TIMEOUT
  * naming the rank they waited for; the region is then left alone for good.
  */
-#include "core.h"
+#include "node/node.h"
 #include "log.h"
 #include "codec/reduce_kernel.h"
+#include "util/clock.h"
 
 #include <sched.h>
 #include <stdatomic.h>
@@ -46,7 +47,7 @@ typedef struct fast_rank {
     char             pad[64 - sizeof(uint64_t)];
 } fast_rank_t;
 
-size_t fold_fast_region_bytes(int local_size)
+size_t fold_node_fast_region_bytes(int local_size)
 {
     return (size_t)local_size * sizeof(fast_rank_t);
 }
@@ -54,56 +55,53 @@ size_t fold_fast_region_bytes(int local_size)
 static fast_rank_t *region(const fold_node_t *node, int local)
 {
     const fold_shm_seg_t *seg = &node->seg;
-    char *base = seg->data + seg->data_size - fold_fast_region_bytes(seg->local_size);
+    char *base = seg->data + seg->data_size - fold_node_fast_region_bytes(seg->local_size);
     return (fast_rank_t *)base + local;
 }
 
-/* Waits until *word >= value; FOLD_ERR_TIMEOUT after FOLD_TIMEOUT seconds. */
-static int wait_for(fold_comm_t *comm, _Atomic uint64_t *word, uint64_t value, int peer,
-                    const char *what, fold_coll_t coll)
+/* Waits until *word >= value; FOLD_ERR_TIMEOUT after the call's timeout. */
+static int wait_for(fold_node_t *node, const fold_node_call_t *call, _Atomic uint64_t *word,
+                    uint64_t value, int peer, const char *what)
 {
-    const fold_context_t *ctx = comm->ctx;
     double start = 0;
     for (unsigned long polls = 0;; polls++) {
         if (atomic_load_explicit(word, memory_order_acquire) >= value) {
             return FOLD_OK;
         }
-        if ((long)polls > ctx->spin_count) {
+        if ((long)polls > call->spin_count) {
             sched_yield();
         }
         if ((polls & 4095) == 4095) {
             double now = fold_time_now();
             if (start == 0) {
                 start = now;
-            } else if (now - start > ctx->config.timeout_sec) {
+            } else if (now - start > call->timeout_sec) {
                 fold_error("%s (shm_flat) on comm %u, rank %d of %d: no progress for %.1f s "
                            "(FOLD_TIMEOUT=%g) waiting for rank %d's %s %llu",
-                           fold_coll_name(coll), comm->id, comm->rank, comm->size,
-                           now - start, ctx->config.timeout_sec, peer, what,
+                           call->coll_name, node->comm_id, node->comm_rank, node->comm_size,
+                           now - start, call->timeout_sec, peer, what,
                            (unsigned long long)value);
-                comm->node->broken = 1;
+                node->broken = 1;
                 return FOLD_ERR_TIMEOUT;
             }
         }
     }
 }
 
-int fold_fast_eligible(const fold_comm_t *comm, size_t bytes)
+int fold_node_fast_eligible(const fold_node_t *node, size_t bytes)
 {
-    const fold_node_t *node = comm->node;
     return bytes <= FOLD_FAST_MAX_BYTES && node != NULL && node->seg.base != NULL &&
-           !node->broken && node->topo->nnodes == 1 && node->seg.local_size == comm->size;
+           !node->broken && node->topo->nnodes == 1 && node->seg.local_size == node->comm_size;
 }
 
-int fold_fast_reduction(fold_comm_t *comm, fold_coll_t coll, const void *in, void *out,
-                        size_t count, fold_dtype_t dtype, fold_op_t op, int root)
+int fold_node_fast_reduction(fold_node_t *node, const fold_node_call_t *call)
 {
-    fold_node_t *node = comm->node;
     const fold_topo_t *topo = node->topo;
-    const fold_context_t *ctx = comm->ctx;
-    const size_t bytes = count * fold_dtype_size(dtype);
-    const int allreduce = coll == FOLD_COLL_ALLREDUCE;
-    const int folds = allreduce || comm->rank == root;
+    const size_t count = call->count;
+    const size_t bytes = count * fold_dtype_size(call->dtype);
+    const int allreduce = call->allreduce, root = call->root, size = node->comm_size;
+    const int me_rank = node->comm_rank;
+    const int folds = allreduce || me_rank == root;
     const uint64_t k = ++node->fast_calls;
     const int b = (int)(k % FOLD_FAST_SLOTS);
     fast_rank_t *me = region(node, node->local_rank);
@@ -114,10 +112,10 @@ int fold_fast_reduction(fold_comm_t *comm, fold_coll_t coll, const void *in, voi
     const uint64_t reused = k - FOLD_FAST_SLOTS;   /* the call whose data slot b holds */
     if (k > FOLD_FAST_SLOTS && !node->fast_saw_all &&
         !(readers >= 0 && readers == node->fast_done_rank && node->fast_done_seen >= reused)) {
-        for (int r = 0; r < comm->size && status == FOLD_OK; r++) {
-            if (r != comm->rank && (readers < 0 || readers == r)) {
+        for (int r = 0; r < size && status == FOLD_OK; r++) {
+            if (r != me_rank && (readers < 0 || readers == r)) {
                 _Atomic uint64_t *done = &region(node, topo->local_of[r])->done;
-                status = wait_for(comm, done, reused, r, "reading of call", coll);
+                status = wait_for(node, call, done, reused, r, "reading of call");
                 /* A root usually is a call ahead: remember, and skip the next look. */
                 node->fast_done_rank = r;
                 node->fast_done_seen = atomic_load_explicit(done, memory_order_acquire);
@@ -131,29 +129,30 @@ int fold_fast_reduction(fold_comm_t *comm, fold_coll_t coll, const void *in, voi
     node->fast_saw_all    = folds;
 
     /* 2. Post the input. */
-    memcpy(me->slot[b].data, in, bytes);
+    memcpy(me->slot[b].data, call->in, bytes);
     atomic_store_explicit(&me->slot[b].seq, k, memory_order_release);
     if (!folds) {
         return FOLD_OK;
     }
 
     /* 3. Fold everyone's. */
-    for (int r = 0; r < comm->size; r++) {
+    for (int r = 0; r < size; r++) {
         fast_rank_t *peer = region(node, topo->local_of[r]);
-        if (r != comm->rank &&
-            (status = wait_for(comm, &peer->slot[b].seq, k, r, "input of call", coll)) != FOLD_OK) {
+        if (r != me_rank &&
+            (status = wait_for(node, call, &peer->slot[b].seq, k, r, "input of call")) != FOLD_OK) {
             return status;
         }
     }
     /* Rank order; a rank's own row is its slot (in place, out is in). */
     const void *acc = region(node, topo->local_of[0])->slot[b].data;
-    for (int r = 1; r < comm->size; r++) {
-        status = fold_reduce_local(op, dtype, acc, region(node, topo->local_of[r])->slot[b].data,
-                                   out, count, 1, ctx->config.thread_threshold);
+    for (int r = 1; r < size; r++) {
+        status = fold_reduce_local(call->op, call->dtype, acc,
+                                   region(node, topo->local_of[r])->slot[b].data, call->out,
+                                   count, 1, call->thread_threshold);
         if (status != FOLD_OK) {
             return status;
         }
-        acc = out;
+        acc = call->out;
     }
     atomic_store_explicit(&me->done, k, memory_order_release);
     return FOLD_OK;

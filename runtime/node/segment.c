@@ -1,8 +1,8 @@
 /*
  * Node segment: naming, create, attach (counting ranks in and unlinking once all
- * are in), detach, and the blocking flag wait. See shm_segment.h.
+ * are in), detach, and the blocking flag wait. See segment.h.
  */
-#include "shm_segment.h"
+#include "node/segment.h"
 #include "log.h"
 
 #include <errno.h>

@@ -1,0 +1,61 @@
+/*
+ * From a selection's choice to what the executor runs: the schedule builder and
+ * its arguments. For a node-aware algorithm that includes the communicator's
+ * node topology and segment size, so this is where a communicator's node state
+ * is first asked for (fold_comm_node: collective, every rank selects alike).
+ */
+#include "core.h"
+#include "codec/reduce_kernel.h"
+
+/* The node-aware fields: topology, segment elements, leaders, the flat algorithm
+ * between nodes (selection's, or the default one when it chose none). */
+static int plan_node(fold_comm_t *comm, const fold_call_t *call, fold_coll_args_t *a)
+{
+    fold_node_t *node;
+    int status = fold_comm_node(comm, &node);
+    if (status != FOLD_OK) {
+        return status;
+    }
+    a->topo      = node->topo;
+    a->shm_count = node->shm_bytes / fold_dtype_size(call->dtype);
+    if (a->leaders < 1) {
+        a->leaders = 1;
+    }
+    a->leaders = a->leaders < node->topo->min_ppn ? a->leaders : node->topo->min_ppn;
+    if (node->topo->nnodes == 1) {
+        a->inter = NULL;
+    } else if (a->inter == NULL) {
+        a->inter = call->coll == FOLD_COLL_ALLREDUCE ? &fold_alg_rabenseifner
+                                                     : &fold_alg_binomial;
+    }
+    return FOLD_OK;
+}
+
+int fold_coll_plan(fold_comm_t *comm, const fold_call_t *call, const fold_choice_t *choice,
+                   fold_exec_args_t *args)
+{
+    const fold_context_t *ctx = comm->ctx;
+    const fold_alg_t *alg = choice->alg;
+    size_t esize = fold_dtype_size(call->dtype);
+    *args = (fold_exec_args_t){
+        .coll  = call->coll,
+        .alg   = alg,
+        .build = fold_alg_builder(alg, call->coll),
+        .cargs = {.coll = call->coll, .rank = comm->rank, .size = comm->size,
+                  .root = call->root, .count = call->count,
+                  .seg_count = fold_select_seg_count(ctx, alg, call->count * esize, esize),
+                  .depth = (int)ctx->config.pipeline_depth,
+                  .inplace = call->out != NULL && call->inplace,
+                  .commutative = fold_op_is_commutative(call->op), .remote = comm->remote,
+                  .leaders = choice->leaders, .inter = choice->inter},
+        .in    = call->in,
+        .out   = call->out,
+        .dtype = call->dtype,
+        .op    = call->op,
+        .fast  = choice->fast,
+    };
+    if (alg->flags & FOLD_ALG_NODE_AWARE) {
+        return plan_node(comm, call, &args->cargs);
+    }
+    return FOLD_OK;
+}

@@ -1,0 +1,114 @@
+/*
+ * The node module: what the ranks of one communicator that share a node have in
+ * common, below the executor and above nothing but the segment, the topology and
+ * the reduce kernels.
+ *
+ *   setup.c    collective set-up and teardown: topology, segment create/attach
+ *   turns.c    the order node-aware calls take the segment in (epochs, a queue)
+ *   fast.c     the tiny-message path of shm_flat, outside any schedule
+ *   segment.c  the shared-memory object, its flags and its lifetime
+ *   topo.c     who shares a node and a socket, leader order
+ *
+ * It knows nothing of communicators, requests or transports: the set-up gets an
+ * allgather over the communicator from its caller (comm.c), and the turn queue
+ * links the callers' entries.
+ */
+#ifndef FOLD_NODE_H
+#define FOLD_NODE_H
+
+#include "node/segment.h"
+#include "node/topo.h"
+
+#include <fold/fold.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* fast.c: blocking shm_flat calls of at most this many bytes on one node, with
+ * this many slots per rank (calls a rank may run ahead of its readers). */
+#define FOLD_FAST_MAX_BYTES 2048
+#define FOLD_FAST_SLOTS     4
+
+/* One node-aware call waiting for, or holding, the node's turn (turns.c). */
+typedef struct fold_node_turn {
+    struct fold_node_turn *next;
+    uint64_t               epoch;   /* 0: not queued */
+} fold_node_turn_t;
+
+/*
+ * A communicator's node state: its topology and, when this node has more than
+ * one of its ranks, the node segment. Node-aware calls run one at a time, in the
+ * order they were started (the same order on every rank), each with the next epoch.
+ */
+typedef struct fold_node {
+    fold_topo_t      *topo;
+    fold_shm_seg_t    seg;          /* mapped iff this node has several of the ranks */
+    int               local_rank;   /* this rank's local index */
+    int               comm_rank;
+    int               comm_size;
+    uint32_t          comm_id;      /* for messages */
+    size_t            shm_bytes;    /* data bytes every node can offer (min over the comm) */
+    uint64_t          epoch;        /* node-aware calls started so far */
+    fold_node_turn_t *head, *tail;  /* node-aware calls not finished, in start order */
+    int               broken;       /* a call failed midway: the flags are out of step */
+    /* shm_flat's tiny-message fast path (fast.c) */
+    uint64_t          fast_calls;       /* calls so far */
+    int               fast_readers[FOLD_FAST_SLOTS];  /* who reads each slot's data: -1
+                                                         all, else the root */
+    int               fast_saw_all;     /* the last call waited for every rank's input */
+    int               fast_done_rank;   /* the rank whose `done` was read last ... */
+    uint64_t          fast_done_seen;   /* ... and the value it had */
+} fold_node_t;
+
+/* An allgather over the communicator: `bytes` from every rank into all[rank]. */
+typedef int (*fold_node_allgather_fn)(void *arg, const void *mine, void *all, size_t bytes);
+
+typedef struct fold_node_params {
+    int                    rank, size;   /* in the communicator */
+    uint32_t               comm_id;
+    const int             *node_key;     /* per comm rank: equal keys share a node */
+    const char            *job_id;       /* for the segment's name */
+    const char            *node_name;
+    size_t                 shm_size;     /* this rank's FOLD_SHM_SIZE */
+    fold_node_allgather_fn allgather;
+    void                  *allgather_arg;
+} fold_node_params_t;
+
+/* setup.c. Collective over the communicator: every rank gets FOLD_OK or every rank
+ * an error, and nothing is left in /dev/shm either way. */
+int  fold_node_create(const fold_node_params_t *params, fold_node_t **node_p);
+/* Detaches the segment and frees the state. */
+void fold_node_free(fold_node_t *node);
+
+/* turns.c */
+/* Queues a call for the segment with the next epoch. */
+void fold_node_turn_take(fold_node_t *node, fold_node_turn_t *turn);
+/* Removes a call that finished (or failed: then the node is left broken). */
+void fold_node_turn_leave(fold_node_t *node, fold_node_turn_t *turn, int failed);
+/* Whether it is this call's turn (it heads the queue). */
+static inline int fold_node_turn_is_mine(const fold_node_t *node, const fold_node_turn_t *turn)
+{
+    return node->head == turn;
+}
+
+/* fast.c */
+typedef struct fold_node_call {
+    int          allreduce;     /* else a reduce to `root` */
+    const char  *coll_name;     /* for messages */
+    const void  *in;
+    void        *out;
+    size_t       count;
+    fold_dtype_t dtype;
+    fold_op_t    op;
+    int          root;
+    double       timeout_sec;
+    long         spin_count;
+    size_t       thread_threshold;
+} fold_node_call_t;
+
+/* Bytes of segment the fast path lays out past the node-aware schedules' area. */
+size_t fold_node_fast_region_bytes(int local_size);
+/* Whether a call of `bytes` can take the fast path on this node. */
+int    fold_node_fast_eligible(const fold_node_t *node, size_t bytes);
+int    fold_node_fast_reduction(fold_node_t *node, const fold_node_call_t *call);
+
+#endif
