@@ -9,7 +9,7 @@
 #ifndef FOLD_TUNE_FIT_H
 #define FOLD_TUNE_FIT_H
 
-#include "core.h"
+#include "comm.h"
 
 #include <stddef.h>
 

@@ -26,7 +26,7 @@
 #include "tune_options.h"
 #include "tune_sweep.h"
 
-#include "core.h"
+#include "comm.h"
 
 #include <errno.h>
 #include <float.h>

@@ -3,7 +3,7 @@
  * what needs no communication (count 0, one rank), selects an algorithm and hands
  * the schedule to the executor; blocking calls then wait on it.
  */
-#include "core.h"
+#include "comm.h"
 #include "log.h"
 #include "codec/reduce_kernel.h"
 

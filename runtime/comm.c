@@ -3,7 +3,7 @@
  * cache and a scratch pool. Split agrees on the new id and membership with one
  * allgather over the parent.
  */
-#include "core.h"
+#include "comm.h"
 #include "log.h"
 
 #include <stdlib.h>

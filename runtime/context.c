@@ -4,7 +4,7 @@
  * fold_finalize gets FOLD_ERR_NOT_INITIALIZED instead of touching freed memory).
  */
 #define _GNU_SOURCE
-#include "core.h"
+#include "comm.h"
 #include "hash.h"
 #include "log.h"
 

@@ -5,7 +5,7 @@
 #ifndef FOLD_LOOPBACK_HARNESS_H
 #define FOLD_LOOPBACK_HARNESS_H
 
-#include "core.h"
+#include "comm.h"
 
 typedef int (*lh_rank_fn)(fold_context_t *ctx, int rank, int size, void *arg);
 

@@ -9,7 +9,7 @@
 #include <fold/fold.h>
 
 #include "coll_reference.h"
-#include "core.h"   /* the context's codec counters */
+#include "comm.h"   /* the context's codec counters */
 
 #include <stdio.h>
 #include <stdlib.h>

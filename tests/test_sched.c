@@ -4,7 +4,7 @@
  */
 #include <criterion/criterion.h>
 
-#include "core.h"
+#include "comm.h"
 
 static fold_coll_args_t args_for(fold_coll_t coll, int rank, int inplace)
 {

@@ -11,7 +11,7 @@
 #include <criterion/criterion.h>
 
 #include "coll_reference.h"
-#include "core.h"
+#include "comm.h"
 
 #include <pthread.h>
 #include <stdio.h>

@@ -6,7 +6,7 @@
  */
 #include <criterion/criterion.h>
 
-#include "core.h"
+#include "comm.h"
 #include "coll/alg_dpml.h"
 
 #include <stdio.h>

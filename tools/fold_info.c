@@ -3,7 +3,7 @@
  * variables with defaults and descriptions, algorithms with one-line descriptions,
  * and the default selection rules. Like ucx_info / ucc_info.
  */
-#include "core.h"
+#include "comm.h"
 
 #include <getopt.h>
 #include <rdma/fabric.h>

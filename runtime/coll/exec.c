@@ -15,7 +15,7 @@
  * communicator), each with the next epoch; a request whose turn has not come
  * progresses the one before it.
  */
-#include "core.h"
+#include "comm.h"
 #include "log.h"
 #include "codec/codec.h"
 #include "codec/reduce_kernel.h"

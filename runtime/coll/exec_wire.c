@@ -19,7 +19,7 @@
  * there, and that reduction decodes it while reducing (step->wire); anywhere else
  * it is decoded in place of the dense data as soon as it arrives.
  */
-#include "core.h"
+#include "comm.h"
 #include "log.h"
 #include "codec/codec.h"
 #include "codec/reduce_kernel.h"
@@ -112,13 +112,7 @@ void fold_wire_send_done(fold_request_t *req, uint32_t i)
 
 static int peer_is_remote(const fold_request_t *req, int peer)
 {
-    const fold_comm_t *comm = req->comm;
-    const fold_context_t *ctx = comm->ctx;
-    if (ctx->node_of == NULL) {
-        return 1;
-    }
-    int me = fold_rank_map_get(&comm->map, comm->rank);
-    return ctx->node_of[fold_rank_map_get(&comm->map, peer)] != ctx->node_of[me];
+    return fold_comm_peer_remote(req->comm, peer);
 }
 
 /* What a message's path makes an encoding worth. Across nodes the link is the

@@ -4,7 +4,7 @@
  * node topology and segment size, so this is where a communicator's node state
  * is first asked for (fold_comm_node: collective, every rank selects alike).
  */
-#include "core.h"
+#include "comm.h"
 #include "codec/reduce_kernel.h"
 
 /* The node-aware fields: topology, segment elements, leaders, the flat algorithm

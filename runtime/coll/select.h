@@ -15,6 +15,8 @@
 #ifndef FOLD_SELECT_H
 #define FOLD_SELECT_H
 
+#include <fold/fold.h>
+
 #include "alg.h"
 #include "model.h"
 #include "node/topo.h"
@@ -180,7 +182,6 @@ double fold_select_flat_us(fold_comm_t *comm, fold_coll_t coll, size_t bytes);
 double fold_select_evaluate(fold_comm_t *comm, fold_coll_t coll, const fold_alg_t *alg,
                             size_t bytes, fold_choice_t *choice);
 void fold_select_cache_free(fold_comm_t *comm);
-size_t fold_default_segment(const fold_alg_t *alg, size_t bytes);
 /* Elements per pipeline segment for a call of `bytes` (FOLD_SEGMENT_SIZE or auto). */
 size_t fold_select_seg_count(const fold_context_t *ctx, const fold_alg_t *alg, size_t bytes,
                              size_t esize);

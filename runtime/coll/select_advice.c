@@ -5,7 +5,7 @@
  * the same ranks, which is what an MPI library runs (recursive doubling, Rabenseifner,
  * ring; binomial and pipelines for reduce) over its point-to-point transport.
  */
-#include "core.h"
+#include "comm.h"
 #include "log.h"
 
 #include <math.h>

@@ -1,0 +1,124 @@
+/*
+ * The executor's objects: a request (one running schedule), the schedule cache
+ * entries and scratch buffers a communicator keeps for it, and the calls that
+ * start, drive and finish requests. Internal only.
+ */
+#ifndef FOLD_EXEC_H
+#define FOLD_EXEC_H
+
+#include "context.h"
+#include "coll/sched.h"
+#include "node/node.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define FOLD_SCHED_CACHE_SIZE 16   /* schedule cache entries per communicator */
+
+typedef struct fold_sched_entry {
+    fold_coll_args_t  args;
+    const fold_alg_t *alg;        /* NULL for internal collectives */
+    fold_sched_t      sched;
+    uint64_t          last_use;
+    int               refs;       /* requests running it */
+    fold_request_t   *spare;      /* a finished request kept for reuse */
+    uint8_t          *peer_dense; /* per rank: its latest message in this schedule
+                                     carried dense data (exec_wire.c); NULL: none did */
+} fold_sched_entry_t;
+
+/* A staging buffer for encoded messages (exec_wire.c). */
+typedef struct fold_wire_buf {
+    void  *buf;
+    size_t size;
+    size_t len;    /* bytes of the encoded message it holds */
+    int    busy;
+} fold_wire_buf_t;
+#define FOLD_WIRE_POOL 32
+
+typedef struct fold_scratch {
+    void  *buf;
+    size_t size;
+    int    busy;
+} fold_scratch_t;
+
+struct fold_request {
+    uint32_t            magic;
+    fold_comm_t        *comm;
+    fold_sched_entry_t *entry;
+    const fold_sched_t *sched;
+    size_t              nsteps_cap;   /* arrays below are sized for this many steps */
+    char               *buf[FOLD_BUF_COUNT];  /* IN, OUT, TMP, SHM */
+    fold_scratch_t     *scratch;
+    fold_dtype_t        dtype;
+    fold_op_t           op;
+    size_t              esize;
+    uint64_t            tag_base;
+    uint32_t           *pending;      /* per step: predecessors not yet done */
+    uint32_t           *queue;        /* ready steps (FIFO) */
+    size_t              qhead, qtail;
+    uint32_t           *active;       /* posted transport steps */
+    uint8_t            *soft;         /* per step with a soft wait (sched.h): SOFT_* */
+    size_t              soft_left;    /* soft waits neither met nor dropped */
+    size_t              nactive;
+    fold_tl_req_t      *tlreq;        /* per step */
+    struct fold_codec_stats *stats;   /* per step: density a reduction counted */
+    fold_wire_buf_t   **staging;      /* per step: the encoded message a send holds */
+    int                 codec_accept; /* encoded messages are valid for this op/dtype */
+    int                 codec_mask;   /* codecs this request's sends may use */
+    size_t              ndone;
+    int                 status;
+    unsigned            idle_polls;
+    double              last_progress;
+    const char         *alg_name;
+    fold_coll_t         coll;
+    int                 user_owned;   /* handed out by an i-call, freed by the user */
+    fold_node_turn_t    turn;         /* node-aware calls: its turn on the segment
+                                         (epoch 0: none) */
+};
+
+/* exec.c: start a schedule (blocking callers then wait on it). */
+typedef struct fold_exec_args {
+    fold_coll_t       coll;
+    const fold_alg_t *alg;           /* NULL: internal collective with `build` */
+    fold_alg_build_fn build;
+    fold_coll_args_t  cargs;
+    const void       *in;
+    void             *out;
+    fold_dtype_t      dtype;
+    fold_op_t         op;
+    int               fast;          /* selection allows shm_flat's tiny-message path */
+} fold_exec_args_t;
+
+int  fold_exec_start(fold_comm_t *comm, const fold_exec_args_t *args, fold_request_t **req_p);
+/* A blocking call: the node's fast path where args->fast and the node allows it,
+ * else a schedule started and waited for. */
+int  fold_exec_run(fold_comm_t *comm, const fold_exec_args_t *args);
+int  fold_exec_progress(fold_request_t *req);
+int  fold_exec_wait(fold_request_t *req);
+void fold_exec_release(fold_request_t *req);
+
+/* exec_wire.c: sparse codecs on the wire (see there). */
+void fold_wire_request_init(fold_request_t *req, const fold_exec_args_t *args);
+void fold_wire_send_data(fold_request_t *req, uint32_t i, const void **data, size_t *len);
+void fold_wire_send_done(fold_request_t *req, uint32_t i);
+int  fold_wire_length_ok(const fold_request_t *req, uint32_t i, size_t len);
+int  fold_wire_recv_done(fold_request_t *req, uint32_t i, char *why, size_t whylen);
+int  fold_wire_reduce(fold_request_t *req, uint32_t i, char *why, size_t whylen);
+void fold_wire_pool_free(fold_comm_t *comm);
+
+/* plan.c: a selection's choice -> the executor's arguments (node-aware fields
+ * included, setting up the node state on first use). */
+typedef struct fold_call {
+    fold_coll_t  coll;
+    const void  *in;
+    void        *out;     /* NULL where this rank gets no result */
+    size_t       count;
+    fold_dtype_t dtype;
+    fold_op_t    op;
+    int          root;
+    int          inplace;
+} fold_call_t;
+int fold_coll_plan(fold_comm_t *comm, const fold_call_t *call, const fold_choice_t *choice,
+                   fold_exec_args_t *args);
+
+#endif

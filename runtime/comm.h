@@ -1,0 +1,69 @@
+/*
+ * A communicator: its ranks (a compressed map onto the context's), what it keeps
+ * for its calls (schedule cache, scratch, wire buffers, selection decisions) and
+ * its node state. Internal only.
+ */
+#ifndef FOLD_COMM_H
+#define FOLD_COMM_H
+
+#include "context.h"
+#include "coll/exec.h"
+#include "coll/select.h"
+#include "node/node.h"
+#include "util/clock.h"
+
+#include <stdint.h>
+
+/*
+ * Communicator rank -> context rank. Most communicators are an arithmetic
+ * progression of context ranks (world, rows, columns of a grid), stored in O(1);
+ * others keep a table (the simplest case of Kumar et al.'s compressed mapping).
+ */
+typedef struct fold_rank_map {
+    int  start;
+    int  stride;    /* 0: use table */
+    int *table;
+} fold_rank_map_t;
+
+static inline int fold_rank_map_get(const fold_rank_map_t *m, int rank)
+{
+    return m->stride ? m->start + rank * m->stride : m->table[rank];
+}
+
+
+struct fold_comm {
+    uint32_t            magic;
+    fold_context_t     *ctx;
+    int                 rank;
+    int                 size;
+    fold_rank_map_t     map;
+    uint32_t            id;
+    uint8_t             coll_seq;
+    int                 active_requests;
+    uint64_t            use_clock;
+    fold_sched_entry_t  cache[FOLD_SCHED_CACHE_SIZE];
+    fold_scratch_t      scratch[4];
+    fold_wire_buf_t     wire_pool[FOLD_WIRE_POOL];
+    fold_shape_t        shape;    /* nodes and ranks per node, for selection */
+    fold_select_cache_t select;   /* the cost model's decisions */
+    fold_node_t        *node;     /* NULL until a node-aware algorithm first runs
+                                     (fold_comm_node) */
+    uint8_t            *remote;   /* per rank: on another node; NULL: all on this one */
+};
+
+/* Whether comm rank `rank` runs on another node than this rank: the one answer
+ * the schedules' send order and the wire codecs both use. */
+static inline int fold_comm_peer_remote(const fold_comm_t *comm, int rank)
+{
+    return comm->remote != NULL && comm->remote[rank];
+}
+
+/* comm.c */
+int  fold_comm_create(fold_context_t *ctx, int size, int rank, const int *ctx_ranks,
+                      uint32_t id, fold_comm_t **comm_p);
+void fold_comm_destroy(fold_comm_t *comm);
+/* The communicator's node state, set up at the first call that needs it: collective
+ * over comm (every rank must ask at the same call). */
+int  fold_comm_node(fold_comm_t *comm, fold_node_t **node_p);
+
+#endif

@@ -1,0 +1,79 @@
+/*
+ * The context: one per fold_init, owning the bootstrap, the transport, the
+ * configuration, the selection state (rules, tuning file, cost model) and the
+ * list of live communicators. Internal only.
+ */
+#ifndef FOLD_CONTEXT_H
+#define FOLD_CONTEXT_H
+
+#include <fold/fold.h>
+
+#include "bootstrap.h"
+#include "config.h"
+#include "coll/alg.h"
+#include "coll/model.h"
+#include "coll/select.h"
+#include "transport/transport.h"
+
+#include <stdint.h>
+
+#define FOLD_CONTEXT_MAGIC 0x464f4c44u   /* "FOLD" */
+#define FOLD_COMM_MAGIC    0x434f4d4du   /* "COMM" */
+#define FOLD_REQUEST_MAGIC 0x52455155u   /* "REQU" */
+
+typedef struct fold_context fold_context_t;
+typedef struct fold_comm    fold_comm_t;
+typedef struct fold_request fold_request_t;
+
+/* What the sparse codecs did on this context's sends (exec_wire.c). */
+typedef struct fold_wire_counters {
+    uint64_t msgs[4];        /* sends per codec: dense (considered, not encoded), bits, idx, rle */
+    uint64_t dense_bytes;    /* bytes those sends would have taken dense */
+    uint64_t sent_bytes;     /* bytes they took */
+    uint64_t fused;          /* reductions that decoded a message while reducing */
+    uint64_t direct;         /* reductions that wrote their result encoded for a send */
+    uint64_t held;           /* answers that waited for an own send to go first (sched.h) */
+} fold_wire_counters_t;
+
+struct fold_context {
+    uint32_t             magic;
+    fold_tune_t          tune;            /* parsed FOLD_TUNE */
+    fold_tune_file_t     file;            /* FOLD_TUNE_FILE: rules and model parameters */
+    fold_model_params_t  model;           /* the cost model's machine (defaults, file,
+                                             FOLD_MODEL) */
+    const fold_alg_t    *forced[FOLD_COLL_COUNT]; /* FOLD_ALLREDUCE_ALG, FOLD_REDUCE_ALG */
+    fold_bootstrap_t     bs;
+    const fold_tl_ops_t *tl_ops;
+    fold_tl_t           *tl;
+    void                *loopback_fabric;
+    fold_config_t        config;
+    int                  nthreads;        /* resolved FOLD_NUM_THREADS */
+    long                 spin_count;      /* resolved FOLD_SPIN_COUNT */
+    int                 *node_of;         /* node index of every context rank */
+    int                  nnodes;
+    int                  local_rank;
+    int                  local_size;
+    fold_comm_t         *world;
+    fold_comm_t        **comms;           /* every live communicator, world first */
+    int                  ncomms;
+    int                  comms_cap;
+    uint32_t             next_comm_id;
+    fold_wire_counters_t wire;
+};
+
+
+/* context.c */
+int  fold_context_create(fold_bootstrap_t *bs, const char *transport, void *loopback_fabric,
+                         fold_context_t **ctx_p);
+int  fold_context_valid(const fold_context_t *ctx);
+/* A context that only selects, for what-if questions on shapes this machine cannot
+ * run (fold_info -S, tests): no bootstrap and no transport, settings from FOLD_*,
+ * a world communicator of `size` ranks with rank r on node node_of[r] (0-based),
+ * this process being rank 0. Only selection may use it (it has no transport). */
+int  fold_context_create_virtual(int size, const int *node_of, fold_context_t **ctx_p);
+void fold_context_free_virtual(fold_context_t *ctx);
+int  fold_comm_valid(const fold_comm_t *comm);
+int  fold_context_add_comm(fold_context_t *ctx, fold_comm_t *comm);
+void fold_context_remove_comm(fold_context_t *ctx, fold_comm_t *comm);
+
+#endif
