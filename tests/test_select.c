@@ -5,7 +5,7 @@
  */
 #include <criterion/criterion.h>
 
-#include "core.h"
+#include "comm.h"
 
 #include <limits.h>
 #include <stdio.h>
@@ -365,4 +365,27 @@ Test(select_shapes, config_set_forgets_earlier_decisions)
     cr_expect_str_eq(ctx->config.values[FOLD_CFG_MODEL], "shm_gbs=0.001",
                      "a refused value leaves the old one");
     fold_context_free_virtual(ctx);
+}
+
+Test(select_shapes, shm_flat_is_reported_as_dpml_where_it_would_run_dpml)
+{
+    setenv("FOLD_ALLREDUCE_ALG", "shm_flat", 1);
+    setenv("FOLD_SHM_SIZE", "64k", 1);
+    fold_context_t *two_nodes = virtual_ctx(2, 2), *one_node = virtual_ctx(1, 4);
+    unsetenv("FOLD_ALLREDUCE_ALG");
+    unsetenv("FOLD_SHM_SIZE");
+    cr_expect_eq(choose(one_node, FOLD_COLL_ALLREDUCE, 1024, FOLD_OP_SUM).alg,
+                 &fold_alg_shm_flat, "one node, four rows of 1 KiB fit 64 KiB");
+    cr_expect_eq(choose(one_node, FOLD_COLL_ALLREDUCE, 16384, FOLD_OP_SUM).alg,
+                 &fold_alg_shm_flat, "four rows of 16 KiB fill 64 KiB exactly");
+    fold_choice_t c = choose(one_node, FOLD_COLL_ALLREDUCE, 16388, FOLD_OP_SUM);
+    cr_expect_eq(c.alg, &fold_alg_dpml, "four rows of 16 KiB + 4 B do not fit: %s",
+                 c.alg->name);
+    cr_expect_geq(c.leaders, 1, "the model picks dpml's leaders");
+    cr_expect_eq(choose(two_nodes, FOLD_COLL_ALLREDUCE, 64, FOLD_OP_SUM).alg, &fold_alg_dpml,
+                 "shm_flat spans one node only");
+    cr_expect_str_eq(fold_selected_algorithm(two_nodes->world, "allreduce", 16, FOLD_FLOAT32),
+                     "dpml");
+    fold_context_free_virtual(two_nodes);
+    fold_context_free_virtual(one_node);
 }

@@ -9,8 +9,9 @@
  *     fold_allreduce(FOLD_IN_PLACE, buf, n, FOLD_FLOAT32, FOLD_OP_SUM, world);
  *     fold_finalize(ctx);
  *
- * Every function returns a fold_status_t (0 on success, negative on error) unless
- * documented otherwise. Outputs are written only on success.
+ * Every function returns an int holding a fold_status_t value (0 on success,
+ * negative on error) unless documented otherwise. Outputs are written only on
+ * success.
  *
  * Threading: a context and its communicators may be used by one thread at a time.
  * Counts are numbers of elements, as size_t; a count of 0 is valid and does nothing.

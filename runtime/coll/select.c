@@ -13,7 +13,7 @@
  * collective and class, from facts every rank shares (the shape from the launcher's
  * locality, the same parameters), so every rank decides the same.
  */
-#include "core.h"
+#include "comm.h"
 #include "hash.h"
 #include "log.h"
 #include "codec/reduce_kernel.h"
@@ -121,12 +121,9 @@ const fold_tune_rule_t *fold_select_find_rule(const fold_context_t *ctx, fold_co
 
 /* ---- segments --------------------------------------------------------------- */
 
-size_t fold_default_segment(const fold_alg_t *alg, size_t bytes)
-{
-    (void)alg;
-    (void)bytes;
-    return 128 * 1024;
-}
+/* One pipeline segment size serves every algorithm and message size;
+ * FOLD_SEGMENT_SIZE overrides it. */
+#define DEFAULT_SEGMENT_BYTES (128 * 1024)
 
 /* Schedules grow with the number of segments (and their dependencies with its
  * square), so a message is cut into at most this many however small the segment. */
@@ -136,7 +133,7 @@ size_t fold_select_seg_count(const fold_context_t *ctx, const fold_alg_t *alg, s
                              size_t esize)
 {
     size_t seg = ctx->config.segment_size ? ctx->config.segment_size
-                                          : fold_default_segment(alg, bytes);
+                                          : DEFAULT_SEGMENT_BYTES;
     seg /= esize;
     size_t count = bytes / esize, floor = (count + MAX_SEGMENTS - 1) / MAX_SEGMENTS;
     seg = seg > floor ? seg : floor;
@@ -528,6 +525,16 @@ static int select_uncached(fold_comm_t *comm, fold_coll_t coll, size_t count, fo
                                                     : &fold_alg_binomial;
         fold_debug("%s: %s does not keep the rank order a non-commutative op needs; using %s",
                    fold_coll_name(coll), algs[0]->name, cand[0]->name);
+    }
+    /* shm_flat serves one node with a message whose rows all fit the segment; where
+     * it does not, its builder would run dpml: select dpml, so that what is
+     * reported (fold_selected_algorithm) is what runs. */
+    size_t seg_elems = ctx->config.shm_size / fold_dtype_size(dtype);
+    for (int a = 0; a < ncand; a++) {
+        if (cand[a] == &fold_alg_shm_flat &&
+            (comm->shape.nnodes > 1 || count * (size_t)comm->size > seg_elems)) {
+            cand[a] = &fold_alg_dpml;
+        }
     }
     /* The model decides between several candidates, and the leaders of a node-aware
      * one even when it is the only candidate. */
