@@ -83,10 +83,10 @@ static void run_case(fold_context_h ctx, const char *alg, int allreduce, size_t 
 static void run_matrix(fold_context_h ctx, fold_op_t affine)
 {
     static const char *const allreduce_algs[] = {"recursive_doubling", "rabenseifner", "ring",
-                                                 "dpml", "dpml_pipelined", "shm_flat", NULL};
+                                                 "dpml", "dpml_pipelined", "shm_flat", "cma", NULL};
     static const char *const reduce_algs[] = {"rabenseifner", "ring", "binomial", "chain",
                                               "bintree", "greedy", "dpml", "dpml_pipelined",
-                                              "shm_flat", NULL};
+                                              "shm_flat", "cma", NULL};
     static const size_t counts[] = {0, 1, 7, 1024, LARGE_COUNT};
     size_t rot = 0;
     for (int allreduce = 0; allreduce <= 1; allreduce++) {
@@ -166,10 +166,10 @@ static void sparse_case(fold_context_h ctx, const char *alg, const char *codec, 
 static void run_sparse(fold_context_h ctx)
 {
     static const char *const allreduce_algs[] = {"recursive_doubling", "rabenseifner", "ring",
-                                                 "dpml", "dpml_pipelined", "shm_flat", NULL};
+                                                 "dpml", "dpml_pipelined", "shm_flat", "cma", NULL};
     static const char *const reduce_algs[] = {"rabenseifner", "ring", "binomial", "chain",
                                               "bintree", "greedy", "dpml", "dpml_pipelined",
-                                              "shm_flat", NULL};
+                                              "shm_flat", "cma", NULL};
     static const char *const codecs[] = {"auto", "bits", "idx", "rle"};
     static const fold_dtype_t dts[] = {FOLD_FLOAT32, FOLD_FLOAT64, FOLD_INT32};
     fold_wire_counters_t before = ctx->wire;

@@ -15,6 +15,9 @@ enum {
     FOLD_ALG_ORDERED = 1u << 0,
     /* Uses the node topology and segment (args->topo, leaders, shm_count, inter). */
     FOLD_ALG_NODE_AWARE = 1u << 1,
+    /* Reads and writes other local ranks' buffers (node/peer.c): one node only, and
+     * only where the node's set-up found that the kernel allows it. */
+    FOLD_ALG_SINGLE_COPY = 1u << 2,
 };
 
 typedef struct fold_alg {
@@ -35,6 +38,7 @@ extern const fold_alg_t fold_alg_recursive_doubling;
 extern const fold_alg_t fold_alg_dpml;
 extern const fold_alg_t fold_alg_dpml_pipelined;
 extern const fold_alg_t fold_alg_shm_flat;
+extern const fold_alg_t fold_alg_cma;
 
 extern const fold_alg_t *const fold_alg_all[];   /* NULL-terminated */
 const fold_alg_t *fold_alg_find(const char *name);

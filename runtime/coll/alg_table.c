@@ -14,6 +14,7 @@ const fold_alg_t *const fold_alg_all[] = {
     &fold_alg_dpml,
     &fold_alg_dpml_pipelined,
     &fold_alg_shm_flat,
+    &fold_alg_cma,
     NULL,
 };
 

@@ -183,6 +183,12 @@ static int shm_check(fold_comm_t *comm, const fold_exec_args_t *args, const fold
                    "it again", fold_coll_name(args->coll), args->alg->name, comm->id);
         return FOLD_ERR_PEER_FAILED;
     }
+    if (s->uses_peer && !node->single_copy) {
+        fold_error("%s (%s) on comm %u: the schedule reads other ranks' memory (single "
+                   "copy), which this communicator cannot (FOLD_SINGLE_COPY, or the kernel "
+                   "refused at setup)", fold_coll_name(args->coll), args->alg->name, comm->id);
+        return FOLD_ERR_INVALID_ARG;
+    }
     if (s->shm_count * esize > node->seg.data_size) {
         fold_error("%s (%s) on comm %u: the schedule needs %zu bytes of node segment, it "
                    "has %zu (FOLD_SHM_SIZE)", fold_coll_name(args->coll), args->alg->name,
@@ -248,6 +254,7 @@ int fold_exec_start(fold_comm_t *comm, const fold_exec_args_t *args, fold_reques
     req->coll       = args->coll;
     req->user_owned = 0;
     req->turn       = (fold_node_turn_t){0};
+    req->peer_published = 0;
     fold_wire_request_init(req, args);
     req->soft_left = s->nsoft;
     if (s->nsoft != 0) {
@@ -557,6 +564,24 @@ static int start_step(fold_request_t *req, uint32_t i)
             req->active[req->nactive++] = i;
         }
         return FOLD_OK;
+    case FOLD_STEP_PEER_READ:
+    case FOLD_STEP_PEER_WRITE: {
+        char why[160];
+        size_t off = st->kind == FOLD_STEP_PEER_READ ? st->src.off : st->dst.off;
+        status = st->kind == FOLD_STEP_PEER_READ
+                     ? fold_node_peer_read(comm->node, st->local, req->turn.epoch,
+                                           st->flag == FOLD_BUF_OUT, off * req->esize,
+                                           step_ptr(req, st->dst), st->count * req->esize,
+                                           why, sizeof(why))
+                     : fold_node_peer_write(comm->node, st->local, req->turn.epoch,
+                                            off * req->esize, step_ptr(req, st->src),
+                                            st->count * req->esize, why, sizeof(why));
+        if (status != FOLD_OK) {
+            return request_fail(req, status, i, why);
+        }
+        step_done(req, i);
+        return FOLD_OK;
+    }
     }
     return request_fail(req, FOLD_ERR_INVALID_ARG, i, "unknown step kind");
 }
@@ -602,6 +627,9 @@ static int shm_turn(fold_request_t *req)
         return 1;
     }
     fold_node_t *node = req->comm->node;
+    if (req->peer_published) {
+        return 1;
+    }
     while (!fold_node_turn_is_mine(node, &req->turn)) {
         fold_node_turn_t *head_turn = node->head;
         fold_request_t *head = (fold_request_t *)((char *)head_turn -
@@ -612,6 +640,12 @@ static int shm_turn(fold_request_t *req)
         if (node->head == head_turn) {
             fold_node_turn_leave(node, head_turn, 0);   /* finished: must not hold the turn */
         }
+    }
+    if (req->sched->uses_peer) {
+        /* Single copy: where this call's buffers are, for the other local ranks. */
+        fold_node_peer_publish(node, req->turn.epoch, req->buf[FOLD_BUF_IN],
+                               req->buf[FOLD_BUF_OUT]);
+        req->peer_published = 1;
     }
     return 1;
 }

@@ -72,6 +72,7 @@ struct fold_request {
     const char         *alg_name;
     fold_coll_t         coll;
     int                 user_owned;   /* handed out by an i-call, freed by the user */
+    int                 peer_published; /* single copy: IN/OUT published this call */
     fold_node_turn_t    turn;         /* node-aware calls: its turn on the segment
                                          (epoch 0: none) */
 };

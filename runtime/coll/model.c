@@ -105,7 +105,8 @@ static const model_param_t model_params[] = {
     MODEL_PARAM(copy_gbs, PARAM_RATE),       MODEL_PARAM(copy_mem_gbs, PARAM_RATE),
     MODEL_PARAM(reduce_gbs, PARAM_RATE),     MODEL_PARAM(reduce_mem_gbs, PARAM_RATE),
     MODEL_PARAM(node_mem_gbs, PARAM_RATE),   MODEL_PARAM(cache_bytes, PARAM_BYTES),
-    MODEL_PARAM(shm_gbs, PARAM_RATE),
+    MODEL_PARAM(shm_gbs, PARAM_RATE),        MODEL_PARAM(cma_gbs, PARAM_RATE),
+    MODEL_PARAM(cma_us, PARAM_TIME),
 };
 
 #define MODEL_NPARAMS   (sizeof(model_params) / sizeof(model_params[0]))
@@ -136,6 +137,8 @@ void fold_model_defaults(fold_model_params_t *p)
         .node_mem_gbs   = 100,    /* what all cores of a node stream together */
         .cache_bytes    = 32.0 * 1024 * 1024,
         .shm_gbs        = 10,     /* one core reading what another core just wrote */
+        .cma_gbs        = 8,      /* process_vm_readv of another process's memory */
+        .cma_us         = 1,      /* ... per call (the kernel pins the pages) */
     };
 }
 
@@ -489,7 +492,7 @@ static int prog_check(const model_prog_t *g, const fold_topo_t *topo)
             int shm = st->kind == FOLD_STEP_SHM_POST || st->kind == FOLD_STEP_SHM_WAIT;
             if ((msg && (st->peer < 0 || st->peer >= g->size)) ||
                 (st->kind == FOLD_STEP_SHM_WAIT && (st->peer < -1 || st->peer >= ppn)) ||
-                (shm && st->flag >= FOLD_SHM_NFLAGS) || st->kind > FOLD_STEP_SHM_WAIT) {
+                (shm && st->flag >= FOLD_SHM_NFLAGS) || st->kind > FOLD_STEP_PEER_WRITE) {
                 char what[160];
                 describe_step(g, r, gi, what, sizeof(what));
                 fold_error("model: %s names a rank, local rank or flag that does not exist "
@@ -707,6 +710,7 @@ typedef struct model_sim {
     double        *reduce_us;  /* node -> us per byte reduced */
     double         intra_us, inter_us;   /* us per byte on the wire */
     double         shm_us;               /* us per byte read from other cores' data */
+    double         cma_byte_us;          /* us per byte of a peer read or write */
     flag_log_t    *flags;      /* rank * FOLD_SHM_NFLAGS + flag */
     flag_waiter_t *pool;
     size_t         npool, pool_cap;
@@ -1004,6 +1008,10 @@ static double local_cost(const model_sim_t *m, int rank, const model_step_t *st)
     switch (st->kind) {
     case FOLD_STEP_COPY:   per_byte = m->copy_us[node]; break;
     case FOLD_STEP_REDUCE: per_byte = m->reduce_us[node]; break;
+    case FOLD_STEP_PEER_READ:
+    case FOLD_STEP_PEER_WRITE:
+        /* The kernel copies on this rank's CPU, at most at the node's copy rate. */
+        return m->p->cma_us + (double)st->amount * max2(m->cma_byte_us, m->copy_us[node]);
     default:               return 0;
     }
     /* Data another core wrote comes through the cache-coherence fabric. */
@@ -1062,6 +1070,7 @@ static void sim_rates(model_sim_t *m)
     }
     m->intra_us = 1.0 / (p->intra_gbs * 1e3);
     m->shm_us   = 1.0 / (p->shm_gbs * 1e3);
+    m->cma_byte_us = 1.0 / (p->cma_gbs * 1e3);
     m->inter_us = 1.0 / (p->inter_gbs * 1e3);
 }
 

@@ -47,6 +47,9 @@ typedef struct fold_model_params {
     double cache_bytes;      /* last-level cache of a node */
     double shm_gbs;          /* one core reading data another core wrote (the node
                                 segment): copies and reductions from it go no faster */
+    double cma_gbs;          /* single copy: the kernel copying from or to another
+                                process (process_vm_readv), GB/s */
+    double cma_us;           /* ... its cost per call */
 } fold_model_params_t;
 
 /* Generic defaults: a current x86 server node and a 100 Gb/s network. */

@@ -175,6 +175,45 @@ void fold_sched_shm_wait(fold_sched_t *s, int peer, int local, int flag, uint64_
     }
 }
 
+void fold_sched_peer_publish(fold_sched_t *s, int flag, size_t count)
+{
+    s->uses_shm = s->uses_peer = 1;
+    fold_sched_shm_post(s, flag, 1, fold_ref_peer(0), count);
+}
+
+void fold_sched_peer_read(fold_sched_t *s, int peer, int local, int which, size_t off,
+                          fold_ref_t dst, size_t count)
+{
+    fold_step_t *st = sched_append(s, FOLD_STEP_PEER_READ, count);
+    if (st != NULL) {
+        st->peer  = peer;
+        st->local = local;
+        st->flag  = (uint8_t)which;
+        st->src   = fold_ref_peer(off);
+        st->dst   = dst;
+        s->uses_shm = s->uses_peer = 1;
+        sched_note_ref(s, dst, count);
+        if (which != FOLD_BUF_IN && which != FOLD_BUF_OUT) {
+            s->status = FOLD_ERR_INVALID_ARG;
+        }
+    }
+}
+
+void fold_sched_peer_write(fold_sched_t *s, fold_ref_t src, int peer, int local, size_t off,
+                           size_t count)
+{
+    fold_step_t *st = sched_append(s, FOLD_STEP_PEER_WRITE, count);
+    if (st != NULL) {
+        st->peer  = peer;
+        st->local = local;
+        st->flag  = FOLD_BUF_OUT;
+        st->src   = src;
+        st->dst   = fold_ref_peer(off);
+        s->uses_shm = s->uses_peer = 1;
+        sched_note_ref(s, src, count);
+    }
+}
+
 static fold_ref_t embed_ref(fold_ref_t r, fold_ref_t in, fold_ref_t out, size_t tmp_base)
 {
     switch (r.buf) {
@@ -307,6 +346,8 @@ static void step_accesses(const fold_sched_t *s, const fold_step_t *st, step_acc
         a->reads[a->nreads++] = range_of(s, st->src2, st->count);
         /* fall through */
     case FOLD_STEP_COPY:
+    case FOLD_STEP_PEER_READ:
+    case FOLD_STEP_PEER_WRITE:
         a->reads[a->nreads++] = range_of(s, st->src, st->count);
         /* fall through */
     case FOLD_STEP_RECV:
@@ -701,8 +742,8 @@ out:
 const char *fold_step_kind_name(int kind)
 {
     static const char *const names[] = {"send", "recv", "reduce", "copy", "shm post",
-                                        "shm wait"};
-    return (kind >= 0 && kind <= FOLD_STEP_SHM_WAIT) ? names[kind] : "unknown";
+                                        "shm wait", "peer read", "peer write"};
+    return (kind >= 0 && kind <= FOLD_STEP_PEER_WRITE) ? names[kind] : "unknown";
 }
 
 const char *fold_flag_name(int flag)

@@ -37,6 +37,15 @@
  * posts to one flag also keep their order. Flag values are per call: the executor
  * maps value v of the call with epoch e (1, 2, ...) to (e - 1) * 2^32 + v, so a
  * wait for 0 waits for the previous call's FOLD_SHM_CALL_DONE.
+ *
+ * Peer memory (single copy, node-aware algorithms only): PEER stands for another
+ * local rank's IN or OUT, reached through the kernel (cross-memory attach). A peer
+ * read copies from a local rank's IN or OUT into this rank's buffer, a peer write
+ * from this rank's buffer into a local rank's OUT. The executor publishes this
+ * rank's IN and OUT addresses when the call takes its turn on the segment; the
+ * builder makes every peer access wait (shm wait on PEER's range) for the owner's
+ * post that says it has published, for the owner's results before reading them,
+ * and keeps the call open until every rank it reads or writes is done with it.
  */
 #ifndef FOLD_SCHED_H
 #define FOLD_SCHED_H
@@ -45,7 +54,9 @@
 #include <stdint.h>
 
 typedef enum fold_buf_id {
-    FOLD_BUF_IN = 0, FOLD_BUF_OUT = 1, FOLD_BUF_TMP = 2, FOLD_BUF_SHM = 3, FOLD_BUF_COUNT
+    FOLD_BUF_IN = 0, FOLD_BUF_OUT = 1, FOLD_BUF_TMP = 2, FOLD_BUF_SHM = 3,
+    FOLD_BUF_PEER = 4,    /* another local rank's IN or OUT (peer steps only) */
+    FOLD_BUF_COUNT
 } fold_buf_id_t;
 
 /* A post of this value says "this rank is done with the segment for this call". */
@@ -69,21 +80,24 @@ static inline fold_ref_t fold_ref_in(size_t off)  { fold_ref_t r = {FOLD_BUF_IN,
 static inline fold_ref_t fold_ref_out(size_t off) { fold_ref_t r = {FOLD_BUF_OUT, off}; return r; }
 static inline fold_ref_t fold_ref_tmp(size_t off) { fold_ref_t r = {FOLD_BUF_TMP, off}; return r; }
 static inline fold_ref_t fold_ref_shm(size_t off) { fold_ref_t r = {FOLD_BUF_SHM, off}; return r; }
+static inline fold_ref_t fold_ref_peer(size_t off) { fold_ref_t r = {FOLD_BUF_PEER, off}; return r; }
 static inline fold_ref_t fold_ref_add(fold_ref_t r, size_t n) { r.off += n; return r; }
 
 typedef enum fold_step_kind {
     FOLD_STEP_SEND, FOLD_STEP_RECV, FOLD_STEP_REDUCE, FOLD_STEP_COPY,
-    FOLD_STEP_SHM_POST, FOLD_STEP_SHM_WAIT
+    FOLD_STEP_SHM_POST, FOLD_STEP_SHM_WAIT, FOLD_STEP_PEER_READ, FOLD_STEP_PEER_WRITE
 } fold_step_kind_t;
 
 #define FOLD_STEP_NONE UINT32_MAX
 
 typedef struct fold_step {
     uint8_t    kind;      /* fold_step_kind_t */
-    uint8_t    flag;      /* shm post/wait: which flag of the rank */
-    int32_t    peer;      /* communicator rank (send/recv; shm wait: the flag's owner,
-                             -1 = every other local rank) */
-    int32_t    local;     /* shm wait: the owner's local index, -1 = every other */
+    uint8_t    flag;      /* shm post/wait: which flag of the rank; peer read/write:
+                             which of the peer's buffers (FOLD_BUF_IN or _OUT) */
+    int32_t    peer;      /* communicator rank (send/recv, peer read/write; shm wait:
+                             the flag's owner, -1 = every other local rank) */
+    int32_t    local;     /* shm wait, peer read/write: the owner's local index, -1 =
+                             every other (shm wait only) */
     uint64_t   value;     /* shm post/wait: flag value within the call */
     uint32_t   seq;       /* message number within (peer, direction), set by finalize */
     size_t     count;     /* elements */
@@ -143,6 +157,7 @@ typedef struct fold_sched {
     size_t       tmp_count;   /* scratch elements used */
     size_t       shm_count;   /* node segment elements used */
     int          uses_shm;    /* references SHM or has shm steps */
+    int          uses_peer;   /* has peer reads or writes */
     int          uses_tl;     /* has sends or receives (set by finalize) */
     int          inplace;
     const uint8_t *remote;    /* args->remote */
@@ -189,6 +204,17 @@ void fold_sched_shm_post(fold_sched_t *s, int flag, uint64_t value, fold_ref_t r
  * count 0 guards nothing and is dropped. */
 void fold_sched_shm_wait(fold_sched_t *s, int peer, int local, int flag, uint64_t value,
                          fold_ref_t range, size_t count);
+
+/* Single copy (see the top). The first step of a schedule whose rank's buffers
+ * others read or write: posts `flag` = 1 once the executor has published IN and OUT. */
+void fold_sched_peer_publish(fold_sched_t *s, int flag, size_t count);
+/* dst = the local rank's `which` buffer (FOLD_BUF_IN or
+ * FOLD_BUF_OUT) from element off, count elements; and the local rank's OUT from
+ * element off = src. peer is its communicator rank, local its local index. */
+void fold_sched_peer_read(fold_sched_t *s, int peer, int local, int which, size_t off,
+                          fold_ref_t dst, size_t count);
+void fold_sched_peer_write(fold_sched_t *s, fold_ref_t src, int peer, int local, size_t off,
+                           size_t count);
 
 /* Appends the steps of `inner` (built, not finalized) with its IN, OUT and TMP
  * mapped to in, out and TMP from tmp_base, and its peer q to peers[q]. */

@@ -512,12 +512,28 @@ static int select_uncached(fold_comm_t *comm, fold_coll_t coll, size_t count, fo
         algs  = rule != NULL ? rule->algs : &fallback[coll];
         nalgs = rule != NULL ? rule->nalgs : 1;
     }
-    /* A non-commutative op keeps only the candidates that keep the rank order. */
+    /* Where shm_flat or single copy does not apply, what runs is dpml: select
+     * dpml, so that what is reported (fold_selected_algorithm) is what runs.
+     * shm_flat needs one node and every row in the segment; single copy one node
+     * whose set-up found it allowed. */
     const fold_alg_t *cand[FOLD_RULE_MAX_ALGS];
+    size_t seg_elems = ctx->config.shm_size / fold_dtype_size(dtype);
+    for (int a = 0; a < nalgs; a++) {
+        cand[a] = algs[a];
+        if (cand[a] == &fold_alg_shm_flat &&
+            (comm->shape.nnodes > 1 || count * (size_t)comm->size > seg_elems)) {
+            cand[a] = &fold_alg_dpml;
+        }
+        if ((cand[a]->flags & FOLD_ALG_SINGLE_COPY) &&
+            (comm->shape.nnodes > 1 || (comm->node != NULL && !comm->node->single_copy))) {
+            cand[a] = &fold_alg_dpml;
+        }
+    }
+    /* A non-commutative op keeps only the candidates that keep the rank order. */
     int ncand = 0, ordered_only = !fold_op_is_commutative(op);
     for (int a = 0; a < nalgs; a++) {
-        if (!ordered_only || (algs[a]->flags & FOLD_ALG_ORDERED)) {
-            cand[ncand++] = algs[a];
+        if (!ordered_only || (cand[a]->flags & FOLD_ALG_ORDERED)) {
+            cand[ncand++] = cand[a];
         }
     }
     if (ncand == 0) {
@@ -525,16 +541,6 @@ static int select_uncached(fold_comm_t *comm, fold_coll_t coll, size_t count, fo
                                                     : &fold_alg_binomial;
         fold_debug("%s: %s does not keep the rank order a non-commutative op needs; using %s",
                    fold_coll_name(coll), algs[0]->name, cand[0]->name);
-    }
-    /* shm_flat serves one node with a message whose rows all fit the segment; where
-     * it does not, its builder would run dpml: select dpml, so that what is
-     * reported (fold_selected_algorithm) is what runs. */
-    size_t seg_elems = ctx->config.shm_size / fold_dtype_size(dtype);
-    for (int a = 0; a < ncand; a++) {
-        if (cand[a] == &fold_alg_shm_flat &&
-            (comm->shape.nnodes > 1 || count * (size_t)comm->size > seg_elems)) {
-            cand[a] = &fold_alg_dpml;
-        }
     }
     /* The model decides between several candidates, and the leaders of a node-aware
      * one even when it is the only candidate. */

@@ -55,7 +55,8 @@ size_t fold_node_fast_region_bytes(int local_size)
 static fast_rank_t *region(const fold_node_t *node, int local)
 {
     const fold_shm_seg_t *seg = &node->seg;
-    char *base = seg->data + seg->data_size - fold_node_fast_region_bytes(seg->local_size);
+    char *base = seg->data + seg->data_size - fold_node_peer_region_bytes(seg->local_size) -
+                 fold_node_fast_region_bytes(seg->local_size);
     return (fast_rank_t *)base + local;
 }
 

@@ -6,6 +6,7 @@
  *   setup.c    collective set-up and teardown: topology, segment create/attach
  *   turns.c    the order node-aware calls take the segment in (epochs, a queue)
  *   fast.c     the tiny-message path of shm_flat, outside any schedule
+ *   peer.c     single copy: reading and writing other local ranks' buffers
  *   segment.c  the shared-memory object, its flags and its lifetime
  *   topo.c     who shares a node and a socket, leader order
  *
@@ -50,6 +51,10 @@ typedef struct fold_node {
     uint64_t          epoch;        /* node-aware calls started so far */
     fold_node_turn_t *head, *tail;  /* node-aware calls not finished, in start order */
     int               broken;       /* a call failed midway: the flags are out of step */
+    int               single_copy;  /* every rank of the comm can reach its local
+                                       peers' memory (peer.c), and may */
+    int64_t          *pids;         /* per local rank, for single copy */
+    uint64_t          probe;        /* a known value peers read at setup */
     /* shm_flat's tiny-message fast path (fast.c) */
     uint64_t          fast_calls;       /* calls so far */
     int               fast_readers[FOLD_FAST_SLOTS];  /* who reads each slot's data: -1
@@ -69,6 +74,8 @@ typedef struct fold_node_params {
     const char            *job_id;       /* for the segment's name */
     const char            *node_name;
     size_t                 shm_size;     /* this rank's FOLD_SHM_SIZE */
+    int                    single_copy;  /* FOLD_SINGLE_COPY: may peers' memory be
+                                            used (then probed) */
     fold_node_allgather_fn allgather;
     void                  *allgather_arg;
 } fold_node_params_t;
@@ -89,6 +96,20 @@ static inline int fold_node_turn_is_mine(const fold_node_t *node, const fold_nod
 {
     return node->head == turn;
 }
+
+/* peer.c (single copy; the segment's last lines hold the published addresses) */
+size_t fold_node_peer_region_bytes(int local_size);
+/* This rank's IN and OUT for the call with this epoch. */
+void   fold_node_peer_publish(fold_node_t *node, uint64_t epoch, const void *in, void *out);
+/* len bytes from byte off_bytes of local rank `local`'s IN (from_out 0) or OUT into
+ * dst; or from src into its OUT. On failure `why` says what happened. */
+int    fold_node_peer_read(const fold_node_t *node, int local, uint64_t epoch, int from_out,
+                           size_t off_bytes, void *dst, size_t len, char *why, size_t whylen);
+int    fold_node_peer_write(const fold_node_t *node, int local, uint64_t epoch,
+                            size_t off_bytes, const void *src, size_t len, char *why,
+                            size_t whylen);
+/* Whether this process can read the 8 bytes at addr in process pid (== expect). */
+int    fold_node_peer_probe(int64_t pid, uint64_t addr, uint64_t expect);
 
 /* fast.c */
 typedef struct fold_node_call {

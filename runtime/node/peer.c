@@ -1,0 +1,117 @@
+/*
+ * Single copy between the ranks of a node: each rank publishes where its IN and
+ * OUT of the current call are, and the others read from or write to them through
+ * the kernel (Linux cross-memory attach, process_vm_readv / process_vm_writev),
+ * with no stop in the segment. The kernel allows it between processes of one user
+ * unless a security policy forbids ptrace access (Yama ptrace_scope, seccomp in
+ * containers); setup.c probes it once per communicator and every rank learns
+ * whether all of them can.
+ *
+ *   region (past the fast path's), per local rank l, one cache line:
+ *     | epoch | in | out |      written by l when its call takes its turn
+ */
+#define _GNU_SOURCE
+#include "node/node.h"
+#include "log.h"
+
+#include <errno.h>
+#include <fold/fold_status.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/uio.h>
+
+typedef struct peer_line {
+    _Atomic uint64_t epoch;
+    uint64_t         in, out;
+    char             pad[64 - 3 * sizeof(uint64_t)];
+} peer_line_t;
+
+size_t fold_node_peer_region_bytes(int local_size)
+{
+    return (size_t)local_size * sizeof(peer_line_t);
+}
+
+static peer_line_t *line(const fold_node_t *node, int local)
+{
+    const fold_shm_seg_t *seg = &node->seg;
+    char *end = seg->data + seg->data_size;
+    return (peer_line_t *)(end - fold_node_peer_region_bytes(seg->local_size)) + local;
+}
+
+void fold_node_peer_publish(fold_node_t *node, uint64_t epoch, const void *in, void *out)
+{
+    peer_line_t *me = line(node, node->local_rank);
+    me->in  = (uint64_t)(uintptr_t)in;
+    me->out = (uint64_t)(uintptr_t)out;
+    atomic_store_explicit(&me->epoch, epoch, memory_order_release);
+}
+
+/* The kernel moves min(len, what it could) bytes per call; loop until done. */
+static int peer_copy(const fold_node_t *node, int local, void *mine, uint64_t theirs,
+                     size_t len, int write, char *why, size_t whylen)
+{
+    pid_t pid = (pid_t)node->pids[local];
+    while (len > 0) {
+        struct iovec l = {mine, len}, r = {(void *)(uintptr_t)theirs, len};
+        ssize_t n = write ? process_vm_writev(pid, &l, 1, &r, 1, 0)
+                          : process_vm_readv(pid, &l, 1, &r, 1, 0);
+        if (n <= 0) {
+            snprintf(why, whylen, "%s local rank %d (pid %d) failed: %s",
+                     write ? "process_vm_writev to" : "process_vm_readv from", local,
+                     (int)pid, n < 0 ? strerror(errno) : "no progress");
+            return n < 0 && errno == ESRCH ? FOLD_ERR_PEER_FAILED : FOLD_ERR_TRANSPORT;
+        }
+        mine = (char *)mine + n;
+        theirs += (uint64_t)n;
+        len -= (size_t)n;
+    }
+    return FOLD_OK;
+}
+
+/* Where the peer's buffer lies in this call; the builder waited for its post. */
+static int peer_addr(const fold_node_t *node, int local, uint64_t epoch, int from_out,
+                     uint64_t *addr, char *why, size_t whylen)
+{
+    const peer_line_t *l = line(node, local);
+    uint64_t e = atomic_load_explicit(&l->epoch, memory_order_acquire);
+    if (e != epoch) {
+        snprintf(why, whylen, "local rank %d published call %llu's buffers, not call %llu's",
+                 local, (unsigned long long)e, (unsigned long long)epoch);
+        return FOLD_ERR_PEER_FAILED;
+    }
+    *addr = from_out ? l->out : l->in;
+    return FOLD_OK;
+}
+
+int fold_node_peer_read(const fold_node_t *node, int local, uint64_t epoch, int from_out,
+                        size_t off_bytes, void *dst, size_t len, char *why, size_t whylen)
+{
+    uint64_t addr;
+    int status = peer_addr(node, local, epoch, from_out, &addr, why, whylen);
+    return status != FOLD_OK ? status
+                             : peer_copy(node, local, dst, addr + off_bytes, len, 0, why, whylen);
+}
+
+int fold_node_peer_write(const fold_node_t *node, int local, uint64_t epoch, size_t off_bytes,
+                         const void *src, size_t len, char *why, size_t whylen)
+{
+    uint64_t addr;
+    int status = peer_addr(node, local, epoch, 1, &addr, why, whylen);
+    return status != FOLD_OK ? status
+                             : peer_copy(node, local, (void *)src, addr + off_bytes, len, 1,
+                                         why, whylen);
+}
+
+int fold_node_peer_probe(int64_t pid, uint64_t addr, uint64_t expect)
+{
+    uint64_t got = 0;
+    struct iovec l = {&got, sizeof(got)}, r = {(void *)(uintptr_t)addr, sizeof(got)};
+    ssize_t n = process_vm_readv((pid_t)pid, &l, 1, &r, 1, 0);
+    if (n != (ssize_t)sizeof(got) || got != expect) {
+        fold_debug("single copy: reading pid %lld: %s", (long long)pid,
+                   n < 0 ? strerror(errno) : "wrong value");
+        return 0;
+    }
+    return 1;
+}
