@@ -160,7 +160,7 @@ static int check_params(const fold_tune_file_t *f, const fold_model_params_t *p,
                         size_t whylen)
 {
     fold_model_params_t q;
-    if (fold_model_configure(f->params, NULL, &q) != FOLD_OK) {
+    if (fold_model_configure(NULL, f->params, NULL, &q) != FOLD_OK) {
         snprintf(why, whylen, "its parameters do not configure the model");
         return -1;
     }

@@ -91,7 +91,8 @@ static int reduction_start(fold_coll_t coll, const void *sendbuf, void *recvbuf,
     }
 
     fold_choice_t choice;
-    if ((status = fold_select(comm, coll, count, dtype, op, &choice)) != FOLD_OK) {
+    if ((status = fold_coll_prepare(comm)) != FOLD_OK ||
+        (status = fold_select(comm, coll, count, dtype, op, &choice)) != FOLD_OK) {
         return status;
     }
     fold_call_t call = {.coll = coll, .in = in, .out = has_out ? recvbuf : NULL,

@@ -11,6 +11,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -163,7 +164,27 @@ typedef struct locality_record {
     char     node_name[64];
     uint64_t select_hash;
     int32_t  status;        /* this rank's configuration: FOLD_OK or why not */
+    int32_t  single_copy;   /* the kernel lets this rank copy through it ... */
+    double   cma_gbs;       /* ... at this rate */
+    double   cma_us;        /* ... and this cost per call */
 } locality_record_t;
+
+/* What fold_init measured, agreed by every rank: single copy's rate (the slowest
+ * rank's) and cost per call (the dearest), where every rank could measure it. */
+static void agree_measured(fold_context_t *ctx, const locality_record_t *all)
+{
+    double gbs = 0, us = 0;
+    int ok = 1;
+    for (int r = 0; r < ctx->bs.size; r++) {
+        ok &= all[r].single_copy;
+        gbs = r == 0 || all[r].cma_gbs < gbs ? all[r].cma_gbs : gbs;
+        us  = all[r].cma_us > us ? all[r].cma_us : us;
+    }
+    ctx->measured[0] = '\0';
+    if (ok && gbs > 0) {
+        snprintf(ctx->measured, sizeof(ctx->measured), "cma_gbs=%.4g,cma_us=%.4g", gbs, us);
+    }
+}
 
 /* Checks that every rank configured itself and would select alike. */
 static int check_agreement(const fold_context_t *ctx, const locality_record_t *all)
@@ -198,6 +219,9 @@ static int context_locality(fold_context_t *ctx, int config_status)
     memcpy(mine.node_name, ctx->bs.node_name, sizeof(mine.node_name));
     mine.status      = config_status;
     mine.select_hash = config_status == FOLD_OK ? selection_hash(ctx) : 0;
+    if (ctx->bs.size > 1) {
+        mine.single_copy = fold_node_peer_calibrate(&mine.cma_gbs, &mine.cma_us);
+    }
     locality_record_t *all = malloc((size_t)p * sizeof(*all));
     ctx->node_of = malloc((size_t)p * sizeof(int));
     if (all == NULL || ctx->node_of == NULL) {
@@ -213,6 +237,7 @@ static int context_locality(fold_context_t *ctx, int config_status)
         free(all);
         return status;
     }
+    agree_measured(ctx, all);
     size_t len = sizeof(mine.node_name);
     ctx->nnodes = 0;
     for (int r = 0; r < p; r++) {
@@ -403,6 +428,9 @@ int fold_context_create(fold_bootstrap_t *bs, const char *transport, void *loopb
     }
     if ((status = context_locality(ctx, config_status)) != FOLD_OK) {
         goto err;
+    }
+    if (ctx->measured[0] != '\0' && (status = fold_select_configure(ctx)) != FOLD_OK) {
+        goto err;   /* the model again, from what was measured (same on every rank) */
     }
     context_resolve_threads(ctx);
     context_resolve_spin(ctx);

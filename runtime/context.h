@@ -39,8 +39,10 @@ struct fold_context {
     uint32_t             magic;
     fold_tune_t          tune;            /* parsed FOLD_TUNE */
     fold_tune_file_t     file;            /* FOLD_TUNE_FILE: rules and model parameters */
-    fold_model_params_t  model;           /* the cost model's machine (defaults, file,
-                                             FOLD_MODEL) */
+    fold_model_params_t  model;           /* the cost model's machine (defaults, what
+                                             fold_init measured, file, FOLD_MODEL) */
+    char                 measured[96];    /* "name=value,..." of what fold_init measured,
+                                             the same on every rank */
     const fold_alg_t    *forced[FOLD_COLL_COUNT]; /* FOLD_ALLREDUCE_ALG, FOLD_REDUCE_ALG */
     fold_bootstrap_t     bs;
     const fold_tl_ops_t *tl_ops;

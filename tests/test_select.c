@@ -168,12 +168,12 @@ Test(tune_file, rules_params_and_serve_ranges)
     cr_expect_null(fold_tune_file_serve(&f, FOLD_COLL_REDUCE, 4096, &shape));
 
     fold_model_params_t m;
-    cr_assert_eq(fold_model_configure(f.params, "step_us=0.5", &m), FOLD_OK);
+    cr_assert_eq(fold_model_configure(NULL, f.params, "step_us=0.5", &m), FOLD_OK);
     cr_expect_float_eq(m.flag_us, 0.25, 1e-12);
     cr_expect_float_eq(m.cache_bytes, 64.0 * 1024 * 1024, 1e-3);
     cr_expect_float_eq(m.step_us, 0.5, 1e-12, "FOLD_MODEL comes after the file");
-    cr_expect_eq(fold_model_configure(f.params, "no_such=1", &m), FOLD_ERR_NOT_FOUND);
-    cr_expect_eq(fold_model_configure(NULL, "flag_us=fast", &m), FOLD_ERR_INVALID_ARG);
+    cr_expect_eq(fold_model_configure(NULL, f.params, "no_such=1", &m), FOLD_ERR_NOT_FOUND);
+    cr_expect_eq(fold_model_configure(NULL, NULL, "flag_us=fast", &m), FOLD_ERR_INVALID_ARG);
     fold_tune_file_release(&f);
 }
 

@@ -31,6 +31,15 @@ static int plan_node(fold_comm_t *comm, const fold_call_t *call, fold_coll_args_
     return FOLD_OK;
 }
 
+int fold_coll_prepare(fold_comm_t *comm)
+{
+    fold_node_t *node;
+    if (comm->node != NULL || comm->shape.max_ppn < 2) {
+        return FOLD_OK;
+    }
+    return fold_comm_node(comm, &node);
+}
+
 int fold_coll_plan(fold_comm_t *comm, const fold_call_t *call, const fold_choice_t *choice,
                    fold_exec_args_t *args)
 {

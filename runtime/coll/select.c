@@ -31,10 +31,10 @@
  * count or on a machine; the model picks within each family.
  */
 const char fold_default_tune[] =
-    "allreduce:0-inf:n1-1:ppn2-inf:shm_flat,dpml,dpml_pipelined"
+    "allreduce:0-inf:n1-1:ppn2-inf:shm_flat,dpml,dpml_pipelined,cma"
     "#allreduce:0-inf:n2-inf:ppn2-inf:dpml,dpml_pipelined"
     "#allreduce:0-inf:recursive_doubling,rabenseifner,ring"
-    "#reduce:0-inf:n1-1:ppn2-inf:shm_flat,dpml,dpml_pipelined"
+    "#reduce:0-inf:n1-1:ppn2-inf:shm_flat,dpml,dpml_pipelined,cma"
     "#reduce:0-inf:n2-inf:ppn2-inf:dpml,dpml_pipelined"
     "#reduce:0-inf:binomial,rabenseifner,ring,chain,bintree,greedy";
 
@@ -87,8 +87,8 @@ int fold_select_configure(fold_context_t *ctx)
         status = fold_tune_file_load(ctx->config.values[FOLD_CFG_TUNE_FILE], &ctx->file);
     }
     if (status == FOLD_OK) {
-        status = fold_model_configure(ctx->file.params, ctx->config.values[FOLD_CFG_MODEL],
-                                      &ctx->model);
+        status = fold_model_configure(ctx->measured, ctx->file.params,
+                                      ctx->config.values[FOLD_CFG_MODEL], &ctx->model);
     }
     if (status != FOLD_OK) {
         fold_tune_release(&tune);

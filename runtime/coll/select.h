@@ -148,8 +148,10 @@ void fold_tune_file_release(fold_tune_file_t *file);
 const fold_serve_rule_t *fold_tune_file_serve(const fold_tune_file_t *file, fold_coll_t coll,
                                               size_t bytes, const fold_shape_t *shape);
 
-/* Model parameters: the defaults, then the file's, then FOLD_MODEL ("name=value,..."). */
-int fold_model_configure(const char *file_params, const char *env, fold_model_params_t *p);
+/* Model parameters: the defaults, then what fold_init measured, then the file's,
+ * then FOLD_MODEL (each "name=value,..." or NULL). */
+int fold_model_configure(const char *measured, const char *file_params, const char *env,
+                         fold_model_params_t *p);
 
 /* Shape of `size` ranks placed on nodes by node_of[r] (any non-negative keys). */
 void fold_shape_of(int size, const int *node_of, int max_node, fold_shape_t *shape);

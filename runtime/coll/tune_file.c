@@ -211,11 +211,15 @@ static int apply_params(const char *list, const char *origin, fold_model_params_
     return status;
 }
 
-int fold_model_configure(const char *file_params, const char *env, fold_model_params_t *p)
+int fold_model_configure(const char *measured, const char *file_params, const char *env,
+                         fold_model_params_t *p)
 {
     fold_model_params_t m;
     fold_model_defaults(&m);
-    int status = apply_params(file_params, "tuning file", &m);
+    int status = apply_params(measured, "fold_init's measurement", &m);
+    if (status == FOLD_OK) {
+        status = apply_params(file_params, "tuning file", &m);
+    }
     if (status == FOLD_OK) {
         status = apply_params(env, "FOLD_MODEL", &m);
     }

@@ -108,6 +108,9 @@ int    fold_node_peer_read(const fold_node_t *node, int local, uint64_t epoch, i
 int    fold_node_peer_write(const fold_node_t *node, int local, uint64_t epoch,
                             size_t off_bytes, const void *src, size_t len, char *why,
                             size_t whylen);
+/* Measures the single-copy path on this process's own memory: GB/s of a 1 MiB
+ * read and microseconds per call. 0 where the kernel refuses. */
+int    fold_node_peer_calibrate(double *gbs, double *call_us);
 /* Whether this process can read the 8 bytes at addr in process pid (== expect). */
 int    fold_node_peer_probe(int64_t pid, uint64_t addr, uint64_t expect);
 

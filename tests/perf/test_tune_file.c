@@ -145,7 +145,7 @@ Test(tune_file, rules_params_and_serve_round_trip)
 
     /* parameters, bit for bit */
     fold_model_params_t q;
-    cr_assert_eq(fold_model_configure(file.params, NULL, &q), FOLD_OK);
+    cr_assert_eq(fold_model_configure(NULL, file.params, NULL, &q), FOLD_OK);
     cr_assert_eq(q.step_us, f.p.step_us);
     cr_assert_eq(q.flag_us, f.p.flag_us);
     cr_assert_eq(q.intra_gbs, f.p.intra_gbs);
