@@ -389,3 +389,47 @@ Test(select_shapes, shm_flat_is_reported_as_dpml_where_it_would_run_dpml)
     fold_context_free_virtual(two_nodes);
     fold_context_free_virtual(one_node);
 }
+
+Test(select_shapes, single_copy_only_where_the_node_allows_it)
+{
+    setenv("FOLD_REDUCE_ALG", "cma", 1);
+    fold_context_t *one_node = virtual_ctx(1, 4), *two_nodes = virtual_ctx(2, 2);
+    unsetenv("FOLD_REDUCE_ALG");
+    cr_expect_eq(choose(one_node, FOLD_COLL_REDUCE, 1 << 20, FOLD_OP_SUM).alg, &fold_alg_cma,
+                 "forced, on one node whose set-up has not run yet");
+    cr_expect_eq(choose(two_nodes, FOLD_COLL_REDUCE, 1 << 20, FOLD_OP_SUM).alg, &fold_alg_dpml,
+                 "single copy spans one node only");
+
+    /* A node whose set-up found that the kernel refuses single copy. */
+    fold_node_t *refused = calloc(1, sizeof(*refused));
+    cr_assert_not_null(refused);
+    one_node->world->node = refused;
+    fold_select_cache_clear(one_node->world);
+    fold_choice_t c = choose(one_node, FOLD_COLL_REDUCE, 1 << 20, FOLD_OP_SUM);
+    cr_expect_eq(c.alg, &fold_alg_dpml, "chose %s where single copy is refused", c.alg->name);
+    cr_expect_str_eq(fold_selected_algorithm(one_node->world, "reduce", 1 << 18, FOLD_FLOAT32),
+                     "dpml");
+    fold_context_free_virtual(one_node);
+    fold_context_free_virtual(two_nodes);
+}
+
+Test(select_shapes, single_copy_rate_decides_between_it_and_the_segment)
+{
+    /* The same one-node shape, once with single copy as fast as memory and once
+     * crawling: the model must take it in the first case and never in the second. */
+    setenv("FOLD_MODEL", "cma_gbs=200,cma_us=0.1", 1);
+    fold_context_t *fast = virtual_ctx(1, 8);
+    setenv("FOLD_MODEL", "cma_gbs=0.01,cma_us=50", 1);
+    fold_context_t *slow = virtual_ctx(1, 8);
+    unsetenv("FOLD_MODEL");
+    cr_expect_eq(choose(fast, FOLD_COLL_REDUCE, 4 << 20, FOLD_OP_SUM).alg, &fold_alg_cma);
+    cr_expect_eq(choose(fast, FOLD_COLL_ALLREDUCE, 4 << 20, FOLD_OP_SUM).alg, &fold_alg_cma);
+    for (size_t bytes = 64; bytes <= (64u << 20); bytes *= 8) {
+        cr_expect_neq(choose(slow, FOLD_COLL_REDUCE, bytes, FOLD_OP_SUM).alg, &fold_alg_cma,
+                      "%zu B", bytes);
+        cr_expect_neq(choose(slow, FOLD_COLL_ALLREDUCE, bytes, FOLD_OP_SUM).alg, &fold_alg_cma,
+                      "%zu B", bytes);
+    }
+    fold_context_free_virtual(fast);
+    fold_context_free_virtual(slow);
+}

@@ -20,9 +20,10 @@
  *
  * Every rank folds the rows in the same rank order, and every block is folded
  * once, so all ranks get the same bits, for any op (commutative or not). Across
- * nodes it does not apply: selection keeps it to one node.
+ * nodes it builds dpml, as shm_flat does (selection reports dpml there).
  */
 #include "alg.h"
+#include "alg_dpml.h"
 #include "node/topo.h"
 
 #include <fold/fold_status.h>
@@ -76,8 +77,11 @@ static int cma_build(const fold_coll_args_t *a, fold_sched_t *s)
     const int allreduce = a->coll == FOLD_COLL_ALLREDUCE;
     const int has_out = allreduce || me == a->root;
 
-    if (t == NULL || t->size != p || t->nnodes != 1 || a->root < 0 || a->root >= p) {
+    if (t == NULL || t->size != p || a->root < 0 || a->root >= p) {
         return FOLD_ERR_INVALID_ARG;
+    }
+    if (t->nnodes > 1) {
+        return fold_dpml_build(a, s, 0);
     }
     if (n == 0) {
         return s->status;
@@ -138,7 +142,7 @@ const fold_alg_t fold_alg_cma = {
     .name        = "cma",
     .description = "single copy on one node: each rank folds its block straight from "
                    "the others' buffers (cross-memory attach) and, in an allreduce, "
-                   "reads the other blocks from their owners",
+                   "reads the other blocks from their owners (dpml across nodes)",
     .allreduce   = cma_build,
     .reduce      = cma_build,
     .flags       = FOLD_ALG_NODE_AWARE | FOLD_ALG_ORDERED | FOLD_ALG_SINGLE_COPY,
