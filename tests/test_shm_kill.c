@@ -1,8 +1,8 @@
 /*
  * Nothing is left in /dev/shm when a process dies. Real processes: the test forks
  * ranks that bootstrap through an out-of-band allgather over shared memory and talk
- * over UCP; one rank is killed with SIGKILL either in the middle of a DPML
- * allreduce (its segment attached long before) or before it ever joins the
+ * over UCP; one rank is killed with SIGKILL either in the middle of a DPML or a
+ * single-copy (cma) allreduce (its segment attached long before) or before it ever joins the
  * segment's setup. The survivors must fail (mid-call: FOLD_ERR_TIMEOUT, the
  * leader's log naming the rank and flag it waited for), and afterwards no fold
  * segment may remain.
@@ -95,7 +95,7 @@ static int allreduce_ok(fold_comm_h w, int rank)
 }
 
 static void child_main(shared_t *sh, int rank, int victim, enum kill_point point,
-                       const char *log)
+                       const char *alg, const char *log)
 {
     /* UCX reports a vanished peer on stdout: keep both streams in the log. */
     if (freopen(log, "w", stderr) == NULL || dup2(fileno(stderr), STDOUT_FILENO) < 0) {
@@ -114,7 +114,7 @@ static void child_main(shared_t *sh, int rank, int victim, enum kill_point point
         _exit(3);
     }
     fold_comm_h w = fold_comm_world(ctx);
-    fold_config_set(ctx, "ALLREDUCE_ALG", "dpml");
+    fold_config_set(ctx, "ALLREDUCE_ALG", alg);
 
     if (point == KILL_BEFORE_SETUP && rank == victim) {
         raise(SIGKILL);
@@ -150,7 +150,7 @@ static int file_contains(const char *path, const char *needle)
     return strstr(text, needle) != NULL;
 }
 
-static void run_scenario(enum kill_point point)
+static void run_scenario(enum kill_point point, const char *alg)
 {
     const int victim = point == KILL_MID_CALL ? 1 : 2;
     char before[8192], after[8192], logs[NPROC][128];
@@ -174,7 +174,7 @@ static void run_scenario(enum kill_point point)
         pid[r] = fork();
         cr_assert_geq(pid[r], 0);
         if (pid[r] == 0) {
-            child_main(sh, r, victim, point, logs[r]);
+            child_main(sh, r, victim, point, alg, logs[r]);
         }
     }
     /* The survivors fail after FOLD_TIMEOUT; give them ample time, then stop them. */
@@ -209,8 +209,9 @@ static void run_scenario(enum kill_point point)
         }
     }
     if (point == KILL_MID_CALL) {
-        /* Rank 0 leads the one partition of this small message: it waits for the
-         * victim's copy-in and says so. */
+        /* dpml: rank 0 leads the one partition of this small message and waits for
+         * the victim's copy-in; cma: rank 0 waits for the victim to publish its
+         * buffers. Either says so. */
         cr_expect(file_contains(logs[0], "shm wait for rank 1 (local rank 1) to reach written"),
                   "rank 0's log does not name what it waited for");
     }
@@ -223,10 +224,15 @@ static void run_scenario(enum kill_point point)
 
 Test(shm_kill, rank_killed_mid_call_leaves_nothing, .timeout = 180)
 {
-    run_scenario(KILL_MID_CALL);
+    run_scenario(KILL_MID_CALL, "dpml");
+}
+
+Test(shm_kill, rank_killed_mid_single_copy_call_leaves_nothing, .timeout = 180)
+{
+    run_scenario(KILL_MID_CALL, "cma");
 }
 
 Test(shm_kill, rank_killed_before_setup_leaves_nothing, .timeout = 180)
 {
-    run_scenario(KILL_BEFORE_SETUP);
+    run_scenario(KILL_BEFORE_SETUP, "dpml");
 }
