@@ -45,12 +45,13 @@ int tune_plan_cases(fold_coll_t coll, const fold_shape_t *shape, tune_case_t *ou
         }
         if (!(a->flags & FOLD_ALG_NODE_AWARE)) {
             n = add_case(out, n, cap, a->name, 0);
-        } else if (strcmp(a->name, "shm_flat") == 0 || (a->flags & FOLD_ALG_SINGLE_COPY)) {
-            /* one node only (across nodes it is dpml); no leaders */
+        } else if (strcmp(a->name, "shm_flat") == 0) {
+            /* one node only (across nodes it is dpml); it has no leaders */
             if (shared_node && shape->nnodes == 1) {
                 n = add_case(out, n, cap, a->name, 0);
             }
-        } else if (shared_node) {
+        } else if (shared_node && (shape->nnodes == 1 || !(a->flags & FOLD_ALG_SINGLE_COPY))) {
+            /* single copy: one node only (across nodes it is dpml) */
             for (int l = 0; l < nleaders; l++) {
                 n = add_case(out, n, cap, a->name, leaders[l]);
             }

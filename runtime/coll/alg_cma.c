@@ -3,24 +3,28 @@
  * buffers through the kernel (cross-memory attach, runtime/node/peer.c) instead
  * of copying into the node segment and out again.
  *
- * Rank b owns block b of the message (p nearly equal blocks). It reads every other
- * rank's part of block b straight from their IN, chunk by chunk into two TMP slots,
- * and folds the rows in rank order into its result: its own OUT (allreduce, or the
- * root of a reduce), or a TMP slot it then writes into the root's OUT. An
- * allreduce then reads every other block straight from its owner's OUT.
+ * k owners (args->leaders, chosen by the cost model: one owner pays one kernel
+ * call per chunk, several share the copying) split the message into k nearly equal
+ * blocks. Owner j reads every other rank's part of block j straight from their IN,
+ * chunk by chunk into two TMP slots, and folds the rows in rank order into its
+ * result: its own OUT (allreduce, or the root of a reduce), or a TMP slot it then
+ * writes into the root's OUT. An allreduce then reads every block it does not own
+ * straight from its owner's OUT. Owners are ranks 0..k-1 (allreduce), or the root
+ * and then the other ranks in order (reduce).
  *
- *   step                         rank b (owner of block b)
- *   1 publish                    post WRITTEN: IN and OUT are readable
- *   2 fold block b, chunk c      wait WRITTEN of r; read IN_r[c] -> TMP; fold
- *                                (reduce, not root: write TMP -> OUT_root[c])
- *   3 results                    post PUBLISHED; for each owner o: wait its
- *     (allreduce)                PUBLISHED, read OUT_o[block o] -> OUT[block o]
+ *   step                         owner j                       others
+ *   1 publish                    post WRITTEN: IN, OUT readable  (same)
+ *   2 fold block j, chunk c      wait WRITTEN of r; read IN_r[c]
+ *                                -> TMP; fold (reduce, not root:
+ *                                write TMP -> OUT_root[c])
+ *   3 results (allreduce)        post PUBLISHED; for every other owner o: wait its
+ *                                PUBLISHED, read OUT_o[block o] -> OUT[block o]
  *   4 finish                     post DONE; wait DONE of every rank (no rank may
  *                                return while another still reads its buffers)
  *
- * Every rank folds the rows in the same rank order, and every block is folded
- * once, so all ranks get the same bits, for any op (commutative or not). Across
- * nodes it builds dpml, as shm_flat does (selection reports dpml there).
+ * Every block is folded once, in rank order, so all ranks get the same bits, for
+ * any op (commutative or not). Across nodes it builds dpml, as shm_flat does
+ * (selection reports dpml there).
  */
 #include "alg.h"
 #include "alg_dpml.h"
@@ -34,6 +38,29 @@ static void block_of(size_t n, int p, int b, size_t *lo, size_t *len)
     size_t base = n / (size_t)p, rem = n % (size_t)p, ub = (size_t)b;
     *lo  = ub * base + (ub < rem ? ub : rem);
     *len = base + (ub < rem ? 1 : 0);
+}
+
+static int owner_count(const fold_coll_args_t *a)
+{
+    return a->leaders < 1 ? 1 : a->leaders > a->size ? a->size : a->leaders;
+}
+
+/* The rank that owns block j. */
+static int owner_rank(const fold_coll_args_t *a, int j)
+{
+    if (a->coll == FOLD_COLL_ALLREDUCE) {
+        return j;
+    }
+    return j == 0 ? a->root : (j - 1 < a->root ? j - 1 : j);
+}
+
+/* The block `rank` owns, or -1. */
+static int owned_block(const fold_coll_args_t *a, int rank)
+{
+    int j = a->coll == FOLD_COLL_ALLREDUCE ? rank
+          : rank == a->root                ? 0
+                                           : (rank < a->root ? rank : rank - 1) + 1;
+    return j < owner_count(a) ? j : -1;
 }
 
 /* Folds block b chunk by chunk into `final` (OUT, or TMP written to the root). */
@@ -95,9 +122,12 @@ static int cma_build(const fold_coll_args_t *a, fold_sched_t *s)
     /* 1. IN and OUT are published (the executor did it when the call took its turn). */
     fold_sched_peer_publish(s, FOLD_FLAG_WRITTEN, n);
 
-    /* 2. This rank's block, from every rank's IN. */
-    size_t lo, len;
-    block_of(n, p, me, &lo, &len);
+    /* 2. This rank's block, if it owns one, from every rank's IN. */
+    const int k = owner_count(a), j = owned_block(a, me);
+    size_t lo = 0, len = 0;
+    if (j >= 0) {
+        block_of(n, k, j, &lo, &len);
+    }
     for (int r = 0; r < p && len > 0; r++) {
         if (r != me) {
             fold_sched_shm_wait(s, r, t->local_of[r], FOLD_FLAG_WRITTEN, 1, fold_ref_peer(lo),
@@ -105,8 +135,8 @@ static int cma_build(const fold_coll_args_t *a, fold_sched_t *s)
         }
     }
     fold_block(s, a, lo, len);
-    /* What the owner's posts must follow: its result, wherever it went. A rank
-     * with an empty block guards a TMP element nothing else touches. */
+    /* What this rank's posts must follow: its result, wherever it went. A rank
+     * without a block guards a TMP element nothing else touches. */
     const size_t spare = (size_t)(a->depth > 1 ? a->depth : 2) * 2 * a->seg_count;
     fold_ref_t mine = len == 0 ? fold_ref_tmp(spare)
                     : has_out ? fold_ref_out(lo) : fold_ref_peer(lo);
@@ -115,9 +145,10 @@ static int cma_build(const fold_coll_args_t *a, fold_sched_t *s)
     /* 3. Allreduce: every other block from its owner's OUT. */
     if (allreduce) {
         fold_sched_shm_post(s, FOLD_FLAG_PUBLISHED, 1, mine, mine_len);
-        for (int o = 0; o < p; o++) {
+        for (int b = 0; b < k; b++) {
             size_t olo, olen;
-            block_of(n, p, o, &olo, &olen);
+            int o = owner_rank(a, b);
+            block_of(n, k, b, &olo, &olen);
             if (o == me || olen == 0) {
                 continue;
             }
@@ -140,9 +171,9 @@ static int cma_build(const fold_coll_args_t *a, fold_sched_t *s)
 
 const fold_alg_t fold_alg_cma = {
     .name        = "cma",
-    .description = "single copy on one node: each rank folds its block straight from "
-                   "the others' buffers (cross-memory attach) and, in an allreduce, "
-                   "reads the other blocks from their owners (dpml across nodes)",
+    .description = "single copy on one node: each of `leaders` owners folds its block "
+                   "straight from the others' buffers (cross-memory attach); an "
+                   "allreduce reads the other blocks from their owners (dpml across nodes)",
     .allreduce   = cma_build,
     .reduce      = cma_build,
     .flags       = FOLD_ALG_NODE_AWARE | FOLD_ALG_ORDERED | FOLD_ALG_SINGLE_COPY,

@@ -36,10 +36,10 @@ Test(tune_plan, cases_one_node_two_ranks)
     char text[1024];
     cases_text(FOLD_COLL_ALLREDUCE, shape_of(1, 2, 2, 2), text, sizeof(text));
     cr_assert_str_eq(text, "recursive_doubling/0 rabenseifner/0 ring/0 dpml/1 dpml/2 "
-                           "dpml_pipelined/1 dpml_pipelined/2 shm_flat/0 cma/0 auto/0");
+                           "dpml_pipelined/1 dpml_pipelined/2 shm_flat/0 cma/1 cma/2 auto/0");
     cases_text(FOLD_COLL_REDUCE, shape_of(1, 2, 2, 2), text, sizeof(text));
     cr_assert_str_eq(text, "rabenseifner/0 ring/0 binomial/0 chain/0 bintree/0 greedy/0 "
-                           "dpml/1 dpml/2 dpml_pipelined/1 dpml_pipelined/2 shm_flat/0 cma/0 auto/0");
+                           "dpml/1 dpml/2 dpml_pipelined/1 dpml_pipelined/2 shm_flat/0 cma/1 cma/2 auto/0");
 }
 
 Test(tune_plan, cases_leader_counts_up_to_the_fewest_ranks)
