@@ -125,7 +125,20 @@ static void print_selection(void)
     }
 }
 
-/* The cost model's parameters in effect: defaults, the tuning file's, FOLD_MODEL. */
+/* What fold_init would measure on this machine (single copy's rate and cost), fed
+ * to the model as it would be; 0 where the kernel refuses single copy. */
+static int measure_here(fold_context_t *ctx)
+{
+    double gbs, us;
+    if (!fold_node_peer_calibrate(&gbs, &us)) {
+        return 0;
+    }
+    snprintf(ctx->measured, sizeof(ctx->measured), "cma_gbs=%.4g,cma_us=%.4g", gbs, us);
+    return fold_select_configure(ctx) == FOLD_OK;
+}
+
+/* The cost model's parameters in effect: defaults, measured, the tuning file's,
+ * FOLD_MODEL. */
 static int print_model(void)
 {
     int node_of[1] = {0};
@@ -133,7 +146,10 @@ static int print_model(void)
     if (fold_context_create_virtual(1, node_of, &ctx) != FOLD_OK) {
         return 1;
     }
-    printf("#\n# Cost model parameters (defaults, then the tuning file %s, then FOLD_MODEL)\n#\n",
+    int measured = measure_here(ctx);
+    printf("#\n# Cost model parameters (defaults, then measured here: %s, then the tuning "
+           "file %s, then FOLD_MODEL)\n#\n",
+           measured ? ctx->measured : "single copy refused by the kernel",
            ctx->file.path ? ctx->file.path : "(none)");
     fold_model_print(&ctx->model, "", stdout);
     fold_context_free_virtual(ctx);
@@ -222,6 +238,7 @@ static int print_decisions(const char *shape_text, int all_algorithms)
         fprintf(stderr, "fold_info: %s\n", fold_status_string(status));
         return 1;
     }
+    measure_here(ctx);   /* as fold_init would on this machine */
     fold_comm_t *w = ctx->world;
     if (fold_select_topos(w) != FOLD_OK) {
         fold_context_free_virtual(ctx);
