@@ -91,7 +91,7 @@ static int reduction_start(fold_coll_t coll, const void *sendbuf, void *recvbuf,
     }
 
     fold_choice_t choice;
-    if ((status = fold_coll_prepare(comm)) != FOLD_OK ||
+    if ((status = fold_coll_prepare(comm, coll)) != FOLD_OK ||
         (status = fold_select(comm, coll, count, dtype, op, &choice)) != FOLD_OK) {
         return status;
     }

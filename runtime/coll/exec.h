@@ -121,9 +121,10 @@ typedef struct fold_call {
 } fold_call_t;
 int fold_coll_plan(fold_comm_t *comm, const fold_call_t *call, const fold_choice_t *choice,
                    fold_exec_args_t *args);
-/* Before a communicator's first selection: where some of its ranks share a node,
- * its node state (collective; every rank of comm calls it at the same call), so
- * that selection knows what the node allows (single copy). */
-int fold_coll_prepare(fold_comm_t *comm);
+/* Before a communicator's first selection: where some of its ranks share a node
+ * and a node-aware algorithm may be selected, its node state (collective; every
+ * rank of comm calls it at the same call), so that selection knows what the node
+ * allows (single copy). */
+int fold_coll_prepare(fold_comm_t *comm, fold_coll_t coll);
 
 #endif

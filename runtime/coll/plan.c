@@ -31,11 +31,13 @@ static int plan_node(fold_comm_t *comm, const fold_call_t *call, fold_coll_args_
     return FOLD_OK;
 }
 
-int fold_coll_prepare(fold_comm_t *comm)
+int fold_coll_prepare(fold_comm_t *comm, fold_coll_t coll)
 {
     fold_node_t *node;
-    if (comm->node != NULL || comm->shape.max_ppn < 2) {
-        return FOLD_OK;
+    const fold_alg_t *forced = comm->ctx->forced[coll];
+    if (comm->node != NULL || comm->shape.max_ppn < 2 ||
+        (forced != NULL && !(forced->flags & FOLD_ALG_NODE_AWARE))) {
+        return FOLD_OK;   /* no node state, or none that selection could use */
     }
     return fold_comm_node(comm, &node);
 }
