@@ -44,7 +44,7 @@ const fold_config_var_t fold_config_vars[FOLD_CFG_COUNT] = {
     [FOLD_CFG_OFI_PROVIDER] = {"OFI_PROVIDER", "", FOLD_CONFIG_STRING,
         "libfabric provider of the ofi transport, e.g. 'tcp;ofi_rxm' or 'shm' (fold_info -t "
         "lists those found); empty = the first that offers reliable datagrams with tagged "
-        "messages and RMA. Read from the environment when the transport opens (fold_init)"},
+        "messages and RMA. The transport opens with it at fold_init; it cannot change later"},
     [FOLD_CFG_DPML_LEADERS] = {"DPML_LEADERS", "auto", FOLD_CONFIG_INT,
         "Leaders per node of the dpml algorithms (at most the fewest ranks on a node); "
         "auto: the cost model's choice for the message size and shape"},

@@ -435,7 +435,13 @@ int fold_context_create(fold_bootstrap_t *bs, const char *transport, void *loopb
     context_resolve_threads(ctx);
     context_resolve_spin(ctx);
 
-    fold_tl_params_t params = {ctx->bs.rank, ctx->bs.size, loopback_fabric};
+    /* The transport sees the context's configuration, not the environment. */
+    fold_tl_params_t params = {
+        .rank            = ctx->bs.rank,
+        .size            = ctx->bs.size,
+        .loopback_fabric = loopback_fabric,
+        .ofi_provider    = ctx->config.values[FOLD_CFG_OFI_PROVIDER],
+    };
     if (local == FOLD_OK && (local = ctx->tl_ops->open(&params, &ctx->tl)) != FOLD_OK) {
         ctx->tl = NULL;
     }

@@ -4,7 +4,7 @@
  *
  *     mpirun -x FOLD_OFI_PROVIDER=shm -n 3 ./mp_ofi
  *
- * - an unknown FOLD_OFI_PROVIDER fails to open with FOLD_ERR_NOT_FOUND;
+ * - an unknown provider fails to open with FOLD_ERR_NOT_FOUND;
  * - message sizes on both sides of the inject, eager and rendezvous limits of the
  *   providers here (tcp;ofi_rxm: 64 B inject, 16 KiB eager, 128 KiB SAR; shm: 4 KiB),
  *   received expected and unexpected, to the right neighbour and to oneself;
@@ -25,6 +25,7 @@
  *     mpirun -n 2 -x FOLD_TRANSPORT=ofi -x FOLD_OFI_PROVIDER=shm ./mp_ofi --bench
  */
 #include "bootstrap.h"
+#include "config.h"
 #include "log.h"
 #include "transport/transport.h"
 
@@ -51,6 +52,7 @@ typedef struct test_env {
     fold_tl_t           *tl;
     int                  rank, size, left, right;
     unsigned             barrier_seq;
+    const char          *provider;   /* FOLD_OFI_PROVIDER, as a context reads it */
 } test_env_t;
 
 static int test_rank = -1;
@@ -205,22 +207,14 @@ static void connect_peers(test_env_t *env)
 /* The open error is the point of this check; keep its log line out of the output. */
 static void test_unknown_provider(const test_env_t *env)
 {
-    const char *saved = getenv("FOLD_OFI_PROVIDER");
-    char *copy = saved ? strdup(saved) : NULL;
     int saved_level = fold_log_level;
-    fold_tl_params_t params = {.rank = env->rank, .size = env->size};
+    fold_tl_params_t params = {.rank = env->rank, .size = env->size,
+                               .ofi_provider = "no_such_provider"};
     fold_tl_t *tl = NULL;
 
-    setenv("FOLD_OFI_PROVIDER", "no_such_provider", 1);
     fold_log_level = -1;
     int status = env->ops->open(&params, &tl);
     fold_log_level = saved_level;
-    if (copy != NULL) {
-        setenv("FOLD_OFI_PROVIDER", copy, 1);
-        free(copy);
-    } else {
-        unsetenv("FOLD_OFI_PROVIDER");
-    }
     CHECK(status == FOLD_ERR_NOT_FOUND && tl == NULL,
           "an unknown provider opened with %s, expected %s", fold_status_string(status),
           fold_status_string(FOLD_ERR_NOT_FOUND));
@@ -454,8 +448,7 @@ static void bench(test_env_t *env)
     CHECK(env->size == 2, "--bench runs on exactly 2 ranks");
     if (env->rank == 0) {
         printf("# transport %s%s%s\n# %10s %12s %12s\n", env->ops->name,
-               getenv("FOLD_OFI_PROVIDER") ? ", provider " : "",
-               getenv("FOLD_OFI_PROVIDER") ? getenv("FOLD_OFI_PROVIDER") : "", "bytes",
+               env->provider[0] ? ", provider " : "", env->provider, "bytes",
                "latency_us", "bw_MB/s");
     }
     for (size_t len = 8; len <= max_len; len *= 2) {
@@ -509,7 +502,12 @@ int main(int argc, char **argv)
     const char *transport = getenv("FOLD_TRANSPORT");
     env.ops = fold_tl_find(bench_mode && transport != NULL ? transport : "ofi");
     CHECK(env.ops != NULL, "no transport '%s' in this build", bench_mode ? transport : "ofi");
-    fold_tl_params_t params = {.rank = env.rank, .size = env.size};
+    /* The provider comes from the configuration, as fold_init passes it. */
+    fold_config_t config;
+    check_ok(fold_config_load(&config), "fold_config_load");
+    env.provider = config.values[FOLD_CFG_OFI_PROVIDER];
+    fold_tl_params_t params = {.rank = env.rank, .size = env.size,
+                               .ofi_provider = env.provider};
     if (bench_mode) {
         check_ok(env.ops->open(&params, &env.tl), "open");
         connect_peers(&env);
@@ -518,6 +516,7 @@ int main(int argc, char **argv)
         env.ops->close(env.tl);
         bs_barrier(&env);
         env.bs.finalize(&env.bs);
+        fold_config_release(&config);
         return 0;
     }
 
@@ -540,10 +539,10 @@ int main(int argc, char **argv)
 
     bs_barrier(&env);
     if (env.rank == 0) {
-        const char *provider = getenv("FOLD_OFI_PROVIDER");
         printf("mp_ofi: all checks passed over %s on %d rank(s)\n",
-               provider && provider[0] ? provider : "the default provider", env.size);
+               env.provider[0] ? env.provider : "the default provider", env.size);
     }
     env.bs.finalize(&env.bs);
+    fold_config_release(&config);
     return 0;
 }

@@ -10,6 +10,7 @@
  * UCX_TLS=tcp,self.
  */
 #include "bootstrap.h"
+#include "config.h"
 #include "log.h"
 #include "transport/transport.h"
 
@@ -562,8 +563,13 @@ int main(void)
     const char *transport = getenv("FOLD_TRANSPORT");
     env.ops = fold_tl_find(transport != NULL ? transport : "ucp");
     CHECK(env.ops != NULL, "unknown transport '%s'", transport);
-    fold_tl_params_t params = {.rank = env.rank, .size = env.size};
+    /* The transport's settings come from the configuration, as fold_init passes them. */
+    fold_config_t config;
+    check_ok(fold_config_load(&config), "fold_config_load");
+    fold_tl_params_t params = {.rank = env.rank, .size = env.size,
+                               .ofi_provider = config.values[FOLD_CFG_OFI_PROVIDER]};
     check_ok(env.ops->open(&params, &env.tl), "open");
+    fold_config_release(&config);
     connect_peers(&env);
 
     test_invalid_args(&env);

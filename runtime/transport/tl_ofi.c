@@ -4,9 +4,10 @@
  * instance: provider discovery, open and close, addresses and peers, and the ops
  * table; tl_ofi_impl.h lists what the other files hold.
  *
- * Provider: FOLD_OFI_PROVIDER (e.g. "tcp;ofi_rxm", "shm"), read when the transport
- * opens. Unset or empty takes the first provider fi_getinfo offers for what fold
- * asks, which is libfabric's own order of preference (FI_PROVIDER filters it too).
+ * Provider: params->ofi_provider (e.g. "tcp;ofi_rxm", "shm"), which the context
+ * takes from its FOLD_OFI_PROVIDER setting. NULL or empty takes the first provider
+ * fi_getinfo offers for what fold asks, which is libfabric's own order of
+ * preference (FI_PROVIDER filters it too).
  *
  * Peers: set_peers keeps every address; a peer enters the address vector on the
  * first operation towards it. Receives take any source (FI_ADDR_UNSPEC): the
@@ -157,10 +158,9 @@ int tl_ofi_connect(fold_tl_t *tl, int rank)
 
 /* ---- open / close --------------------------------------------------------------- */
 
-/* The fi_info of the provider to use: FOLD_OFI_PROVIDER's, or the first that fits. */
-static int tl_ofi_getinfo(struct fi_info **info_p)
+/* The fi_info of the provider to use: the named one, or the first that fits. */
+static int tl_ofi_getinfo(const char *provider, struct fi_info **info_p)
 {
-    const char *provider = getenv("FOLD_OFI_PROVIDER");
     struct fi_info *hints = fi_allocinfo();
     if (hints == NULL) {
         fold_error("ofi: out of memory");
@@ -253,7 +253,7 @@ static int tl_ofi_open(const fold_tl_params_t *params, fold_tl_t **tl_p)
     tl->size = params->size;
     tl_ofi_list_init(&tl->posted, TL_OFI_LINK_QUEUE);
 
-    if ((status = tl_ofi_getinfo(&tl->info)) != FOLD_OK) {
+    if ((status = tl_ofi_getinfo(params->ofi_provider, &tl->info)) != FOLD_OK) {
         goto err_free;
     }
     struct fi_info *info = tl->info;

@@ -30,9 +30,12 @@ typedef struct fold_tl_req {
 } fold_tl_req_t;
 
 typedef struct fold_tl_params {
-    int   rank;
-    int   size;
-    void *loopback_fabric;  /* loopback backend only: the shared in-process fabric */
+    int         rank;
+    int         size;
+    void       *loopback_fabric;  /* loopback backend only: the shared in-process fabric */
+    /* ofi backend only: the libfabric provider, read during open (the context passes
+     * its FOLD_OFI_PROVIDER setting); NULL or empty: the first that fits. */
+    const char *ofi_provider;
 } fold_tl_params_t;
 
 typedef struct fold_tl_ops {
