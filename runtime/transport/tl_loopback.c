@@ -39,7 +39,8 @@ typedef struct lb_mailbox {
     pthread_mutex_t lock;
     lb_msg_t       *unexpected;   /* FIFO: matching takes the oldest */
     lb_msg_t      **unexpected_tail;
-    lb_recv_t      *posted;
+    lb_recv_t      *posted;       /* FIFO too, so sends match receives in posting order */
+    lb_recv_t     **posted_tail;
 } lb_mailbox_t;
 
 typedef struct lb_fabric {
@@ -85,6 +86,7 @@ void *fold_loopback_fabric_create(int size)
     for (int i = 0; i < size; i++) {
         pthread_mutex_init(&f->boxes[i].lock, NULL);
         f->boxes[i].unexpected_tail = &f->boxes[i].unexpected;
+        f->boxes[i].posted_tail     = &f->boxes[i].posted;
     }
     return f;
 }
@@ -159,6 +161,17 @@ static int lb_check_peer(fold_tl_t *tl, int peer)
     return (peer >= 0 && peer < tl->fabric->size) ? FOLD_OK : FOLD_ERR_INVALID_ARG;
 }
 
+/* Unlinks the posted receive *pp, keeping the tail. */
+static lb_recv_t *posted_remove(lb_mailbox_t *box, lb_recv_t **pp)
+{
+    lb_recv_t *r = *pp;
+    *pp = r->next;
+    if (box->posted_tail == &r->next) {
+        box->posted_tail = pp;
+    }
+    return r;
+}
+
 static void deliver(lb_recv_t *r, int src, const void *data, size_t len)
 {
     size_t n = len <= r->len ? len : r->len;
@@ -179,7 +192,7 @@ static int lb_tag_send(fold_tl_t *tl, int peer, uint64_t tag, const void *buf, s
     for (lb_recv_t **pp = &box->posted; *pp != NULL; pp = &(*pp)->next) {
         lb_recv_t *r = *pp;
         if (r->src == tl->rank && r->tag == tag) {
-            *pp = r->next;
+            posted_remove(box, pp);
             deliver(r, tl->rank, buf, len);
             pthread_mutex_unlock(&box->lock);
             free(r);
@@ -250,8 +263,8 @@ static int lb_tag_recv(fold_tl_t *tl, int peer, uint64_t tag, void *buf, size_t 
             return FOLD_OK;
         }
     }
-    r->next     = box->posted;
-    box->posted = r;
+    *box->posted_tail = r;
+    box->posted_tail  = &r->next;
     pthread_mutex_unlock(&box->lock);
     return FOLD_OK;
 }
@@ -291,8 +304,7 @@ static void lb_cancel(fold_tl_t *tl, fold_tl_req_t *req)
     pthread_mutex_lock(&box->lock);
     for (lb_recv_t **pp = &box->posted; *pp != NULL; pp = &(*pp)->next) {
         if ((*pp)->req == req) {
-            lb_recv_t *r = *pp;
-            *pp = r->next;
+            lb_recv_t *r = posted_remove(box, pp);
             free(r);
             req_complete(req, FOLD_ERR_CANCELED, 0);
             pthread_mutex_unlock(&box->lock);
