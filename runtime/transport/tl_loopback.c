@@ -144,6 +144,20 @@ static void lb_close(fold_tl_t *tl)
     free(tl);
 }
 
+/* Mailboxes are FIFOs, every send copies its data before it completes (eager at
+ * once, rendezvous into the matching receive), and tags are compared whole. */
+static int lb_query(fold_tl_t *tl, fold_tl_caps_t *caps)
+{
+    *caps = (fold_tl_caps_t){
+        .name     = fold_tl_loopback_ops.name,
+        .provider = NULL,
+        .flags    = FOLD_TL_CAP_ORDERED | FOLD_TL_CAP_SEND_REUSE | FOLD_TL_CAP_TRUNCATION |
+                    FOLD_TL_CAP_RMA,
+        .tag_bits = 64,
+    };
+    return FOLD_OK;
+}
+
 static int lb_address(fold_tl_t *tl, const void **addr, size_t *len)
 {
     *addr = &tl->rank;
@@ -415,6 +429,7 @@ const fold_tl_ops_t fold_tl_loopback_ops = {
     .description  = "in-process ranks (threads) sharing one fabric; for tests",
     .open         = lb_open,
     .close        = lb_close,
+    .query        = lb_query,
     .address      = lb_address,
     .set_peers    = lb_set_peers,
     .tag_send     = lb_tag_send,

@@ -420,6 +420,21 @@ static void tl_ofi_close(fold_tl_t *tl)
     free(tl);
 }
 
+/* What open asked of the provider: FI_ORDER_SAS, kept through the per-peer queues
+ * (ordered), FI_RMA; sends complete once the provider, an inject or a bounce copy
+ * is done with the buffer; truncation comes from the discard iov or the provider. */
+static int tl_ofi_query(fold_tl_t *tl, fold_tl_caps_t *caps)
+{
+    *caps = (fold_tl_caps_t){
+        .name     = fold_tl_ofi_ops.name,
+        .provider = tl->info->fabric_attr->prov_name,
+        .flags    = FOLD_TL_CAP_ORDERED | FOLD_TL_CAP_SEND_REUSE | FOLD_TL_CAP_TRUNCATION |
+                    FOLD_TL_CAP_RMA,
+        .tag_bits = FOLD_TL_TAG_BITS,   /* the bits above carry the sender's rank */
+    };
+    return FOLD_OK;
+}
+
 static int tl_ofi_address(fold_tl_t *tl, const void **addr, size_t *len)
 {
     *addr = tl->address;
@@ -477,6 +492,7 @@ const fold_tl_ops_t fold_tl_ofi_ops = {
                     "(FOLD_OFI_PROVIDER selects the provider)",
     .open         = tl_ofi_open,
     .close        = tl_ofi_close,
+    .query        = tl_ofi_query,
     .address      = tl_ofi_address,
     .set_peers    = tl_ofi_set_peers,
     .tag_send     = tl_ofi_tag_send,

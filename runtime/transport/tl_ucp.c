@@ -541,6 +541,20 @@ static void tl_ucp_close(fold_tl_t *tl)
     free(tl);
 }
 
+/* UCP matches one sender's messages of one tag in order, calls a send's callback
+ * once its buffer is free, and reports an over-long message as truncated. */
+static int tl_ucp_query(fold_tl_t *tl, fold_tl_caps_t *caps)
+{
+    *caps = (fold_tl_caps_t){
+        .name     = fold_tl_ucp_ops.name,
+        .provider = NULL,
+        .flags    = FOLD_TL_CAP_ORDERED | FOLD_TL_CAP_SEND_REUSE | FOLD_TL_CAP_TRUNCATION |
+                    FOLD_TL_CAP_RMA,
+        .tag_bits = FOLD_TL_TAG_BITS,   /* the bits above carry the sender's rank */
+    };
+    return FOLD_OK;
+}
+
 static int tl_ucp_address(fold_tl_t *tl, const void **addr, size_t *len)
 {
     *addr = tl->address;
@@ -785,6 +799,7 @@ const fold_tl_ops_t fold_tl_ucp_ops = {
     .description  = "UCX UCP: tagged messages and RMA over one worker (UCX_TLS selects transports)",
     .open         = tl_ucp_open,
     .close        = tl_ucp_close,
+    .query        = tl_ucp_query,
     .address      = tl_ucp_address,
     .set_peers    = tl_ucp_set_peers,
     .tag_send     = tl_ucp_tag_send,

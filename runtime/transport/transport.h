@@ -7,9 +7,32 @@
  * completes at once); the backend stores the final status there from progress().
  * A call that fails to start returns a negative status and leaves req untouched.
  *
- * Tags: callers use only the low FOLD_TL_TAG_BITS bits of a tag; a backend may use
- * the bits above them, e.g. to carry the sender's rank so that a receive matches
- * exactly (peer, tag).
+ * Tags: callers use only the low bits of a tag, as many as the backend's caps say
+ * (FOLD_TL_TAG_BITS for ucp and ofi); a backend may use the bits above them, e.g.
+ * to carry the sender's rank so that a receive matches exactly (peer, tag).
+ *
+ * The messaging rule, which schedules and the executor rely on and every backend
+ * keeps (query() reports it as FOLD_TL_CAP_* flags; the context refuses a backend
+ * without what the executor needs, see fold_exec_check_caps):
+ *
+ *   - A send's request completing with FOLD_OK means the backend no longer reads
+ *     the caller's buffer: it may be overwritten or freed at once (ucp: UCX local
+ *     completion; ofi: inject, a bounce copy or the provider's completion;
+ *     loopback: the copy is made). It says nothing about delivery.
+ *     [FOLD_TL_CAP_SEND_REUSE]
+ *   - A send may complete at once (eager, inject, bounce copy) or only once the
+ *     receiver has matched it (rendezvous: ucp and ofi for large messages,
+ *     loopback from its rendezvous threshold). So a caller must never make the
+ *     matching receive wait for the send's completion. A send does not wait for
+ *     any other send to be received, and sends complete in any order (ofi over
+ *     shm keeps this with bounce buffers, up to 64 MiB of sends in flight).
+ *   - Between one sender and one receiver, messages with the same tag match
+ *     receives in posting order on both sides: the k-th send meets the k-th
+ *     receive. [FOLD_TL_CAP_ORDERED]
+ *   - A message longer than the receive buffer completes the receive with
+ *     FOLD_ERR_TRUNCATED (the buffer's contents are then undefined); a shorter or
+ *     equal one completes it with FOLD_OK and req->length set to the message's
+ *     size. [FOLD_TL_CAP_TRUNCATION]
  */
 #ifndef FOLD_TRANSPORT_H
 #define FOLD_TRANSPORT_H
@@ -29,6 +52,23 @@ typedef struct fold_tl_req {
     void        *handle;   /* backend-private */
 } fold_tl_req_t;
 
+/* What a backend guarantees, beyond the calls themselves (see the rule above). */
+#define FOLD_TL_CAP_ORDERED    (1u << 0)  /* same peer and tag: k-th send meets k-th receive */
+#define FOLD_TL_CAP_SEND_REUSE (1u << 1)  /* a completed send no longer reads its buffer */
+#define FOLD_TL_CAP_TRUNCATION (1u << 2)  /* an over-long message fails the receive, reported */
+#define FOLD_TL_CAP_RMA        (1u << 3)  /* mem_reg, rkeys, put, get and flush work */
+
+typedef struct fold_tl_caps {
+    const char *name;      /* the backend's (its ops table's name) */
+    const char *provider;  /* what the backend chose to run over (ofi: the libfabric
+                              provider); NULL where it makes no such choice */
+    unsigned    flags;     /* FOLD_TL_CAP_* */
+    int         tag_bits;  /* low tag bits a caller may use */
+} fold_tl_caps_t;
+
+/* A flag's meaning in words, for error messages; NULL for an unknown flag. */
+const char *fold_tl_cap_name(unsigned flag);
+
 typedef struct fold_tl_params {
     int         rank;
     int         size;
@@ -44,6 +84,8 @@ typedef struct fold_tl_ops {
 
     int  (*open)(const fold_tl_params_t *params, fold_tl_t **tl);
     void (*close)(fold_tl_t *tl);
+    /* What this instance guarantees; the strings stay valid until close. */
+    int  (*query)(fold_tl_t *tl, fold_tl_caps_t *caps);
 
     /* This instance's address, to be exchanged through the bootstrap. */
     int  (*address)(fold_tl_t *tl, const void **addr, size_t *len);
