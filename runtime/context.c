@@ -400,6 +400,22 @@ static void context_destroy(fold_context_t *ctx)
     free(ctx);
 }
 
+/* A backend that opened but lacks what the executor relies on is closed again, so
+ * this rank fails like one whose transport did not open. */
+static int context_check_transport(fold_context_t *ctx)
+{
+    fold_tl_caps_t caps;
+    int status = ctx->tl_ops->query(ctx->tl, &caps);
+    if (status == FOLD_OK) {
+        status = fold_exec_check_caps(&caps);
+    }
+    if (status != FOLD_OK) {
+        ctx->tl_ops->close(ctx->tl);
+        ctx->tl = NULL;
+    }
+    return status;
+}
+
 int fold_context_create(fold_bootstrap_t *bs, const char *transport, void *loopback_fabric,
                         fold_context_t **ctx_p)
 {
@@ -444,6 +460,9 @@ int fold_context_create(fold_bootstrap_t *bs, const char *transport, void *loopb
     };
     if (local == FOLD_OK && (local = ctx->tl_ops->open(&params, &ctx->tl)) != FOLD_OK) {
         ctx->tl = NULL;
+    }
+    if (local == FOLD_OK) {
+        local = context_check_transport(ctx);
     }
     if ((status = context_connect(ctx, local)) != FOLD_OK) {
         goto err;

@@ -1,14 +1,16 @@
 /*
  * Transport capabilities (transport.h): every backend this machine can open reports
- * its caps, the context opens ofi with the provider its configuration names, and
- * the loopback backend, which the algorithm tests run on, behaves as its caps say:
- * in-order matching, a completed send's buffer free for reuse (eager and
- * rendezvous), truncation reported, whole tags matched, RMA.
+ * its caps, the executor accepts them and refuses caps missing what it relies on,
+ * the context opens ofi with the provider its configuration names, and the loopback
+ * backend, which the algorithm tests run on, behaves as its caps say: in-order
+ * matching, a completed send's buffer free for reuse (eager and rendezvous),
+ * truncation reported, whole tags matched, RMA.
  */
 #include <criterion/criterion.h>
 
 #include "bootstrap.h"
 #include "context.h"
+#include "coll/exec.h"
 #include "log.h"
 #include "transport/transport.h"
 
@@ -52,6 +54,7 @@ static void lb_world_close(lb_world_t *w)
 static void expect_caps(const fold_tl_caps_t *caps, const char *name, unsigned flags,
                         int tag_bits)
 {
+    cr_expect_eq(fold_exec_check_caps(caps), FOLD_OK, "the executor refuses %s", name);
     cr_expect_str_eq(caps->name, name);
     cr_expect_eq(caps->flags & flags, flags, "%s: flags 0x%x lack 0x%x", name, caps->flags,
                  flags & ~caps->flags);
@@ -136,6 +139,28 @@ Test(tl_caps, context_opens_ofi_with_the_configured_provider)
     cr_expect_str_eq(caps.provider, "shm");
     cr_expect_eq(fold_finalize(ctx), FOLD_OK);
     fold_bootstrap_mem_group_destroy(group);
+}
+
+/* The executor needs ordered matching, reusable send buffers, truncation and the 44
+ * tag bits of its tag layout; not RMA. */
+Test(tl_caps, executor_refuses_caps_it_cannot_work_with)
+{
+    const unsigned needed[] = {FOLD_TL_CAP_ORDERED, FOLD_TL_CAP_SEND_REUSE,
+                               FOLD_TL_CAP_TRUNCATION};
+    fold_tl_caps_t caps = {.name = "test", .flags = ALL_CAPS, .tag_bits = FOLD_TL_TAG_BITS};
+    cr_expect_eq(fold_exec_check_caps(&caps), FOLD_OK);
+    caps.flags = ALL_CAPS & ~FOLD_TL_CAP_RMA;
+    cr_expect_eq(fold_exec_check_caps(&caps), FOLD_OK);
+
+    fold_log_level = -1;   /* the refusals' log lines are expected */
+    for (size_t i = 0; i < sizeof(needed) / sizeof(needed[0]); i++) {
+        caps.flags = ALL_CAPS & ~needed[i];
+        cr_expect_eq(fold_exec_check_caps(&caps), FOLD_ERR_UNSUPPORTED, "without %s",
+                     fold_tl_cap_name(needed[i]));
+    }
+    caps.flags    = ALL_CAPS;
+    caps.tag_bits = FOLD_TL_TAG_BITS - 1;
+    cr_expect_eq(fold_exec_check_caps(&caps), FOLD_ERR_UNSUPPORTED);
 }
 
 /* ---- the loopback backend keeps what it reports ---------------------------------- */

@@ -31,6 +31,38 @@
 #define TAG_SEQ_BITS  20
 #define TAG_COLL_BITS 8
 #define TAG_COMM_BITS 16
+#define TAG_BITS      (TAG_COMM_BITS + TAG_COLL_BITS + TAG_SEQ_BITS)
+
+/* What the executor relies on from a transport (transport.h states the rule):
+ *   ordered     tags repeat once the collective sequence wraps, and a rank may run
+ *               that far ahead (eager sends), so one peer's messages with one tag
+ *               must meet receives in order;
+ *   send reuse  a send step's successors (a reduction into the range it sent, the
+ *               next use of a scratch slot, its staging buffer going back to the
+ *               pool) start as soon as the send completes;
+ *   truncation  a receive tells mismatched calls and encoded messages apart by the
+ *               length, so an over-long message must fail, not be cut silently.
+ * RMA is not used. */
+int fold_exec_check_caps(const fold_tl_caps_t *caps)
+{
+    static const unsigned needed[] = {FOLD_TL_CAP_ORDERED, FOLD_TL_CAP_SEND_REUSE,
+                                      FOLD_TL_CAP_TRUNCATION};
+    int status = FOLD_OK;
+
+    for (size_t i = 0; i < sizeof(needed) / sizeof(needed[0]); i++) {
+        if (!(caps->flags & needed[i])) {
+            fold_error("transport %s does not guarantee %s, which fold's collectives rely "
+                       "on", caps->name, fold_tl_cap_name(needed[i]));
+            status = FOLD_ERR_UNSUPPORTED;
+        }
+    }
+    if (caps->tag_bits < TAG_BITS) {
+        fold_error("transport %s gives callers %d tag bits; fold's collectives use %d",
+                   caps->name, caps->tag_bits, TAG_BITS);
+        status = FOLD_ERR_UNSUPPORTED;
+    }
+    return status;
+}
 
 /* ---- schedule cache --------------------------------------------------------- */
 

@@ -97,6 +97,9 @@ int  fold_exec_run(fold_comm_t *comm, const fold_exec_args_t *args);
 int  fold_exec_progress(fold_request_t *req);
 int  fold_exec_wait(fold_request_t *req);
 void fold_exec_release(fold_request_t *req);
+/* FOLD_OK when a transport with these caps keeps what the executor relies on;
+ * otherwise logs each missing guarantee and returns FOLD_ERR_UNSUPPORTED. */
+int  fold_exec_check_caps(const fold_tl_caps_t *caps);
 
 /* exec_wire.c: sparse codecs on the wire (see there). */
 void fold_wire_request_init(fold_request_t *req, const fold_exec_args_t *args);
