@@ -53,6 +53,7 @@
  */
 #include "transport/transport.h"
 #include "log.h"
+#include "util/clock.h"
 
 #include <fold/fold_status.h>
 #include <rdma/fabric.h>
@@ -68,7 +69,6 @@
 #include <sys/uio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define TL_OFI_API_VERSION   FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION)
 #define TL_OFI_USER_TAG_MASK ((UINT64_C(1) << FOLD_TL_TAG_BITS) - 1)
@@ -238,13 +238,6 @@ static void tl_ofi_list_remove(tl_ofi_list_t *list, tl_ofi_op_t *op)
 }
 
 /* ---- helpers ------------------------------------------------------------------ */
-
-static double tl_ofi_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static int tl_ofi_is_peer_error(int fi_err)
 {
@@ -1023,8 +1016,8 @@ static void tl_ofi_drain(fold_tl_t *tl)
         fi_cancel(&tl->ep->fid, &op->fi_context);
     }
 
-    double deadline = tl_ofi_now() + TL_OFI_CLOSE_TIMEOUT_SEC;
-    while (tl->posted.head != NULL && tl_ofi_now() < deadline) {
+    double deadline = fold_util_time_now() + TL_OFI_CLOSE_TIMEOUT_SEC;
+    while (tl->posted.head != NULL && fold_util_time_now() < deadline) {
         if (tl_ofi_read_cq(tl) == 0) {
             sched_yield();
         }
