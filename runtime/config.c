@@ -1,9 +1,9 @@
 #include "config.h"
 #include "log.h"
 #include "codec/codec.h"
+#include "util/size.h"
 
 #include <fold/fold_status.h>
-#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdint.h>
@@ -62,39 +62,6 @@ const fold_config_var_t fold_config_vars[FOLD_CFG_COUNT] = {
         "them with their values)"},
 };
 
-int fold_parse_size(const char *text, size_t *out)
-{
-    if (text == NULL || *text == '\0') {
-        return -1;
-    }
-    if (strcasecmp(text, "inf") == 0) {
-        *out = SIZE_MAX;
-        return 0;
-    }
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(text, &end, 10);
-    if (end == text || errno != 0 || *text == '-') {
-        return -1;
-    }
-    unsigned shift = 0;
-    switch (tolower((unsigned char)*end)) {
-    case '\0': break;
-    case 'k': shift = 10; end++; break;
-    case 'm': shift = 20; end++; break;
-    case 'g': shift = 30; end++; break;
-    default: return -1;
-    }
-    if (*end == 'b' || *end == 'B') {
-        end++;
-    }
-    if (*end != '\0' || (shift && v > (SIZE_MAX >> shift))) {
-        return -1;
-    }
-    *out = (size_t)(v << shift);
-    return 0;
-}
-
 int fold_config_index(const char *name)
 {
     if (name == NULL) {
@@ -152,9 +119,9 @@ static int config_parse(fold_config_t *cfg, int idx)
             cfg->segment_size = 0;
             return 0;
         }
-        return (fold_parse_size(v, &cfg->segment_size) == 0 && cfg->segment_size > 0) ? 0 : -1;
+        return (fold_util_parse_size(v, &cfg->segment_size) == 0 && cfg->segment_size > 0) ? 0 : -1;
     case FOLD_CFG_THREAD_THRESHOLD:
-        return fold_parse_size(v, &cfg->thread_threshold);
+        return fold_util_parse_size(v, &cfg->thread_threshold);
     case FOLD_CFG_DPML_LEADERS:
         if (strcasecmp(v, "auto") == 0) {
             cfg->dpml_leaders = 0;
@@ -162,7 +129,7 @@ static int config_parse(fold_config_t *cfg, int idx)
         }
         return parse_long(v, 1, &cfg->dpml_leaders);
     case FOLD_CFG_SHM_SIZE:
-        return (fold_parse_size(v, &cfg->shm_size) == 0 && cfg->shm_size >= 4096 &&
+        return (fold_util_parse_size(v, &cfg->shm_size) == 0 && cfg->shm_size >= 4096 &&
                 cfg->shm_size <= ((size_t)1 << 40)) ? 0 : -1;
     case FOLD_CFG_CODEC:
         return fold_codec_parse(v, &cfg->codec_mask) == FOLD_OK ? 0 : -1;

@@ -57,7 +57,4 @@ int  fold_config_update(fold_config_t *cfg, const char *name, const char *value)
 int  fold_config_index(const char *name);
 void fold_config_release(fold_config_t *cfg);
 
-/* "64k", "1M", "2G", "inf" (SIZE_MAX) -> bytes. Returns 0 on success. */
-int fold_parse_size(const char *text, size_t *out);
-
 #endif

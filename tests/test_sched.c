@@ -201,24 +201,6 @@ Test(sched, answers_to_remote_peers_wait_softly_for_own_sends)
     fold_sched_cleanup(&s);
 }
 
-Test(config, sizes_parse_with_suffixes)
-{
-    size_t v;
-    cr_expect_eq(fold_parse_size("64k", &v), 0);
-    cr_expect_eq(v, 65536);
-    cr_expect_eq(fold_parse_size("2M", &v), 0);
-    cr_expect_eq(v, 2u << 20);
-    cr_expect_eq(fold_parse_size("1G", &v), 0);
-    cr_expect_eq(v, 1u << 30);
-    cr_expect_eq(fold_parse_size("17", &v), 0);
-    cr_expect_eq(v, 17);
-    cr_expect_eq(fold_parse_size("inf", &v), 0);
-    cr_expect_eq(v, SIZE_MAX);
-    cr_expect_neq(fold_parse_size("-1", &v), 0);
-    cr_expect_neq(fold_parse_size("12x", &v), 0);
-    cr_expect_neq(fold_parse_size("", &v), 0);
-}
-
 Test(config, variables_load_and_validate)
 {
     fold_config_t cfg;
