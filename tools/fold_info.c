@@ -1,7 +1,7 @@
 /*
  * fold_info: what this fold build has — version, transports, configuration
- * variables with defaults and descriptions, algorithms with one-line descriptions,
- * and the default selection rules. Like ucx_info / ucc_info.
+ * variables with defaults, current values and descriptions, algorithms with one-line
+ * descriptions, and the default selection rules. Like ucx_info / ucc_info.
  */
 #include "comm.h"
 
@@ -77,18 +77,10 @@ static void print_transports(void)
     print_ofi_providers();
 }
 
+/* Name, default, current value (the environment's) and description of each variable. */
 static void print_config(void)
 {
-    printf("#\n# Configuration (environment variables; current value if set)\n#\n");
-    for (int i = 0; i < FOLD_CFG_COUNT; i++) {
-        const fold_config_var_t *v = &fold_config_vars[i];
-        char env[64];
-        snprintf(env, sizeof(env), "FOLD_%s", v->name);
-        const char *set = getenv(env);
-        printf("# %s\n", v->description);
-        printf("%s=%s%s%s\n#\n", env, set ? set : v->default_value, set ? "  # default: " : "",
-               set ? v->default_value : "");
-    }
+    fold_util_config_print(&fold_config_table, stdout);
 }
 
 static void print_algorithms(void)
@@ -280,7 +272,8 @@ static void usage(FILE *out, const char *prog)
             "Prints what this fold build provides. Without options, prints everything.\n"
             "  -v        version\n"
             "  -t        transports, and the libfabric providers found\n"
-            "  -c        configuration variables, defaults and descriptions\n"
+            "  -c        configuration variables: defaults, values from the environment,\n"
+            "            descriptions\n"
             "  -a        algorithms and the default selection rules\n"
             "  -m        the cost model's parameters in effect\n"
             "  -S SHAPE  what selection picks on a communicator of that shape, without running\n"
