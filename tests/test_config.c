@@ -8,6 +8,9 @@
 
 #include "context.h"
 #include "log.h"
+#ifdef FOLD_TEST_SHIM_TABLE
+#include "shim_config.h"
+#endif
 
 #include <fcntl.h>
 #include <limits.h>
@@ -403,3 +406,69 @@ Test(config, set_and_get_round_trip_on_a_context, .init = clear_fold_environment
     cr_expect_eq(fold_config_set(NULL, "TIMEOUT", "1"), FOLD_ERR_NOT_INITIALIZED);
     cr_expect_eq(fold_config_get(NULL, "TIMEOUT", &value), FOLD_ERR_NOT_INITIALIZED);
 }
+
+/* ---- the MPI shim's table -------------------------------------------------- */
+
+#ifdef FOLD_TEST_SHIM_TABLE
+Test(shim_config, rows_parse_their_defaults)
+{
+    shim_config_t c;
+    char *values[16] = {NULL};
+    char why[256];
+    cr_assert_leq(shim_config_table.count, 16);
+    cr_assert_eq(fold_util_config_init(&shim_config_table, &c, values, why, sizeof(why)),
+                 FOLD_OK, "%s", why);
+    cr_expect_eq(c.enable, 1);
+    cr_expect_eq(c.verbose, 0);
+    size_t lo, hi;
+    for (int coll = 0; coll < SHIM_COLL_COUNT; coll++) {
+        cr_expect_eq(c.min_bytes[coll], SHIM_SIZE_AUTO);
+        cr_expect_eq(c.max_bytes[coll], SHIM_SIZE_AUTO);
+        cr_expect_eq(shim_config_range(&c, (shim_coll_t)coll, &lo, &hi), 0);
+    }
+    fold_util_config_release(&shim_config_table, values);
+}
+
+static void clear_shim_environment(void)
+{
+    for (size_t i = 0; i < shim_config_table.count; i++) {
+        char env[128];
+        snprintf(env, sizeof(env), "FOLD_MPI_%s", shim_config_table.fields[i].name);
+        unsetenv(env);
+    }
+}
+
+Test(shim_config, bad_values_keep_the_default_and_rank_0_says_so,
+     .init = clear_shim_environment)
+{
+    setenv("FOLD_MPI_ALLREDUCE_MIN", "64k", 1);
+    setenv("FOLD_MPI_ALLREDUCE_MAX", "INF", 1);
+    setenv("FOLD_MPI_REDUCE_MAX", "12q", 1);
+    setenv("FOLD_MPI_VERBOSE", "7", 1);
+    shim_config_t c;
+    capture_begin();
+    shim_config_load(&c, 0);
+    char *log = capture_end();
+    EXPECT_LOG_HAS(log, "FOLD_MPI_VERBOSE");
+    EXPECT_LOG_HAS(log, "'7'");
+    EXPECT_LOG_HAS(log, "an integer from 0 to 2");
+    EXPECT_LOG_HAS(log, "FOLD_MPI_REDUCE_MAX");
+    EXPECT_LOG_HAS(log, "'12q'");
+    cr_expect_null(strstr(log, "ALLREDUCE"), "good values are not reported: %s", log);
+    free(log);
+    cr_expect_eq(c.verbose, 0);
+    cr_expect_eq(c.enable, 1);
+    size_t lo, hi;
+    cr_expect_eq(shim_config_range(&c, SHIM_ALLREDUCE, &lo, &hi), 1);
+    cr_expect_eq(lo, 65536);
+    cr_expect_eq(hi, SIZE_MAX);
+    cr_expect_eq(c.max_bytes[SHIM_REDUCE], SHIM_SIZE_AUTO);
+    cr_expect_eq(shim_config_range(&c, SHIM_REDUCE, &lo, &hi), 0);
+
+    capture_begin();
+    shim_config_load(&c, 1);
+    log = capture_end();
+    cr_expect_str_eq(log, "", "only rank 0 warns");
+    free(log);
+}
+#endif

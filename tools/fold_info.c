@@ -1,9 +1,13 @@
 /*
- * fold_info: what this fold build has — version, transports, configuration
- * variables with defaults, current values and descriptions, algorithms with one-line
- * descriptions, and the default selection rules. Like ucx_info / ucc_info.
+ * fold_info: what this fold build has — version, transports, the configuration
+ * variables of every table (runtime, MPI shim) with defaults, current values
+ * and descriptions, algorithms with one-line descriptions, and the default selection
+ * rules. Like ucx_info / ucc_info.
  */
 #include "comm.h"
+#ifdef FOLD_INFO_SHIM_TABLE
+#include "shim_config.h"
+#endif
 
 #include <getopt.h>
 #include <rdma/fabric.h>
@@ -77,10 +81,19 @@ static void print_transports(void)
     print_ofi_providers();
 }
 
-/* Name, default, current value (the environment's) and description of each variable. */
+/* Every configuration table: name, default, current value (the environment's) and
+ * description of each variable. */
 static void print_config(void)
 {
-    fold_util_config_print(&fold_config_table, stdout);
+    static const fold_util_config_table_t *const tables[] = {
+        &fold_config_table,
+#ifdef FOLD_INFO_SHIM_TABLE
+        &shim_config_table,
+#endif
+    };
+    for (size_t i = 0; i < sizeof(tables) / sizeof(tables[0]); i++) {
+        fold_util_config_print(tables[i], stdout);
+    }
 }
 
 static void print_algorithms(void)
@@ -272,8 +285,8 @@ static void usage(FILE *out, const char *prog)
             "Prints what this fold build provides. Without options, prints everything.\n"
             "  -v        version\n"
             "  -t        transports, and the libfabric providers found\n"
-            "  -c        configuration variables: defaults, values from the environment,\n"
-            "            descriptions\n"
+            "  -c        configuration variables (fold's, the MPI shim's): defaults,\n"
+            "            values from the environment, descriptions\n"
             "  -a        algorithms and the default selection rules\n"
             "  -m        the cost model's parameters in effect\n"
             "  -S SHAPE  what selection picks on a communicator of that shape, without running\n"
