@@ -22,10 +22,10 @@ echo "$csv" | grep -q "^reduce,shm_flat," && fail "-p: shm_flat across nodes"
 
 FOLD_MODEL=flag_us=0.75 "$INFO" -m | grep -q "^flag_us 0.75$" || fail "-m: FOLD_MODEL not applied"
 
-# -c: every table (runtime, MPI shim), each variable with its default and the
+# -c: every table (runtime, MPI shim, tools), each variable with its default and the
 # environment's value, checked by the variable's parser.
 cfg=$(FOLD_SEGMENT_SIZE=12q FOLD_MPI_REDUCE_MIN=64k "$INFO" -c) || fail "-c exited $?"
-for line in "FOLD_TRANSPORT=ucp" "FOLD_MPI_ENABLE=1" \
+for line in "FOLD_TRANSPORT=ucp" "FOLD_MPI_ENABLE=1" "FOLD_PERF_GNUPLOT=" \
             "FOLD_MPI_REDUCE_MIN=64k  # from the environment"; do
     echo "$cfg" | grep -qxF "$line" || fail "-c: no line '$line'"
 done

@@ -11,6 +11,9 @@
 #ifdef FOLD_TEST_SHIM_TABLE
 #include "shim_config.h"
 #endif
+#ifdef FOLD_TEST_PERF_TABLE
+#include "perf_config.h"
+#endif
 
 #include <fcntl.h>
 #include <limits.h>
@@ -407,7 +410,7 @@ Test(config, set_and_get_round_trip_on_a_context, .init = clear_fold_environment
     cr_expect_eq(fold_config_get(NULL, "TIMEOUT", &value), FOLD_ERR_NOT_INITIALIZED);
 }
 
-/* ---- the MPI shim's table -------------------------------------------------- */
+/* ---- the MPI shim's and the tools' tables ------------------------------------- */
 
 #ifdef FOLD_TEST_SHIM_TABLE
 Test(shim_config, rows_parse_their_defaults)
@@ -470,5 +473,14 @@ Test(shim_config, bad_values_keep_the_default_and_rank_0_says_so,
     log = capture_end();
     cr_expect_str_eq(log, "", "only rank 0 warns");
     free(log);
+}
+#endif
+
+#ifdef FOLD_TEST_PERF_TABLE
+Test(perf_config, gnuplot_comes_from_the_table)
+{
+    setenv("FOLD_PERF_GNUPLOT", "/opt/gnuplot", 1);
+    cr_expect_str_eq(perf_config()->gnuplot, "/opt/gnuplot");
+    cr_expect_eq(fold_util_config_find(&perf_config_table, "FOLD_PERF_GNUPLOT"), 0);
 }
 #endif

@@ -1,12 +1,15 @@
 /*
  * fold_info: what this fold build has — version, transports, the configuration
- * variables of every table (runtime, MPI shim) with defaults, current values
+ * variables of every table (runtime, MPI shim, tools) with defaults, current values
  * and descriptions, algorithms with one-line descriptions, and the default selection
  * rules. Like ucx_info / ucc_info.
  */
 #include "comm.h"
 #ifdef FOLD_INFO_SHIM_TABLE
 #include "shim_config.h"
+#endif
+#ifdef FOLD_INFO_PERF_TABLE
+#include "perf_config.h"
 #endif
 
 #include <getopt.h>
@@ -89,6 +92,9 @@ static void print_config(void)
         &fold_config_table,
 #ifdef FOLD_INFO_SHIM_TABLE
         &shim_config_table,
+#endif
+#ifdef FOLD_INFO_PERF_TABLE
+        &perf_config_table,
 #endif
     };
     for (size_t i = 0; i < sizeof(tables) / sizeof(tables[0]); i++) {
@@ -285,7 +291,7 @@ static void usage(FILE *out, const char *prog)
             "Prints what this fold build provides. Without options, prints everything.\n"
             "  -v        version\n"
             "  -t        transports, and the libfabric providers found\n"
-            "  -c        configuration variables (fold's, the MPI shim's): defaults,\n"
+            "  -c        configuration variables (fold's, the MPI shim's, the tools'): defaults,\n"
             "            values from the environment, descriptions\n"
             "  -a        algorithms and the default selection rules\n"
             "  -m        the cost model's parameters in effect\n"
