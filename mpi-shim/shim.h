@@ -11,18 +11,14 @@
 #ifndef FOLD_MPI_SHIM_H
 #define FOLD_MPI_SHIM_H
 
+#include "shim_config.h"
+
 #include <fold/fold.h>
 #include <mpi.h>
 
 #include <stddef.h>
 
 #define SHIM_EXPORT __attribute__((visibility("default")))
-
-typedef enum shim_coll {
-    SHIM_ALLREDUCE,
-    SHIM_REDUCE,
-    SHIM_COLL_COUNT
-} shim_coll_t;
 
 /* Where a call went: fold, or why it went to the MPI library. */
 typedef enum shim_route {
@@ -41,29 +37,6 @@ typedef enum shim_route {
     SHIM_ROUTE_COMM_BUSY,   /* MPI_THREAD_MULTIPLE: another first use was mapping; retried */
     SHIM_ROUTE_COUNT
 } shim_route_t;
-
-/* ---- configuration (shim_config.c) -------------------------------------------- */
-
-typedef struct shim_config {
-    int    enable;          /* FOLD_MPI_ENABLE */
-    int    verbose;         /* FOLD_MPI_VERBOSE */
-    /* fold serves messages of min..max bytes per rank: FOLD_MPI_ALLREDUCE_MIN, ...;
-     * SHIM_SIZE_AUTO where unset. A collective with neither bound set asks
-     * fold_serve_advice (the tuning file, else fold's cost model) call by call; one
-     * with a bound set serves exactly its range (an unset bound: 0 or inf). */
-    size_t min_bytes[SHIM_COLL_COUNT];
-    size_t max_bytes[SHIM_COLL_COUNT];
-} shim_config_t;
-
-#define SHIM_SIZE_AUTO ((size_t)-2)
-
-/* The range fold serves when coll has a bound set; 0 when it follows the advice. */
-int shim_config_range(const shim_config_t *config, shim_coll_t coll, size_t *lo, size_t *hi);
-
-/* Reads the FOLD_MPI_* variables; a malformed value keeps the default and warns. */
-void shim_config_load(shim_config_t *config, int rank);
-/* Prints every variable with its value and description (FOLD_MPI_VERBOSE=2). */
-void shim_config_print(const shim_config_t *config);
 
 /* ---- process state (shim_state.c) --------------------------------------------- */
 

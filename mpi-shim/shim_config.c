@@ -1,137 +1,82 @@
 /*
- * The FOLD_MPI_* variables: one table of name, default and description, read once
- * at MPI_Init (rank 0's values are then broadcast, see shim_start).
+ * The FOLD_MPI_* variables (shim_config.h): the table, read once at MPI_Init.
  */
-#include "shim.h"
+#include "shim_config.h"
 
-#include <errno.h>
+#include <fold/fold_status.h>
 #include <stdint.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
-typedef enum shim_var_kind { SHIM_VAR_FLAG, SHIM_VAR_LEVEL, SHIM_VAR_SIZE } shim_var_kind_t;
-
-typedef struct shim_var {
-    const char     *name;
-    const char     *default_value;
-    shim_var_kind_t kind;
-    size_t          offset;      /* of the field in shim_config_t */
-    const char     *description;
-} shim_var_t;
-
-#define SIZE_VAR(field, coll) (offsetof(shim_config_t, field) + (coll) * sizeof(size_t))
+#define SHIM_FIELD(member) FOLD_UTIL_CONFIG_FIELD(shim_config_t, member)
+/* A byte bound: util's size syntax ("inf" included), or auto. */
+#define SHIM_BOUND FOLD_UTIL_CONFIG_SIZE_OR("auto", SHIM_SIZE_AUTO, 0, SIZE_MAX)
 
 /* The size ranges default to "auto": fold serves where it expects to be faster
  * (fold_serve_advice: the tuning file fold_tune wrote, else its cost model). */
-static const shim_var_t shim_vars[] = {
-    {"FOLD_MPI_ENABLE", "1", SHIM_VAR_FLAG, offsetof(shim_config_t, enable),
-     "0: start no fold context and hand every call to the MPI library"},
-    {"FOLD_MPI_VERBOSE", "0", SHIM_VAR_LEVEL, offsetof(shim_config_t, verbose),
+static const fold_util_config_field_t shim_fields[] = {
+    {"ENABLE", "1",
+     "0: start no fold context and hand every call to the MPI library",
+     SHIM_FIELD(enable), FOLD_UTIL_CONFIG_INT(0, 1)},
+    {"VERBOSE", "0",
      "1: a banner at MPI_Init with the served ranges and where they come from, and call "
      "totals per route at MPI_Finalize (rank 0); 2: also these variables and each "
-     "rank's totals"},
-    {"FOLD_MPI_ALLREDUCE_MIN", "auto", SHIM_VAR_SIZE, SIZE_VAR(min_bytes, SHIM_ALLREDUCE),
+     "rank's totals",
+     SHIM_FIELD(verbose), FOLD_UTIL_CONFIG_INT(0, 2)},
+    {"ALLREDUCE_MIN", "auto",
      "smallest MPI_Allreduce (bytes per rank) fold serves; auto: where fold expects to be "
-     "faster (tuning file, else cost model), as long as MAX is auto too"},
-    {"FOLD_MPI_ALLREDUCE_MAX", "auto", SHIM_VAR_SIZE, SIZE_VAR(max_bytes, SHIM_ALLREDUCE),
-     "largest MPI_Allreduce fold serves (inf: no limit); auto as for MIN"},
-    {"FOLD_MPI_REDUCE_MIN", "auto", SHIM_VAR_SIZE, SIZE_VAR(min_bytes, SHIM_REDUCE),
-     "smallest MPI_Reduce fold serves; auto as for MPI_Allreduce"},
-    {"FOLD_MPI_REDUCE_MAX", "auto", SHIM_VAR_SIZE, SIZE_VAR(max_bytes, SHIM_REDUCE),
-     "largest MPI_Reduce fold serves; auto as for MPI_Allreduce"},
+     "faster (tuning file, else cost model), as long as MAX is auto too",
+     SHIM_FIELD(min_bytes[SHIM_ALLREDUCE]), SHIM_BOUND},
+    {"ALLREDUCE_MAX", "auto",
+     "largest MPI_Allreduce fold serves (inf: no limit); auto as for MIN",
+     SHIM_FIELD(max_bytes[SHIM_ALLREDUCE]), SHIM_BOUND},
+    {"REDUCE_MIN", "auto",
+     "smallest MPI_Reduce fold serves; auto as for MPI_Allreduce",
+     SHIM_FIELD(min_bytes[SHIM_REDUCE]), SHIM_BOUND},
+    {"REDUCE_MAX", "auto",
+     "largest MPI_Reduce fold serves; auto as for MPI_Allreduce",
+     SHIM_FIELD(max_bytes[SHIM_REDUCE]), SHIM_BOUND},
 };
 
-#define SHIM_NVARS (sizeof(shim_vars) / sizeof(shim_vars[0]))
+#define SHIM_NFIELDS (sizeof(shim_fields) / sizeof(shim_fields[0]))
 
-/* "4096", "64k", "1M", "1G" (powers of 2^10), "inf", "auto"; returns 0 on success. */
-static int parse_size(const char *text, size_t *value)
-{
-    if (strcmp(text, "auto") == 0) {
-        *value = SHIM_SIZE_AUTO;
-        return 0;
-    }
-    if (strcmp(text, "inf") == 0) {
-        *value = SIZE_MAX;
-        return 0;
-    }
-    char *end;
-    errno = 0;
-    unsigned long long n = strtoull(text, &end, 10);
-    if (end == text || errno != 0 || text[0] == '-') {
-        return -1;
-    }
-    unsigned shift = 0;
-    switch (*end) {
-    case 'k': case 'K': shift = 10; end++; break;
-    case 'm': case 'M': shift = 20; end++; break;
-    case 'g': case 'G': shift = 30; end++; break;
-    default: break;
-    }
-    if (*end != '\0' || (shift && n > (~0ull >> shift))) {
-        return -1;
-    }
-    *value = (size_t)(n << shift);
-    return 0;
-}
+const fold_util_config_table_t shim_config_table = {
+    "MPI shim, libfold-mpi", "FOLD_MPI_", shim_fields, SHIM_NFIELDS
+};
 
-static int parse_int(const char *text, int lo, int hi, int *value)
-{
-    char *end;
-    errno = 0;
-    long n = strtol(text, &end, 10);
-    if (end == text || *end != '\0' || errno != 0 || n < lo || n > hi) {
-        return -1;
-    }
-    *value = (int)n;
-    return 0;
-}
-
-static int parse_var(const shim_var_t *var, const char *text, shim_config_t *config)
-{
-    char *field = (char *)config + var->offset;
-    switch (var->kind) {
-    case SHIM_VAR_FLAG:  return parse_int(text, 0, 1, (int *)field);
-    case SHIM_VAR_LEVEL: return parse_int(text, 0, 2, (int *)field);
-    case SHIM_VAR_SIZE:  return parse_size(text, (size_t *)field);
-    }
-    return -1;
-}
+/* The text of each variable as this process loaded it (for shim_config_print). */
+static char *shim_values[SHIM_NFIELDS];
 
 void shim_config_load(shim_config_t *config, int rank)
 {
+    char why[512];
     memset(config, 0, sizeof(*config));
-    for (size_t i = 0; i < SHIM_NVARS; i++) {
-        const shim_var_t *var = &shim_vars[i];
-        parse_var(var, var->default_value, config);
-        const char *text = getenv(var->name);
-        if (text != NULL && parse_var(var, text, config) != 0) {
-            parse_var(var, var->default_value, config);
-            if (rank == 0) {
-                fprintf(stderr, "fold-mpi: ignoring %s=%s (not a valid value); using %s\n",
-                        var->name, text, var->default_value);
-            }
+    fold_util_config_release(&shim_config_table, shim_values);
+    if (fold_util_config_init(&shim_config_table, config, shim_values, why, sizeof(why)) !=
+        FOLD_OK) {
+        /* Out of memory (the defaults parse: tests/test_config.c): leave fold off. */
+        fprintf(stderr, "fold-mpi: %s; fold stays off\n", why);
+        config->enable = 0;
+        return;
+    }
+    for (size_t i = 0; i < SHIM_NFIELDS; i++) {
+        const char *text = fold_util_config_getenv(&shim_config_table, (int)i);
+        if (text != NULL &&
+            fold_util_config_set(&shim_config_table, config, shim_values, (int)i, text, why,
+                                 sizeof(why)) != FOLD_OK && rank == 0) {
+            fprintf(stderr, "fold-mpi: ignoring %s; using the default, %s\n", why,
+                    shim_fields[i].default_value);
         }
     }
 }
 
-void shim_config_print(const shim_config_t *config)
+void shim_config_print(void)
 {
-    for (size_t i = 0; i < SHIM_NVARS; i++) {
-        const shim_var_t *var = &shim_vars[i];
-        const char *field = (const char *)config + var->offset;
-        char value[32];
-        if (var->kind == SHIM_VAR_SIZE && *(const size_t *)field == SIZE_MAX) {
-            snprintf(value, sizeof(value), "inf");
-        } else if (var->kind == SHIM_VAR_SIZE && *(const size_t *)field == SHIM_SIZE_AUTO) {
-            snprintf(value, sizeof(value), "auto");
-        } else if (var->kind == SHIM_VAR_SIZE) {
-            snprintf(value, sizeof(value), "%zu", *(const size_t *)field);
-        } else {
-            snprintf(value, sizeof(value), "%d", *(const int *)field);
-        }
-        fprintf(stderr, "fold-mpi: %s=%s (default %s): %s\n", var->name, value,
-                var->default_value, var->description);
+    for (size_t i = 0; i < SHIM_NFIELDS; i++) {
+        const fold_util_config_field_t *f = &shim_fields[i];
+        fprintf(stderr, "fold-mpi: %s%s=%s (default %s): %s\n", shim_config_table.prefix,
+                f->name, shim_values[i] ? shim_values[i] : f->default_value, f->default_value,
+                f->doc);
     }
 }
 

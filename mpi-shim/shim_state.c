@@ -94,7 +94,7 @@ void shim_start(void)
      * route one call differently and wait for each other forever. */
     PMPI_Bcast(&shim.config, (int)sizeof(shim.config), MPI_BYTE, 0, MPI_COMM_WORLD);
     if (shim.config.verbose >= 2 && shim.world_rank == 0) {
-        shim_config_print(&shim.config);
+        shim_config_print();
     }
     if (!shim.config.enable) {
         shim_stats_banner("off (FOLD_MPI_ENABLE=0): every call goes to the MPI library");

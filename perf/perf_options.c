@@ -5,6 +5,7 @@
  */
 #include "perf_options.h"
 #include "cli_options.h"
+#include "util/size.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -22,34 +23,14 @@ typedef struct perf_option {
 
 /* ---- value converters ------------------------------------------------------- */
 
+/* A benchmark cannot run "inf" bytes: util's syntax, finite sizes only. */
 int perf_parse_size(const char *text, size_t *bytes)
 {
-    if (text == NULL || !isdigit((unsigned char)text[0])) {
+    size_t v;
+    if (fold_util_parse_size(text, &v) != 0 || v == SIZE_MAX) {
         return -1;
     }
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(text, &end, 10);
-    if (errno != 0) {
-        return -1;
-    }
-    unsigned shift = 0;
-    switch (*end) {
-    case 'k': case 'K': shift = 10; end++; break;
-    case 'm': case 'M': shift = 20; end++; break;
-    case 'g': case 'G': shift = 30; end++; break;
-    default: break;
-    }
-    if (shift != 0 && *end == 'i') {
-        end++;
-    }
-    if (*end == 'B' || *end == 'b') {
-        end++;
-    }
-    if (*end != '\0' || v > (SIZE_MAX >> shift)) {
-        return -1;
-    }
-    *bytes = (size_t)v << shift;
+    *bytes = v;
     return 0;
 }
 

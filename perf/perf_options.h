@@ -82,7 +82,7 @@ int perf_options_parse(perf_options_t *opts, int argc, char **argv, char *err, s
 void perf_options_print_usage(FILE *out);
 void perf_options_print_help(FILE *out);
 
-/* "64M" -> 67108864: decimal bytes with an optional k/M/G (binary) suffix. */
+/* "64M" -> 67108864: the size syntax of util/size.h, without "inf". */
 int perf_parse_size(const char *text, size_t *bytes);
 /* Option values shared by the tools, 0 or -1 with the reason in why: a size
  * (perf_parse_size), and -c's comma-separated list of distinct collectives. */

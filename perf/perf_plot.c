@@ -1,4 +1,5 @@
 #include "perf_plot.h"
+#include "perf_config.h"
 
 #include <limits.h>
 #include <math.h>
@@ -11,7 +12,7 @@
 /* FOLD_PERF_GNUPLOT names the program when it is not the gnuplot on PATH. */
 static int find_gnuplot(char *path, size_t len)
 {
-    const char *chosen = getenv("FOLD_PERF_GNUPLOT");
+    const char *chosen = perf_config()->gnuplot;
     if (chosen != NULL && *chosen != '\0') {
         snprintf(path, len, "%s", chosen);
         return access(path, X_OK) == 0 ? 0 : -1;
@@ -40,7 +41,7 @@ int perf_plot_available(void)
 
 void perf_plot_explain_missing(FILE *out)
 {
-    const char *chosen = getenv("FOLD_PERF_GNUPLOT");
+    const char *chosen = perf_config()->gnuplot;
     if (chosen != NULL && *chosen != '\0') {
         fprintf(out, "fold_perf: --plot needs gnuplot, and FOLD_PERF_GNUPLOT=%s is not an "
                      "executable program\n", chosen);

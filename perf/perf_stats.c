@@ -1,14 +1,12 @@
 #include "perf_stats.h"
+#include "util/clock.h"
 
 #include <math.h>
 #include <stdlib.h>
-#include <time.h>
 
 double perf_now_us(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
+    return fold_util_time_now() * 1e6;
 }
 
 static int compare_double(const void *a, const void *b)

@@ -17,7 +17,7 @@ typedef struct perf_latency {
     double p99_us;
 } perf_latency_t;
 
-/* Monotonic wall clock in microseconds. */
+/* fold_util_time_now in microseconds. */
 double perf_now_us(void);
 
 /* Summarises n > 0 samples; sorts them in place. p99 is the nearest-rank percentile. */

@@ -3,174 +3,99 @@
 #include "codec/codec.h"
 
 #include <fold/fold_status.h>
-#include <ctype.h>
-#include <errno.h>
-#include <stdio.h>
+#include <limits.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
-const fold_config_var_t fold_config_vars[FOLD_CFG_COUNT] = {
-    [FOLD_CFG_TRANSPORT] = {"TRANSPORT", "ucp", FOLD_CONFIG_STRING,
-        "Transport backend: ucp (UCX tag + RMA), ofi (libfabric tagged + RMA); loopback is "
-        "for in-process tests"},
-    [FOLD_CFG_LOG_LEVEL] = {"LOG_LEVEL", "warn", FOLD_CONFIG_STRING,
-        "Log level: error, warn, info, debug, trace"},
-    [FOLD_CFG_TIMEOUT] = {"TIMEOUT", "120", FOLD_CONFIG_SECONDS,
-        "Seconds a collective may go without progress before it fails, naming the peer "
-        "and step it waits for"},
-    [FOLD_CFG_SPIN_COUNT] = {"SPIN_COUNT", "auto", FOLD_CONFIG_INT,
-        "Idle progress polls before a waiting rank yields the core (sched_yield). auto: "
-        "200 when the node has more ranks than cores (so oversubscribed runs still "
-        "move), else 100000, since a yield on a busy core can cost a whole time slice"},
-    [FOLD_CFG_ALLREDUCE_ALG] = {"ALLREDUCE_ALG", "auto", FOLD_CONFIG_STRING,
-        "Force an allreduce algorithm by name (see fold_info -a), or auto"},
-    [FOLD_CFG_REDUCE_ALG] = {"REDUCE_ALG", "auto", FOLD_CONFIG_STRING,
-        "Force a reduce algorithm by name (see fold_info -a), or auto"},
-    [FOLD_CFG_TUNE] = {"TUNE", "", FOLD_CONFIG_STRING,
-        "Selection rules tried before the tuning file's and the defaults, '#'-separated, "
-        "each coll:size-range[:pA-B][:nA-B][:ppnA-B]:alg[,alg...] (ranks, nodes, ranks on "
-        "the fullest node; several algorithms: the cost model picks), e.g. "
-        "allreduce:0-4k:recursive_doubling#allreduce:64k-inf:n1-1:ppn2-inf:dpml"},
-    [FOLD_CFG_SEGMENT_SIZE] = {"SEGMENT_SIZE", "auto", FOLD_CONFIG_SIZE,
-        "Pipeline segment size in bytes (k/M/G suffixes), or auto"},
-    [FOLD_CFG_PIPELINE_DEPTH] = {"PIPELINE_DEPTH", "4", FOLD_CONFIG_INT,
-        "Segments in flight per stream (scratch slots) in pipelined algorithms"},
-    [FOLD_CFG_NUM_THREADS] = {"NUM_THREADS", "0", FOLD_CONFIG_INT,
-        "OpenMP threads for the local reduction; 0 = cores of the node / ranks on it"},
-    [FOLD_CFG_THREAD_THRESHOLD] = {"THREAD_THRESHOLD", "256k", FOLD_CONFIG_SIZE,
-        "Smallest local reduction (bytes) split across threads"},
-    [FOLD_CFG_OFI_PROVIDER] = {"OFI_PROVIDER", "", FOLD_CONFIG_STRING,
-        "libfabric provider of the ofi transport, e.g. 'tcp;ofi_rxm' or 'shm' (fold_info -t "
-        "lists those found); empty = the first that offers reliable datagrams with tagged "
-        "messages and RMA. The transport opens with it at fold_init; it cannot change later"},
-    [FOLD_CFG_DPML_LEADERS] = {"DPML_LEADERS", "auto", FOLD_CONFIG_INT,
-        "Leaders per node of the dpml algorithms (at most the fewest ranks on a node); "
-        "auto: the cost model's choice for the message size and shape"},
-    [FOLD_CFG_SHM_SIZE] = {"SHM_SIZE", "4M", FOLD_CONFIG_SIZE,
-        "Data bytes of the node shared-memory segment of each communicator (dpml); "
-        "larger messages pass through it in chunks"},
-    [FOLD_CFG_CODEC] = {"CODEC", "auto", FOLD_CONFIG_STRING,
-        "Sparse codecs for allreduce/reduce messages (sum; bor/bxor/lor on integers): auto "
-        "(each send picks bits, idx, rle or dense by size), none, bits, idx, rle"},
-    [FOLD_CFG_TUNE_FILE] = {"TUNE_FILE", "auto", FOLD_CONFIG_STRING,
-        "Tuning file written by fold_tune (rules, cost-model parameters, where fold beat "
-        "the MPI library); auto: " FOLD_TUNE_DEFAULT_FILE " when it exists; none"},
-    [FOLD_CFG_MODEL] = {"MODEL", "", FOLD_CONFIG_STRING,
-        "Cost-model parameters over the tuning file's, name=value,... (fold_info -m lists "
-        "them with their values)"},
-};
+#define FOLD_CONFIG_FIELD(member) FOLD_UTIL_CONFIG_FIELD(fold_config_t, member)
 
-int fold_parse_size(const char *text, size_t *out)
+/* FOLD_CODEC: fold_codec_parse's lists. */
+static int read_codec(const char *text, void *field, const void *arg, char *why, size_t whylen)
 {
-    if (text == NULL || *text == '\0') {
+    if (fold_codec_parse(text, field) != FOLD_OK) {
+        snprintf(why, whylen, "expected auto, none, or a comma-separated list of bits, idx, rle");
         return -1;
     }
-    if (strcasecmp(text, "inf") == 0) {
-        *out = SIZE_MAX;
-        return 0;
-    }
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(text, &end, 10);
-    if (end == text || errno != 0 || *text == '-') {
-        return -1;
-    }
-    unsigned shift = 0;
-    switch (tolower((unsigned char)*end)) {
-    case '\0': break;
-    case 'k': shift = 10; end++; break;
-    case 'm': shift = 20; end++; break;
-    case 'g': shift = 30; end++; break;
-    default: return -1;
-    }
-    if (*end == 'b' || *end == 'B') {
-        end++;
-    }
-    if (*end != '\0' || (shift && v > (SIZE_MAX >> shift))) {
-        return -1;
-    }
-    *out = (size_t)(v << shift);
     return 0;
 }
+
+static const fold_util_config_field_t config_fields[] = {
+    {"TRANSPORT", "ucp",
+     "Transport backend: ucp (UCX tag + RMA), ofi (libfabric tagged + RMA); loopback is "
+     "for in-process tests. Read at fold_init",
+     FOLD_CONFIG_FIELD(transport), FOLD_UTIL_CONFIG_STRING},
+    {"LOG_LEVEL", "warn",
+     "Log level: error, warn, info, debug, trace",
+     FOLD_CONFIG_FIELD(log_level), FOLD_UTIL_CONFIG_ENUM(fold_log_level_names)},
+    {"TIMEOUT", "120",
+     "Seconds a collective may go without progress before it fails, naming the peer "
+     "and step it waits for",
+     FOLD_CONFIG_FIELD(timeout_sec), FOLD_UTIL_CONFIG_SECONDS},
+    {"SPIN_COUNT", "auto",
+     "Idle progress polls before a waiting rank yields the core (sched_yield). auto: "
+     "200 when the node has more ranks than cores (so oversubscribed runs still "
+     "move), else 100000, since a yield on a busy core can cost a whole time slice",
+     FOLD_CONFIG_FIELD(spin_count), FOLD_UTIL_CONFIG_LONG_OR("auto", -1, 0, LONG_MAX)},
+    {"ALLREDUCE_ALG", "auto",
+     "Force an allreduce algorithm by name (see fold_info -a), or auto",
+     FOLD_CONFIG_FIELD(allreduce_alg), FOLD_UTIL_CONFIG_STRING},
+    {"REDUCE_ALG", "auto",
+     "Force a reduce algorithm by name (see fold_info -a), or auto",
+     FOLD_CONFIG_FIELD(reduce_alg), FOLD_UTIL_CONFIG_STRING},
+    {"TUNE", "",
+     "Selection rules tried before the tuning file's and the defaults, '#'-separated, "
+     "each coll:size-range[:pA-B][:nA-B][:ppnA-B]:alg[,alg...] (ranks, nodes, ranks on "
+     "the fullest node; several algorithms: the cost model picks), e.g. "
+     "allreduce:0-4k:recursive_doubling#allreduce:64k-inf:n1-1:ppn2-inf:dpml",
+     FOLD_CONFIG_FIELD(tune), FOLD_UTIL_CONFIG_STRING},
+    {"SEGMENT_SIZE", "auto",
+     "Pipeline segment size in bytes (k/M/G suffixes), or auto",
+     FOLD_CONFIG_FIELD(segment_size), FOLD_UTIL_CONFIG_SIZE_OR("auto", 0, 1, SIZE_MAX)},
+    {"PIPELINE_DEPTH", "4",
+     "Segments in flight per stream (scratch slots) in pipelined algorithms",
+     FOLD_CONFIG_FIELD(pipeline_depth), FOLD_UTIL_CONFIG_LONG(1, LONG_MAX)},
+    {"NUM_THREADS", "0",
+     "OpenMP threads for the local reduction; 0 = cores of the node / ranks on it",
+     FOLD_CONFIG_FIELD(num_threads), FOLD_UTIL_CONFIG_LONG(0, LONG_MAX)},
+    {"THREAD_THRESHOLD", "256k",
+     "Smallest local reduction (bytes) split across threads",
+     FOLD_CONFIG_FIELD(thread_threshold), FOLD_UTIL_CONFIG_SIZE(0, SIZE_MAX)},
+    {"OFI_PROVIDER", "",
+     "libfabric provider of the ofi transport, e.g. 'tcp;ofi_rxm' or 'shm' (fold_info -t "
+     "lists those found); empty = the first that offers reliable datagrams with tagged "
+     "messages and RMA. The transport opens with it at fold_init; it cannot change later",
+     FOLD_CONFIG_FIELD(ofi_provider), FOLD_UTIL_CONFIG_STRING},
+    {"DPML_LEADERS", "auto",
+     "Leaders per node of the dpml algorithms (at most the fewest ranks on a node); "
+     "auto: the cost model's choice for the message size and shape",
+     FOLD_CONFIG_FIELD(dpml_leaders), FOLD_UTIL_CONFIG_LONG_OR("auto", 0, 1, LONG_MAX)},
+    {"SHM_SIZE", "4M",
+     "Data bytes of the node shared-memory segment of each communicator (dpml); "
+     "larger messages pass through it in chunks",
+     FOLD_CONFIG_FIELD(shm_size), FOLD_UTIL_CONFIG_SIZE(4096, (size_t)1 << 40)},
+    {"CODEC", "auto",
+     "Sparse codecs for allreduce/reduce messages (sum; bor/bxor/lor on integers): auto "
+     "(each send picks bits, idx, rle or dense by size), none, bits, idx, rle",
+     FOLD_CONFIG_FIELD(codec_mask), {read_codec, NULL, sizeof(int)}},
+    {"TUNE_FILE", "auto",
+     "Tuning file written by fold_tune (rules, cost-model parameters, where fold beat "
+     "the MPI library); auto: " FOLD_TUNE_DEFAULT_FILE " when it exists; none",
+     FOLD_CONFIG_FIELD(tune_file), FOLD_UTIL_CONFIG_STRING},
+    {"MODEL", "",
+     "Cost-model parameters over the tuning file's, name=value,... (fold_info -m lists "
+     "them with their values)",
+     FOLD_CONFIG_FIELD(model), FOLD_UTIL_CONFIG_STRING},
+};
+
+const fold_util_config_table_t fold_config_table = {
+    "fold runtime", "FOLD_", config_fields, sizeof(config_fields) / sizeof(config_fields[0])
+};
 
 int fold_config_index(const char *name)
 {
-    if (name == NULL) {
-        return -1;
-    }
-    if (strncasecmp(name, "FOLD_", 5) == 0) {
-        name += 5;
-    }
-    for (int i = 0; i < FOLD_CFG_COUNT; i++) {
-        if (strcasecmp(name, fold_config_vars[i].name) == 0) {
-            return i;
-        }
-    }
-    return -1;
-}
-
-static int parse_long(const char *text, long min, long *out)
-{
-    char *end;
-    errno = 0;
-    long v = strtol(text, &end, 10);
-    if (end == text || *end != '\0' || errno != 0 || v < min) {
-        return -1;
-    }
-    *out = v;
-    return 0;
-}
-
-/* Parses values[idx] into its typed field; returns 0 or -1 for a bad value. */
-static int config_parse(fold_config_t *cfg, int idx)
-{
-    const char *v = cfg->values[idx];
-    switch (idx) {
-    case FOLD_CFG_TIMEOUT: {
-        char *end;
-        double t = strtod(v, &end);
-        if (end == v || *end != '\0' || !(t > 0)) {
-            return -1;
-        }
-        cfg->timeout_sec = t;
-        return 0;
-    }
-    case FOLD_CFG_SPIN_COUNT:
-        if (strcasecmp(v, "auto") == 0) {
-            cfg->spin_count = -1;
-            return 0;
-        }
-        return parse_long(v, 0, &cfg->spin_count);
-    case FOLD_CFG_PIPELINE_DEPTH:
-        return parse_long(v, 1, &cfg->pipeline_depth);
-    case FOLD_CFG_NUM_THREADS:
-        return parse_long(v, 0, &cfg->num_threads);
-    case FOLD_CFG_SEGMENT_SIZE:
-        if (strcasecmp(v, "auto") == 0) {
-            cfg->segment_size = 0;
-            return 0;
-        }
-        return (fold_parse_size(v, &cfg->segment_size) == 0 && cfg->segment_size > 0) ? 0 : -1;
-    case FOLD_CFG_THREAD_THRESHOLD:
-        return fold_parse_size(v, &cfg->thread_threshold);
-    case FOLD_CFG_DPML_LEADERS:
-        if (strcasecmp(v, "auto") == 0) {
-            cfg->dpml_leaders = 0;
-            return 0;
-        }
-        return parse_long(v, 1, &cfg->dpml_leaders);
-    case FOLD_CFG_SHM_SIZE:
-        return (fold_parse_size(v, &cfg->shm_size) == 0 && cfg->shm_size >= 4096 &&
-                cfg->shm_size <= ((size_t)1 << 40)) ? 0 : -1;
-    case FOLD_CFG_CODEC:
-        return fold_codec_parse(v, &cfg->codec_mask) == FOLD_OK ? 0 : -1;
-    case FOLD_CFG_LOG_LEVEL:
-        return fold_log_level_from_name(v, &cfg->log_level);
-    default:
-        return 0;
-    }
+    return fold_util_config_find(&fold_config_table, name);
 }
 
 int fold_config_update(fold_config_t *cfg, const char *name, const char *value)
@@ -184,52 +109,43 @@ int fold_config_update(fold_config_t *cfg, const char *name, const char *value)
     if (value == NULL) {
         return FOLD_ERR_INVALID_ARG;
     }
-    char *copy = strdup(value);
-    if (copy == NULL) {
-        return FOLD_ERR_NO_MEMORY;
+    char why[512];
+    int status = fold_util_config_set(&fold_config_table, cfg, cfg->values, idx, value, why,
+                                      sizeof(why));
+    if (status != FOLD_OK) {
+        fold_error("%s", why);
     }
-    char *old = cfg->values[idx];
-    cfg->values[idx] = copy;
-    if (config_parse(cfg, idx) != 0) {
-        fold_error("invalid value '%s' for FOLD_%s", value, fold_config_vars[idx].name);
-        cfg->values[idx] = old;
-        free(copy);
-        config_parse(cfg, idx);
-        return FOLD_ERR_INVALID_ARG;
-    }
-    free(old);
-    return FOLD_OK;
+    return status;
 }
 
 int fold_config_load(fold_config_t *cfg)
 {
     memset(cfg, 0, sizeof(*cfg));
-    for (int i = 0; i < FOLD_CFG_COUNT; i++) {
-        cfg->values[i] = strdup(fold_config_vars[i].default_value);
-        if (cfg->values[i] == NULL || config_parse(cfg, i) != 0) {
-            fold_config_release(cfg);
-            return FOLD_ERR_NO_MEMORY;
+    cfg->values = calloc(fold_config_table.count, sizeof(char *));
+    if (cfg->values == NULL) {
+        return FOLD_ERR_NO_MEMORY;
+    }
+    char why[512];
+    int status = fold_util_config_init(&fold_config_table, cfg, cfg->values, why, sizeof(why));
+    for (size_t i = 0; status == FOLD_OK && i < fold_config_table.count; i++) {
+        const char *env = fold_util_config_getenv(&fold_config_table, (int)i);
+        if (env != NULL) {
+            status = fold_util_config_set(&fold_config_table, cfg, cfg->values, (int)i, env,
+                                          why, sizeof(why));
         }
     }
-    for (int i = 0; i < FOLD_CFG_COUNT; i++) {
-        char env[64];
-        snprintf(env, sizeof(env), "FOLD_%s", fold_config_vars[i].name);
-        const char *v = getenv(env);
-        if (v != NULL) {
-            int status = fold_config_update(cfg, fold_config_vars[i].name, v);
-            if (status != FOLD_OK) {
-                fold_config_release(cfg);
-                return status;
-            }
-        }
+    if (status != FOLD_OK) {
+        fold_error("%s", why);
+        fold_config_release(cfg);
     }
-    return FOLD_OK;
+    return status;
 }
 
 void fold_config_release(fold_config_t *cfg)
 {
-    for (int i = 0; i < FOLD_CFG_COUNT; i++) {
-        free(cfg->values[i]);
-        cfg->values[i] = NULL;
+    if (cfg->values != NULL) {
+        fold_util_config_release(&fold_config_table, cfg->values);
+        free(cfg->values);
+        cfg->values = NULL;
     }
 }

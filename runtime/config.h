@@ -1,10 +1,15 @@
 /*
- * Configuration: one table of FOLD_* variables (name, default, type, description).
- * A context reads the environment once at init into a fold_config_t; fold_config_set
- * changes that context's copy. fold_info prints the table.
+ * Configuration: the FOLD_* variables, one row each in fold_config_table (config.c),
+ * parsed into the typed fields of fold_config_t. A context reads the environment once
+ * at init; fold_config_set changes that context's copy. fold_info -c prints the table.
+ *
+ * Adding a variable: one field below and one row in fold_config_table (name, default,
+ * description, FOLD_CONFIG_FIELD(field), parser from util/config_table.h).
  */
 #ifndef FOLD_CONFIG_H
 #define FOLD_CONFIG_H
+
+#include "util/config_table.h"
 
 #include <stddef.h>
 
@@ -13,51 +18,37 @@
 #define FOLD_TUNE_DEFAULT_FILE "/usr/local/etc/fold/tune"
 #endif
 
-typedef enum fold_config_type {
-    FOLD_CONFIG_STRING, FOLD_CONFIG_INT, FOLD_CONFIG_SIZE, FOLD_CONFIG_SECONDS
-} fold_config_type_t;
-
-typedef struct fold_config_var {
-    const char        *name;         /* without the FOLD_ prefix */
-    const char        *default_value;
-    fold_config_type_t type;
-    const char        *description;
-} fold_config_var_t;
-
-enum {
-    FOLD_CFG_TRANSPORT, FOLD_CFG_LOG_LEVEL, FOLD_CFG_TIMEOUT, FOLD_CFG_SPIN_COUNT,
-    FOLD_CFG_ALLREDUCE_ALG, FOLD_CFG_REDUCE_ALG, FOLD_CFG_TUNE, FOLD_CFG_SEGMENT_SIZE,
-    FOLD_CFG_PIPELINE_DEPTH, FOLD_CFG_NUM_THREADS, FOLD_CFG_THREAD_THRESHOLD,
-    FOLD_CFG_OFI_PROVIDER, FOLD_CFG_DPML_LEADERS, FOLD_CFG_SHM_SIZE, FOLD_CFG_CODEC,
-    FOLD_CFG_TUNE_FILE, FOLD_CFG_MODEL,
-    FOLD_CFG_COUNT
-};
-
-extern const fold_config_var_t fold_config_vars[FOLD_CFG_COUNT];
-
 typedef struct fold_config {
-    char  *values[FOLD_CFG_COUNT];  /* the strings, owned */
-    /* parsed forms of the numeric ones */
-    double timeout_sec;
-    long   spin_count;              /* -1 = auto */
-    size_t segment_size;            /* bytes; 0 = per-algorithm default */
-    long   pipeline_depth;
-    long   num_threads;             /* 0 = auto */
-    size_t thread_threshold;
-    long   dpml_leaders;            /* 0 = auto */
-    size_t shm_size;                /* node segment data bytes per communicator */
-    int    codec_mask;              /* sparse codecs sends may use (1 << codec id) */
-    int    log_level;
+    char       **values;            /* the text of each row, as set; owned */
+    const char  *transport;
+    int          log_level;         /* fold_log_level_t */
+    double       timeout_sec;
+    long         spin_count;        /* -1 = auto */
+    const char  *allreduce_alg;
+    const char  *reduce_alg;
+    const char  *tune;
+    size_t       segment_size;      /* bytes; 0 = per-algorithm default */
+    long         pipeline_depth;
+    long         num_threads;       /* 0 = auto */
+    size_t       thread_threshold;
+    const char  *ofi_provider;
+    long         dpml_leaders;      /* 0 = auto */
+    size_t       shm_size;          /* node segment data bytes per communicator */
+    int          codec_mask;        /* sparse codecs sends may use (1 << codec id) */
+    const char  *tune_file;
+    const char  *model;
 } fold_config_t;
 
-/* Fills cfg from the environment (FOLD_<NAME>), falling back to the defaults. */
+extern const fold_util_config_table_t fold_config_table;
+
+/* Fills cfg from the environment (FOLD_<NAME>), falling back to the defaults; a bad
+ * value fails, logged with the variable's name. */
 int  fold_config_load(fold_config_t *cfg);
-/* Sets one variable by name (with or without "FOLD_"); validates numeric values. */
+/* Sets one variable by name (with or without "FOLD_", any case). FOLD_ERR_NOT_FOUND
+ * for an unknown name, FOLD_ERR_INVALID_ARG for a bad value (logged; cfg unchanged). */
 int  fold_config_update(fold_config_t *cfg, const char *name, const char *value);
+/* The row of fold_config_table called name (as above), or -1. */
 int  fold_config_index(const char *name);
 void fold_config_release(fold_config_t *cfg);
-
-/* "64k", "1M", "2G", "inf" (SIZE_MAX) -> bytes. Returns 0 on success. */
-int fold_parse_size(const char *text, size_t *out);
 
 #endif

@@ -138,12 +138,12 @@ static uint64_t hash_text(uint64_t h, const char *text)
 
 static uint64_t selection_hash(const fold_context_t *ctx)
 {
-    static const int vars[] = {FOLD_CFG_ALLREDUCE_ALG, FOLD_CFG_REDUCE_ALG, FOLD_CFG_TUNE,
-                               FOLD_CFG_SEGMENT_SIZE, FOLD_CFG_PIPELINE_DEPTH,
-                               FOLD_CFG_DPML_LEADERS, FOLD_CFG_SHM_SIZE, FOLD_CFG_MODEL};
+    static const char *const vars[] = {"ALLREDUCE_ALG", "REDUCE_ALG", "TUNE", "SEGMENT_SIZE",
+                                       "PIPELINE_DEPTH", "DPML_LEADERS", "SHM_SIZE", "MODEL"};
     uint64_t h = FOLD_HASH_INIT;
     for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
-        h = hash_text(h, ctx->config.values[vars[i]]);
+        int row = fold_config_index(vars[i]);
+        h = hash_text(h, row >= 0 ? ctx->config.values[row] : NULL);
     }
     for (int i = 0; i < ctx->file.rules.nrules; i++) {
         char rule[512];
@@ -435,7 +435,7 @@ int fold_context_create(fold_bootstrap_t *bs, const char *transport, void *loopb
 
     /* From here on a rank that fails locally still takes part in the bootstrap
      * exchanges up to the address exchange, where every rank learns of it. */
-    const char *tl_name = transport ? transport : ctx->config.values[FOLD_CFG_TRANSPORT];
+    const char *tl_name = transport ? transport : ctx->config.transport;
     ctx->tl_ops = fold_tl_find(tl_name);
     int local = FOLD_OK;
     if (ctx->tl_ops == NULL) {
@@ -456,7 +456,7 @@ int fold_context_create(fold_bootstrap_t *bs, const char *transport, void *loopb
         .rank            = ctx->bs.rank,
         .size            = ctx->bs.size,
         .loopback_fabric = loopback_fabric,
-        .ofi_provider    = ctx->config.values[FOLD_CFG_OFI_PROVIDER],
+        .ofi_provider    = ctx->config.ofi_provider,
     };
     if (local == FOLD_OK && (local = ctx->tl_ops->open(&params, &ctx->tl)) != FOLD_OK) {
         ctx->tl = NULL;
@@ -593,8 +593,10 @@ int fold_config_set(fold_context_h ctx, const char *name, const char *value)
         return FOLD_ERR_NOT_INITIALIZED;
     }
     int idx = fold_config_index(name);
-    if (idx == FOLD_CFG_TRANSPORT || idx == FOLD_CFG_OFI_PROVIDER) {
-        fold_error("FOLD_%s cannot change after fold_init", fold_config_vars[idx].name);
+    /* The transport read these when it opened. */
+    if (idx >= 0 && (idx == fold_config_index("TRANSPORT") ||
+                     idx == fold_config_index("OFI_PROVIDER"))) {
+        fold_error("FOLD_%s cannot change after fold_init", fold_config_table.fields[idx].name);
         return FOLD_ERR_INVALID_ARG;
     }
     char *old = (idx >= 0 && ctx->config.values[idx]) ? strdup(ctx->config.values[idx]) : NULL;
@@ -608,14 +610,14 @@ int fold_config_set(fold_context_h ctx, const char *name, const char *value)
             fold_select_configure(ctx);
         }
     }
-    if (status == FOLD_OK && idx == FOLD_CFG_NUM_THREADS) {
+    /* What the context derives from its settings follows whichever one changed; the
+     * log level is the process's, so only FOLD_LOG_LEVEL itself moves it. */
+    if (status == FOLD_OK) {
         context_resolve_threads(ctx);
-    }
-    if (status == FOLD_OK && idx == FOLD_CFG_SPIN_COUNT) {
         context_resolve_spin(ctx);
-    }
-    if (status == FOLD_OK && idx == FOLD_CFG_LOG_LEVEL) {
-        fold_log_level = ctx->config.log_level;
+        if (idx == fold_config_index("LOG_LEVEL")) {
+            fold_log_level = ctx->config.log_level;
+        }
     }
     free(old);
     return status;

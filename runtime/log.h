@@ -11,9 +11,10 @@ typedef enum fold_log_level {
 } fold_log_level_t;
 
 extern int fold_log_level;
+/* "error" ... "trace", by level; NULL-terminated (FOLD_LOG_LEVEL's parser takes it). */
+extern const char *const fold_log_level_names[];
 
 void fold_log_set_rank(int rank);
-int  fold_log_level_from_name(const char *name, int *level);
 void fold_log_emit(int level, const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 

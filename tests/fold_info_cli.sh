@@ -1,7 +1,8 @@
 #!/bin/sh
 # fold_info's what-if options: -S SHAPE prints a decision per size on shapes this
 # machine cannot run, -p every algorithm's prediction as CSV, -m the model's
-# parameters (FOLD_MODEL applies); bad shapes exit 2. Usage: fold_info_cli.sh FOLD_INFO
+# parameters (FOLD_MODEL applies); bad shapes exit 2; -c prints every configuration
+# table. Usage: fold_info_cli.sh FOLD_INFO
 set -u
 INFO=$1
 fail() { echo "FAIL: $*"; exit 1; }
@@ -20,6 +21,18 @@ echo "$csv" | grep -q "^allreduce,dpml_pipelined,1048576,[12]," || fail "-p: no 
 echo "$csv" | grep -q "^reduce,shm_flat," && fail "-p: shm_flat across nodes"
 
 FOLD_MODEL=flag_us=0.75 "$INFO" -m | grep -q "^flag_us 0.75$" || fail "-m: FOLD_MODEL not applied"
+
+# -c: every table (runtime, MPI shim, tools), each variable with its default and the
+# environment's value, checked by the variable's parser.
+cfg=$(FOLD_SEGMENT_SIZE=12q FOLD_MPI_REDUCE_MIN=64k "$INFO" -c) || fail "-c exited $?"
+for line in "FOLD_TRANSPORT=ucp" "FOLD_MPI_ENABLE=1" "FOLD_PERF_GNUPLOT=" \
+            "FOLD_MPI_REDUCE_MIN=64k  # from the environment"; do
+    echo "$cfg" | grep -qxF "$line" || fail "-c: no line '$line'"
+done
+echo "$cfg" | grep -q "^FOLD_SEGMENT_SIZE=12q  # from the environment, not valid: expected" ||
+    fail "-c: a bad value is not flagged"
+[ "$(echo "$cfg" | grep -c '^# default: ')" -eq "$(echo "$cfg" | grep -c '^FOLD_')" ] ||
+    fail "-c: a variable without its default"
 
 "$INFO" -S 0x4 >/dev/null 2>&1; [ $? -eq 2 ] || fail "-S 0x4 should exit 2"
 "$INFO" -S 2,x >/dev/null 2>&1; [ $? -eq 2 ] || fail "-S 2,x should exit 2"

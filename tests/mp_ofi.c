@@ -505,7 +505,7 @@ int main(int argc, char **argv)
     /* The provider comes from the configuration, as fold_init passes it. */
     fold_config_t config;
     check_ok(fold_config_load(&config), "fold_config_load");
-    env.provider = config.values[FOLD_CFG_OFI_PROVIDER];
+    env.provider = config.ofi_provider;
     fold_tl_params_t params = {.rank = env.rank, .size = env.size,
                                .ofi_provider = env.provider};
     if (bench_mode) {

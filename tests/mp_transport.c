@@ -567,7 +567,7 @@ int main(void)
     fold_config_t config;
     check_ok(fold_config_load(&config), "fold_config_load");
     fold_tl_params_t params = {.rank = env.rank, .size = env.size,
-                               .ofi_provider = config.values[FOLD_CFG_OFI_PROVIDER]};
+                               .ofi_provider = config.ofi_provider};
     check_ok(env.ops->open(&params, &env.tl), "open");
     fold_config_release(&config);
     connect_peers(&env);

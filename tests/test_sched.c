@@ -1,6 +1,7 @@
 /*
- * Schedule finalisation (derived dependencies, message numbering) and the
- * configuration parser (the selection rules are in test_select.c).
+ * Schedule finalisation (derived dependencies, message numbering) and the algorithm
+ * registry (the selection rules are in test_select.c, the configuration in
+ * test_config.c).
  */
 #include <criterion/criterion.h>
 
@@ -199,45 +200,6 @@ Test(sched, answers_to_remote_peers_wait_softly_for_own_sends)
     }
     cr_expect_eq(answers, 5);
     fold_sched_cleanup(&s);
-}
-
-Test(config, sizes_parse_with_suffixes)
-{
-    size_t v;
-    cr_expect_eq(fold_parse_size("64k", &v), 0);
-    cr_expect_eq(v, 65536);
-    cr_expect_eq(fold_parse_size("2M", &v), 0);
-    cr_expect_eq(v, 2u << 20);
-    cr_expect_eq(fold_parse_size("1G", &v), 0);
-    cr_expect_eq(v, 1u << 30);
-    cr_expect_eq(fold_parse_size("17", &v), 0);
-    cr_expect_eq(v, 17);
-    cr_expect_eq(fold_parse_size("inf", &v), 0);
-    cr_expect_eq(v, SIZE_MAX);
-    cr_expect_neq(fold_parse_size("-1", &v), 0);
-    cr_expect_neq(fold_parse_size("12x", &v), 0);
-    cr_expect_neq(fold_parse_size("", &v), 0);
-}
-
-Test(config, variables_load_and_validate)
-{
-    fold_config_t cfg;
-    setenv("FOLD_PIPELINE_DEPTH", "7", 1);
-    cr_assert_eq(fold_config_load(&cfg), FOLD_OK);
-    unsetenv("FOLD_PIPELINE_DEPTH");
-    cr_expect_eq(cfg.pipeline_depth, 7);
-    cr_expect_eq(fold_config_update(&cfg, "FOLD_SEGMENT_SIZE", "32k"), FOLD_OK);
-    cr_expect_eq(cfg.segment_size, 32768);
-    cr_expect_eq(fold_config_update(&cfg, "segment_size", "auto"), FOLD_OK);
-    cr_expect_eq(cfg.segment_size, 0);
-    cr_expect_eq(fold_config_update(&cfg, "PIPELINE_DEPTH", "0"), FOLD_ERR_INVALID_ARG);
-    cr_expect_eq(cfg.pipeline_depth, 7);   /* a refused value leaves the old one */
-    cr_expect_eq(fold_config_update(&cfg, "LOG_LEVEL", "loud"), FOLD_ERR_INVALID_ARG);
-    cr_expect_eq(fold_config_update(&cfg, "BOGUS", "1"), FOLD_ERR_NOT_FOUND);
-    for (int i = 0; i < FOLD_CFG_COUNT; i++) {
-        cr_expect_not_null(fold_config_vars[i].description);
-    }
-    fold_config_release(&cfg);
 }
 
 Test(registry, every_named_algorithm_is_registered)

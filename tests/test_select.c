@@ -362,7 +362,7 @@ Test(select_shapes, config_set_forgets_earlier_decisions)
     c = choose(ctx, FOLD_COLL_ALLREDUCE, 1 << 20, FOLD_OP_SUM);
     cr_expect(c.alg->flags & FOLD_ALG_NODE_AWARE, "still the node-aware family");
     cr_expect_neq(fold_config_set(ctx, "MODEL", "shm_gbs=fast"), FOLD_OK);
-    cr_expect_str_eq(ctx->config.values[FOLD_CFG_MODEL], "shm_gbs=0.001",
+    cr_expect_str_eq(ctx->config.model, "shm_gbs=0.001",
                      "a refused value leaves the old one");
     fold_context_free_virtual(ctx);
 }

@@ -1,9 +1,16 @@
 /*
- * fold_info: what this fold build has — version, transports, configuration
- * variables with defaults and descriptions, algorithms with one-line descriptions,
- * and the default selection rules. Like ucx_info / ucc_info.
+ * fold_info: what this fold build has — version, transports, the configuration
+ * variables of every table (runtime, MPI shim, tools) with defaults, current values
+ * and descriptions, algorithms with one-line descriptions, and the default selection
+ * rules. Like ucx_info / ucc_info.
  */
 #include "comm.h"
+#ifdef FOLD_INFO_SHIM_TABLE
+#include "shim_config.h"
+#endif
+#ifdef FOLD_INFO_PERF_TABLE
+#include "perf_config.h"
+#endif
 
 #include <getopt.h>
 #include <rdma/fabric.h>
@@ -77,17 +84,21 @@ static void print_transports(void)
     print_ofi_providers();
 }
 
+/* Every configuration table: name, default, current value (the environment's) and
+ * description of each variable. */
 static void print_config(void)
 {
-    printf("#\n# Configuration (environment variables; current value if set)\n#\n");
-    for (int i = 0; i < FOLD_CFG_COUNT; i++) {
-        const fold_config_var_t *v = &fold_config_vars[i];
-        char env[64];
-        snprintf(env, sizeof(env), "FOLD_%s", v->name);
-        const char *set = getenv(env);
-        printf("# %s\n", v->description);
-        printf("%s=%s%s%s\n#\n", env, set ? set : v->default_value, set ? "  # default: " : "",
-               set ? v->default_value : "");
+    static const fold_util_config_table_t *const tables[] = {
+        &fold_config_table,
+#ifdef FOLD_INFO_SHIM_TABLE
+        &shim_config_table,
+#endif
+#ifdef FOLD_INFO_PERF_TABLE
+        &perf_config_table,
+#endif
+    };
+    for (size_t i = 0; i < sizeof(tables) / sizeof(tables[0]); i++) {
+        fold_util_config_print(tables[i], stdout);
     }
 }
 
@@ -280,7 +291,8 @@ static void usage(FILE *out, const char *prog)
             "Prints what this fold build provides. Without options, prints everything.\n"
             "  -v        version\n"
             "  -t        transports, and the libfabric providers found\n"
-            "  -c        configuration variables, defaults and descriptions\n"
+            "  -c        configuration variables (fold's, the MPI shim's, the tools'): defaults,\n"
+            "            values from the environment, descriptions\n"
             "  -a        algorithms and the default selection rules\n"
             "  -m        the cost model's parameters in effect\n"
             "  -S SHAPE  what selection picks on a communicator of that shape, without running\n"

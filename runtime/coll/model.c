@@ -66,7 +66,7 @@
  */
 #include "model.h"
 
-#include "config.h"
+#include "util/size.h"
 #include "log.h"
 #include "node/segment.h"
 
@@ -86,7 +86,7 @@ typedef enum model_param_kind {
     PARAM_TIME,    /* microseconds, >= 0 */
     PARAM_RATE,    /* GB/s, > 0 */
     PARAM_LINKS,   /* an integer >= 1 */
-    PARAM_BYTES    /* fold_parse_size, stored as a double */
+    PARAM_BYTES    /* fold_util_parse_size, stored as a double */
 } model_param_kind_t;
 
 typedef struct model_param {
@@ -183,7 +183,7 @@ static int parse_param(const model_param_t *mp, const char *text, double *out)
         }
         return 0;
     case PARAM_BYTES:
-        if (fold_parse_size(text, &bytes) != 0) {
+        if (fold_util_parse_size(text, &bytes) != 0) {
             return -1;
         }
         *out = (double)bytes;

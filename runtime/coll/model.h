@@ -56,7 +56,7 @@ typedef struct fold_model_params {
 void fold_model_defaults(fold_model_params_t *p);
 
 /* Sets one parameter by name ("flag_us", "inter_gbs", ... as in the struct), value
- * with the size suffixes of fold_parse_size for byte counts. FOLD_ERR_NOT_FOUND for
+ * with the size syntax of util/size.h for byte counts. FOLD_ERR_NOT_FOUND for
  * an unknown name, FOLD_ERR_INVALID_ARG for a bad value (times must be plain
  * numbers >= 0, bandwidths > 0, nics an integer 1..1024; nothing may follow the
  * number); either is logged and leaves *p as it was. */

@@ -74,21 +74,20 @@ int fold_select_configure(fold_context_t *ctx)
 {
     const fold_alg_t *ar, *r;
     fold_tune_t tune = {NULL, 0};
-    int status = resolve_forced(ctx->config.values[FOLD_CFG_ALLREDUCE_ALG],
-                                FOLD_COLL_ALLREDUCE, &ar);
+    int status = resolve_forced(ctx->config.allreduce_alg, FOLD_COLL_ALLREDUCE, &ar);
     if (status == FOLD_OK) {
-        status = resolve_forced(ctx->config.values[FOLD_CFG_REDUCE_ALG], FOLD_COLL_REDUCE, &r);
+        status = resolve_forced(ctx->config.reduce_alg, FOLD_COLL_REDUCE, &r);
     }
     if (status == FOLD_OK) {
-        status = fold_tune_parse(ctx->config.values[FOLD_CFG_TUNE], &tune);
+        status = fold_tune_parse(ctx->config.tune, &tune);
     }
     if (status == FOLD_OK) {
         fold_tune_file_release(&ctx->file);
-        status = fold_tune_file_load(ctx->config.values[FOLD_CFG_TUNE_FILE], &ctx->file);
+        status = fold_tune_file_load(ctx->config.tune_file, &ctx->file);
     }
     if (status == FOLD_OK) {
-        status = fold_model_configure(ctx->measured, ctx->file.params,
-                                      ctx->config.values[FOLD_CFG_MODEL], &ctx->model);
+        status = fold_model_configure(ctx->measured, ctx->file.params, ctx->config.model,
+                                      &ctx->model);
     }
     if (status != FOLD_OK) {
         fold_tune_release(&tune);

@@ -2,7 +2,7 @@
  * The selection rule language (select.h): parsing, matching and printing rules.
  */
 #include "select.h"
-#include "config.h"
+#include "util/size.h"
 #include "log.h"
 
 #include <fold/fold_status.h>
@@ -22,7 +22,7 @@ static int parse_size_range(char *text, size_t *lo, size_t *hi)
         return -1;
     }
     *dash = '\0';
-    return (fold_parse_size(text, lo) == 0 && fold_parse_size(dash + 1, hi) == 0 && *lo <= *hi)
+    return (fold_util_parse_size(text, lo) == 0 && fold_util_parse_size(dash + 1, hi) == 0 && *lo <= *hi)
                ? 0 : -1;
 }
 

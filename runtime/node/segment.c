@@ -4,6 +4,7 @@
  */
 #include "node/segment.h"
 #include "log.h"
+#include "util/clock.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -13,7 +14,6 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #define SHM_MAGIC   0x6d68732d646c6f66ull   /* "fold-shm" */
@@ -202,13 +202,6 @@ int fold_shm_attached(const fold_shm_seg_t *seg)
     return (int)atomic_load_explicit(&seg->hdr->attached, memory_order_acquire);
 }
 
-static double now_sec(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 int fold_shm_flag_wait(const fold_shm_seg_t *seg, int local, int flag, uint64_t value,
                        long spin_count, double timeout_sec)
 {
@@ -220,7 +213,7 @@ int fold_shm_flag_wait(const fold_shm_seg_t *seg, int local, int flag, uint64_t 
         if (polls < spin_count) {
             continue;
         }
-        double now = now_sec();
+        double now = fold_util_time_now();
         if (deadline == 0) {
             deadline = now + timeout_sec;
         } else if (now > deadline) {

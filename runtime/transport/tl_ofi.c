@@ -24,6 +24,7 @@
  */
 #include "transport/tl_ofi_impl.h"
 #include "log.h"
+#include "util/clock.h"
 
 #include <fold/fold_status.h>
 #include <rdma/fabric.h>
@@ -35,16 +36,8 @@
 #include <sys/mman.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 /* ---- helpers ------------------------------------------------------------------ */
-
-static double tl_ofi_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static int tl_ofi_is_peer_error(int fi_err)
 {
@@ -368,8 +361,8 @@ static void tl_ofi_drain(fold_tl_t *tl)
         fi_cancel(&tl->ep->fid, &op->fi_context);
     }
 
-    double deadline = tl_ofi_now() + TL_OFI_CLOSE_TIMEOUT_SEC;
-    while (tl->posted.head != NULL && tl_ofi_now() < deadline) {
+    double deadline = fold_util_time_now() + TL_OFI_CLOSE_TIMEOUT_SEC;
+    while (tl->posted.head != NULL && fold_util_time_now() < deadline) {
         if (tl_ofi_read_cq(tl) == 0) {
             sched_yield();
         }

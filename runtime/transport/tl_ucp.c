@@ -19,12 +19,12 @@
  */
 #include "transport/transport.h"
 #include "log.h"
+#include "util/clock.h"
 
 #include <fold/fold_status.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <ucp/api/ucp.h>
 
 #define TL_UCP_RANK_BITS     (64 - FOLD_TL_TAG_BITS)
@@ -423,13 +423,6 @@ err_free:
     return status;
 }
 
-static double tl_ucp_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* Closes every endpoint at once and progresses until all closes complete or the
  * timeout passes. Endpoints are flushed, except when the peer failed or operations
  * are still in flight with it (abandoned by the caller, e.g. a rendezvous send
@@ -459,10 +452,10 @@ static void tl_ucp_close_endpoints(fold_tl_t *tl)
         }
     }
 
-    double deadline = tl_ucp_now() + TL_UCP_CLOSE_TIMEOUT_SEC;
+    double deadline = fold_util_time_now() + TL_UCP_CLOSE_TIMEOUT_SEC;
     while (pending > 0) {
         if (ucp_worker_progress(tl->worker) == 0) {
-            if (tl_ucp_now() > deadline) {
+            if (fold_util_time_now() > deadline) {
                 break;
             }
             sched_yield();
