@@ -215,7 +215,8 @@ int fold_comm_node(fold_comm_t *comm, fold_node_t **node_p)
         fold_node_params_t params = {
             .rank = comm->rank, .size = comm->size, .comm_id = comm->id, .node_key = key,
             .job_id = ctx->bs.job_id, .node_name = ctx->bs.node_name,
-            .shm_size = ctx->config.shm_size, .single_copy = 1, .allgather = comm_allgather,
+            .shm_size = ctx->config.shm_size, .single_copy = ctx->config.single_copy,
+            .allgather = comm_allgather,
             .allgather_arg = comm};
         int status = fold_node_create(&params, &comm->node);
         free(key);

@@ -21,6 +21,9 @@ static int read_codec(const char *text, void *field, const void *arg, char *why,
     return 0;
 }
 
+/* FOLD_SINGLE_COPY: the field holds the index, so "off" is 0 and means off. */
+static const char *const single_copy_names[] = {"off", "auto", NULL};
+
 static const fold_util_config_field_t config_fields[] = {
     {"TRANSPORT", "ucp",
      "Transport backend: ucp (UCX tag + RMA), ofi (libfabric tagged + RMA); loopback is "
@@ -71,6 +74,11 @@ static const fold_util_config_field_t config_fields[] = {
      "Leaders per node of the dpml algorithms (at most the fewest ranks on a node); "
      "auto: the cost model's choice for the message size and shape",
      FOLD_CONFIG_FIELD(dpml_leaders), FOLD_UTIL_CONFIG_LONG_OR("auto", 0, 1, LONG_MAX)},
+    {"SINGLE_COPY", "auto",
+     "Single copy between the ranks of a node (cma: cross-memory attach, "
+     "process_vm_readv): auto (where the kernel allows it, probed per communicator; the "
+     "cost model weighs it against the segment with the rate fold_init measured) or off",
+     FOLD_CONFIG_FIELD(single_copy), FOLD_UTIL_CONFIG_ENUM(single_copy_names)},
     {"SHM_SIZE", "4M",
      "Data bytes of the node shared-memory segment of each communicator (dpml); "
      "larger messages pass through it in chunks",

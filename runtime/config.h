@@ -33,6 +33,7 @@ typedef struct fold_config {
     size_t       thread_threshold;
     const char  *ofi_provider;
     long         dpml_leaders;      /* 0 = auto */
+    int          single_copy;       /* 0 off, 1 auto (FOLD_SINGLE_COPY) */
     size_t       shm_size;          /* node segment data bytes per communicator */
     int          codec_mask;        /* sparse codecs sends may use (1 << codec id) */
     const char  *tune_file;

@@ -411,6 +411,15 @@ Test(select_shapes, single_copy_only_where_the_node_allows_it)
                      "dpml");
     fold_context_free_virtual(one_node);
     fold_context_free_virtual(two_nodes);
+
+    /* FOLD_SINGLE_COPY=off: never, even before the node's set-up. */
+    setenv("FOLD_REDUCE_ALG", "cma", 1);
+    setenv("FOLD_SINGLE_COPY", "off", 1);
+    fold_context_t *off = virtual_ctx(1, 4);
+    unsetenv("FOLD_REDUCE_ALG");
+    unsetenv("FOLD_SINGLE_COPY");
+    cr_expect_eq(choose(off, FOLD_COLL_REDUCE, 1 << 20, FOLD_OP_SUM).alg, &fold_alg_dpml);
+    fold_context_free_virtual(off);
 }
 
 Test(select_shapes, single_copy_rate_decides_between_it_and_the_segment)

@@ -524,7 +524,8 @@ static int select_uncached(fold_comm_t *comm, fold_coll_t coll, size_t count, fo
             cand[a] = &fold_alg_dpml;
         }
         if ((cand[a]->flags & FOLD_ALG_SINGLE_COPY) &&
-            (comm->shape.nnodes > 1 || (comm->node != NULL && !comm->node->single_copy))) {
+            (comm->shape.nnodes > 1 || !ctx->config.single_copy ||
+             (comm->node != NULL && !comm->node->single_copy))) {
             cand[a] = &fold_alg_dpml;
         }
     }
