@@ -57,18 +57,26 @@ static int remote_init(fold_comm_t *comm)
     return FOLD_OK;
 }
 
-/* Nodes and ranks per node of the communicator, from the launcher's locality. */
-static int shape_init(fold_comm_t *comm)
+/* The node of every rank of comm (the launcher's locality), malloc'd; NULL when out
+ * of memory. */
+static int *comm_node_of(const fold_comm_t *comm)
 {
     const fold_context_t *ctx = comm->ctx;
     int *node_of = malloc((size_t)comm->size * sizeof(int));
+    for (int r = 0; node_of != NULL && r < comm->size; r++) {
+        node_of[r] = ctx->node_of[fold_rank_map_get(&comm->map, r)];
+    }
+    return node_of;
+}
+
+/* Nodes and ranks per node of the communicator, from the launcher's locality. */
+static int shape_init(fold_comm_t *comm)
+{
+    int *node_of = comm_node_of(comm);
     if (node_of == NULL) {
         return FOLD_ERR_NO_MEMORY;
     }
-    for (int r = 0; r < comm->size; r++) {
-        node_of[r] = ctx->node_of[fold_rank_map_get(&comm->map, r)];
-    }
-    fold_shape_of(comm->size, node_of, ctx->nnodes, &comm->shape);
+    fold_shape_of(comm->size, node_of, comm->ctx->nnodes, &comm->shape);
     free(node_of);
     return FOLD_OK;
 }
@@ -205,12 +213,9 @@ int fold_comm_node(fold_comm_t *comm, fold_node_t **node_p)
 {
     if (comm->node == NULL) {
         const fold_context_t *ctx = comm->ctx;
-        int *key = malloc((size_t)comm->size * sizeof(int));
+        int *key = comm_node_of(comm);
         if (key == NULL) {
             return FOLD_ERR_NO_MEMORY;
-        }
-        for (int r = 0; r < comm->size; r++) {
-            key[r] = ctx->node_of[fold_rank_map_get(&comm->map, r)];
         }
         fold_node_params_t params = {
             .rank = comm->rank, .size = comm->size, .comm_id = comm->id, .node_key = key,
