@@ -169,6 +169,12 @@ typedef struct locality_record {
     double   cma_us;        /* ... and this cost per call */
 } locality_record_t;
 
+void fold_context_set_measured(fold_context_t *ctx, double cma_gbs, double cma_us)
+{
+    snprintf(ctx->measured, sizeof(ctx->measured), "cma_gbs=%.4g,cma_us=%.4g", cma_gbs,
+             cma_us);
+}
+
 /* What fold_init measured, agreed by every rank: single copy's rate (the slowest
  * rank's) and cost per call (the dearest), where every rank could measure it. */
 static void agree_measured(fold_context_t *ctx, const locality_record_t *all)
@@ -182,7 +188,7 @@ static void agree_measured(fold_context_t *ctx, const locality_record_t *all)
     }
     ctx->measured[0] = '\0';
     if (ok && gbs > 0) {
-        snprintf(ctx->measured, sizeof(ctx->measured), "cma_gbs=%.4g,cma_us=%.4g", gbs, us);
+        fold_context_set_measured(ctx, gbs, us);
     }
 }
 

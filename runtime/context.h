@@ -74,6 +74,9 @@ int  fold_context_valid(const fold_context_t *ctx);
  * this process being rank 0. Only selection may use it (it has no transport). */
 int  fold_context_create_virtual(int size, const int *node_of, fold_context_t **ctx_p);
 void fold_context_free_virtual(fold_context_t *ctx);
+/* Records a single-copy measurement (rate, cost per call) as the cost-model
+ * parameters ctx->measured; fold_select_configure applies it. */
+void fold_context_set_measured(fold_context_t *ctx, double cma_gbs, double cma_us);
 int  fold_comm_valid(const fold_comm_t *comm);
 int  fold_context_add_comm(fold_context_t *ctx, fold_comm_t *comm);
 void fold_context_remove_comm(fold_context_t *ctx, fold_comm_t *comm);

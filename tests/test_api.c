@@ -207,10 +207,10 @@ static int timeout_rank(fold_context_t *ctx, int rank, int size, void *arg)
     EXPECT_STATUS(fold_config_set(ctx, "TIMEOUT", "0.5"), FOLD_OK);
     EXPECT_STATUS(fold_config_set(ctx, "ALLREDUCE_ALG", "ring"), FOLD_OK);
     if (rank != 1) {
-        double t0 = fold_time_now();
+        double t0 = fold_util_time_now();
         EXPECT_STATUS(fold_allreduce(&v, &out, 1, FOLD_INT32, FOLD_OP_SUM, fold_comm_world(ctx)),
                       FOLD_ERR_TIMEOUT);
-        double dt = fold_time_now() - t0;
+        double dt = fold_util_time_now() - t0;
         if (dt < 0.4 || dt > 30) {
             fprintf(stderr, "timeout after %.2f s\n", dt);
             return 1;

@@ -109,9 +109,9 @@ Test(shm_segment, flag_wait_is_bounded)
     fold_shm_seg_t a;
     cr_assert_eq(fold_shm_create(&a, name, 2, 4096), FOLD_OK);
     fold_shm_unlink(name);
-    double t0 = fold_time_now();
+    double t0 = fold_util_time_now();
     cr_expect_eq(fold_shm_flag_wait(&a, 1, 0, 1, 100, 0.2), FOLD_ERR_TIMEOUT);
-    double waited = fold_time_now() - t0;
+    double waited = fold_util_time_now() - t0;
     cr_expect(waited >= 0.2 && waited < 5.0, "waited %.2f s", waited);
     fold_shm_detach(&a);
 }

@@ -144,7 +144,7 @@ static int measure_here(fold_context_t *ctx)
     if (!fold_node_peer_calibrate(&gbs, &us)) {
         return 0;
     }
-    snprintf(ctx->measured, sizeof(ctx->measured), "cma_gbs=%.4g,cma_us=%.4g", gbs, us);
+    fold_context_set_measured(ctx, gbs, us);
     return fold_select_configure(ctx) == FOLD_OK;
 }
 

@@ -63,6 +63,12 @@ static int owned_block(const fold_coll_args_t *a, int rank)
     return j < owner_count(a) ? j : -1;
 }
 
+/* Chunks in flight: each holds two TMP slots of seg_count elements. */
+static size_t chunk_slots(const fold_coll_args_t *a)
+{
+    return a->depth > 1 ? (size_t)a->depth : 2;
+}
+
 /* Folds block b chunk by chunk into `final` (OUT, or TMP written to the root). */
 static void fold_block(fold_sched_t *s, const fold_coll_args_t *a, size_t lo, size_t len)
 {
@@ -70,10 +76,10 @@ static void fold_block(fold_sched_t *s, const fold_coll_args_t *a, size_t lo, si
     const int p = a->size, me = a->rank;
     const int to_root = a->coll == FOLD_COLL_REDUCE && me != a->root;
     const size_t seg = a->seg_count;
-    const int depth = a->depth > 1 ? a->depth : 2;
+    const size_t depth = chunk_slots(a);
     for (size_t c = 0, k = 0; c < len; c += seg, k++) {
         size_t off = lo + c, m = len - c < seg ? len - c : seg;
-        size_t slot = (k % (size_t)depth) * 2 * seg;
+        size_t slot = (k % depth) * 2 * seg;
         fold_ref_t tmp_a = fold_ref_tmp(slot), tmp_b = fold_ref_tmp(slot + seg);
         fold_ref_t acc = fold_ref_in(off);
         if (me != 0) {
@@ -137,7 +143,7 @@ static int cma_build(const fold_coll_args_t *a, fold_sched_t *s)
     fold_block(s, a, lo, len);
     /* What this rank's posts must follow: its result, wherever it went. A rank
      * without a block guards a TMP element nothing else touches. */
-    const size_t spare = (size_t)(a->depth > 1 ? a->depth : 2) * 2 * a->seg_count;
+    const size_t spare = chunk_slots(a) * 2 * a->seg_count;
     fold_ref_t mine = len == 0 ? fold_ref_tmp(spare)
                     : has_out ? fold_ref_out(lo) : fold_ref_peer(lo);
     size_t mine_len = len == 0 ? 1 : len;

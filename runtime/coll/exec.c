@@ -410,8 +410,8 @@ static int request_fail(fold_request_t *req, int status, size_t step, const char
         }
     }
     /* Give canceled operations a moment to report back, so nothing writes later. */
-    double deadline = fold_time_now() + 1.0;
-    while (req->nactive > 0 && fold_time_now() < deadline) {
+    double deadline = fold_util_time_now() + 1.0;
+    while (req->nactive > 0 && fold_util_time_now() < deadline) {
         ctx->tl_ops->progress(ctx->tl);
         for (size_t k = 0; k < req->nactive;) {
             if (req->tlreq[req->active[k]].status != FOLD_INPROGRESS) {
@@ -621,7 +621,7 @@ static int start_step(fold_request_t *req, uint32_t i)
 /* FOLD_INPROGRESS while within FOLD_TIMEOUT, else fails the request. */
 static int check_timeout(fold_request_t *req, int turn)
 {
-    double now = fold_time_now();
+    double now = fold_util_time_now();
     double limit = req->comm->ctx->config.timeout_sec;
     if (req->last_progress == 0) {
         req->last_progress = now;   /* the idle period starts here */

@@ -73,7 +73,7 @@ static int wait_for(fold_node_t *node, const fold_node_call_t *call, _Atomic uin
             sched_yield();
         }
         if ((polls & 4095) == 4095) {
-            double now = fold_time_now();
+            double now = fold_util_time_now();
             if (start == 0) {
                 start = now;
             } else if (now - start > call->timeout_sec) {

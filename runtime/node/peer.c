@@ -135,18 +135,18 @@ int fold_node_peer_calibrate(double *gbs, double *call_us)
     pid_t self = getpid();
     for (int i = 0; ok && i < 4; i++) {
         struct iovec l = {dst, big}, r = {src, big};
-        double t0 = fold_time_now();
+        double t0 = fold_util_time_now();
         ok = process_vm_readv(self, &l, 1, &r, 1, 0) == (ssize_t)big;
-        double t = fold_time_now() - t0;
+        double t = fold_util_time_now() - t0;
         best_big = t < best_big ? t : best_big;
     }
     for (int i = 0; ok && i < 8; i++) {
         struct iovec l = {dst, small}, r = {src, small};
-        double t0 = fold_time_now();
+        double t0 = fold_util_time_now();
         for (int k = 0; ok && k < 16; k++) {
             ok = process_vm_readv(self, &l, 1, &r, 1, 0) == (ssize_t)small;
         }
-        double t = (fold_time_now() - t0) / 16;
+        double t = (fold_util_time_now() - t0) / 16;
         best_small = t < best_small ? t : best_small;
     }
     free(src);

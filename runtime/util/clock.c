@@ -8,8 +8,3 @@ double fold_util_time_now(void)
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
-
-double fold_time_now(void)
-{
-    return fold_util_time_now();
-}

@@ -8,7 +8,4 @@
 /* Seconds since an arbitrary fixed point (CLOCK_MONOTONIC). */
 double fold_util_time_now(void);
 
-/* The runtime's name for it. */
-double fold_time_now(void);
-
 #endif
