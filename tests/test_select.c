@@ -442,3 +442,24 @@ Test(select_shapes, single_copy_rate_decides_between_it_and_the_segment)
     fold_context_free_virtual(fast);
     fold_context_free_virtual(slow);
 }
+
+Test(select_shapes, single_copy_reduce_weighs_the_root_by_the_cost_of_writing_back)
+{
+    /* The owners of a single-copy reduce other than the root write their block into
+     * the root's OUT through the kernel: where that costs as much as reading, the
+     * model gives the root a larger block; an allreduce has no root to favour. */
+    setenv("FOLD_MODEL", "cma_gbs=10,cma_us=0.5", 1);
+    setenv("FOLD_REDUCE_ALG", "cma", 1);
+    setenv("FOLD_ALLREDUCE_ALG", "cma", 1);
+    fold_context_t *ctx = virtual_ctx(1, 2);
+    unsetenv("FOLD_MODEL");
+    unsetenv("FOLD_REDUCE_ALG");
+    unsetenv("FOLD_ALLREDUCE_ALG");
+    fold_choice_t r = choose(ctx, FOLD_COLL_REDUCE, 8 << 20, FOLD_OP_SUM);
+    cr_expect_eq(r.alg, &fold_alg_cma);
+    cr_expect_eq(r.leaders, 2);
+    cr_expect_gt(r.root_weight, 100, "root weight %d", r.root_weight);
+    fold_choice_t a = choose(ctx, FOLD_COLL_ALLREDUCE, 8 << 20, FOLD_OP_SUM);
+    cr_expect_eq(a.root_weight, 0);
+    fold_context_free_virtual(ctx);
+}

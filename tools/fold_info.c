@@ -275,8 +275,11 @@ static int print_decisions(const char *shape_text, int all_algorithms)
             double flat_us = fold_select_flat_us(w, coll, bytes);
             int serve = 0;
             fold_serve_advice(w, fold_coll_name(coll), bytes, &serve, NULL);
-            printf("  %-10s %10zu  %-20s %7d %-18s %12.2f %12.2f %s\n", fold_coll_name(coll),
-                   bytes, c.alg->name, c.leaders, c.inter ? c.inter->name : "-", us, flat_us,
+            char leaders[32];   /* "2", or "2 r150%": the root folds 1.5x another's block */
+            snprintf(leaders, sizeof(leaders), c.root_weight > 0 ? "%d r%d%%" : "%d",
+                     c.leaders, c.root_weight);
+            printf("  %-10s %10zu  %-20s %7s %-18s %12.2f %12.2f %s\n", fold_coll_name(coll),
+                   bytes, c.alg->name, leaders, c.inter ? c.inter->name : "-", us, flat_us,
                    serve ? "fold" : "mpi");
         }
     }

@@ -10,7 +10,8 @@
  * result: its own OUT (allreduce, or the root of a reduce), or a TMP slot it then
  * writes into the root's OUT. An allreduce then reads every block it does not own
  * straight from its owner's OUT. Owners are ranks 0..k-1 (allreduce), or the root
- * and then the other ranks in order (reduce).
+ * and then the other ranks in order (reduce). A reduce's root writes nothing back
+ * into another rank, so the cost model may give it a larger block (root_weight).
  *
  *   step                         owner j                       others
  *   1 publish                    post WRITTEN: IN, OUT readable  (same)
@@ -32,17 +33,36 @@
 
 #include <fold/fold_status.h>
 
-/* Block b of n elements over p ranks: [*lo, *lo + *len). */
-static void block_of(size_t n, int p, int b, size_t *lo, size_t *len)
-{
-    size_t base = n / (size_t)p, rem = n % (size_t)p, ub = (size_t)b;
-    *lo  = ub * base + (ub < rem ? ub : rem);
-    *len = base + (ub < rem ? 1 : 0);
-}
-
 static int owner_count(const fold_coll_args_t *a)
 {
     return a->leaders < 1 ? 1 : a->leaders > a->size ? a->size : a->leaders;
+}
+
+/* Block b of the n elements: [*lo, *lo + *len). The k owners get nearly equal
+ * blocks, except that the root of a reduce, block 0, gets root_weight percent of
+ * another owner's (it writes nothing back into another rank). */
+static void block_of(const fold_coll_args_t *a, int b, size_t *lo, size_t *len)
+{
+    const size_t n = a->count, k = (size_t)owner_count(a);
+    size_t first = 0;
+    if (a->coll == FOLD_COLL_REDUCE && a->root_weight > 0 && k > 1) {
+        double w = a->root_weight / 100.0;
+        first = (size_t)((double)n * w / (w + (double)(k - 1)));
+    }
+    if (first == 0) {
+        size_t base = n / k, rem = n % k, ub = (size_t)b;
+        *lo  = ub * base + (ub < rem ? ub : rem);
+        *len = base + (ub < rem ? 1 : 0);
+        return;
+    }
+    if (b == 0) {
+        *lo  = 0;
+        *len = first;
+        return;
+    }
+    size_t rest = n - first, base = rest / (k - 1), rem = rest % (k - 1), ub = (size_t)b - 1;
+    *lo  = first + ub * base + (ub < rem ? ub : rem);
+    *len = base + (ub < rem ? 1 : 0);
 }
 
 /* The rank that owns block j. */
@@ -132,7 +152,7 @@ static int cma_build(const fold_coll_args_t *a, fold_sched_t *s)
     const int k = owner_count(a), j = owned_block(a, me);
     size_t lo = 0, len = 0;
     if (j >= 0) {
-        block_of(n, k, j, &lo, &len);
+        block_of(a, j, &lo, &len);
     }
     for (int r = 0; r < p && len > 0; r++) {
         if (r != me) {
@@ -154,7 +174,7 @@ static int cma_build(const fold_coll_args_t *a, fold_sched_t *s)
         for (int b = 0; b < k; b++) {
             size_t olo, olen;
             int o = owner_rank(a, b);
-            block_of(n, k, b, &olo, &olen);
+            block_of(a, b, &olo, &olen);
             if (o == me || olen == 0) {
                 continue;
             }

@@ -73,7 +73,8 @@ static int args_equal(const fold_coll_args_t *a, const fold_coll_args_t *b)
            a->depth == b->depth && a->inplace == b->inplace &&
            a->commutative == b->commutative && a->remote == b->remote &&
            a->topo == b->topo &&
-           a->leaders == b->leaders && a->shm_count == b->shm_count && a->inter == b->inter;
+           a->leaders == b->leaders && a->root_weight == b->root_weight &&
+           a->shm_count == b->shm_count && a->inter == b->inter;
 }
 
 static void entry_clear(fold_sched_entry_t *e)

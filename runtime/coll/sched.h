@@ -144,6 +144,9 @@ typedef struct fold_coll_args {
     /* Node-aware algorithms only (zero for the others), filled by the executor: */
     const struct fold_topo *topo;   /* who shares a node, leader order */
     int    leaders;               /* leaders per node */
+    int    root_weight;           /* single-copy reduce: the root's block against another
+                                     owner's, in percent (0: equal); the root writes
+                                     nothing back, so it can fold more */
     size_t shm_count;             /* node segment data capacity, elements */
     const struct fold_alg *inter; /* flat algorithm between nodes */
 } fold_coll_args_t;

@@ -226,17 +226,17 @@ static double predict_at(const fold_context_t *ctx, const fold_topo_t *topo,
 #define MODEL_STEP_LIMIT   (16 * MODEL_STEP_BUDGET)
 
 double fold_select_predict(fold_comm_t *comm, const fold_topo_t *topo, fold_coll_t coll,
-                           const fold_alg_t *alg, size_t bytes, int leaders,
-                           const fold_alg_t *inter)
+                           const fold_choice_t *choice, size_t bytes)
 {
     const fold_context_t *ctx = comm->ctx;
+    const fold_alg_t *alg = choice->alg;
     fold_model_query_t q = {
         .alg   = alg,
         .esize = MODEL_ESIZE,
         .proto = {.coll = coll, .size = topo->size, .root = 0,
                   .depth = (int)ctx->config.pipeline_depth, .commutative = 1,
-                  .leaders = leaders, .shm_count = ctx->config.shm_size / MODEL_ESIZE,
-                  .inter = inter},
+                  .leaders = choice->leaders, .shm_count = ctx->config.shm_size / MODEL_ESIZE,
+                  .inter = choice->inter, .root_weight = choice->root_weight},
     };
     size_t at = bytes;
     q.proto.count     = at / MODEL_ESIZE ? at / MODEL_ESIZE : 1;
@@ -287,8 +287,9 @@ static const fold_alg_t *pick_inter(fold_comm_t *comm, fold_coll_t coll, size_t 
         if (alg->flags & FOLD_ALG_NODE_AWARE) {
             continue;
         }
-        double us = rule->nalgs == 1 ? 0 : fold_select_predict(comm, comm->select.inter_topo, coll, alg,
-                                                   part_bytes, 0, NULL);
+        fold_choice_t flat = {.alg = alg};
+        double us = rule->nalgs == 1 ? 0 : fold_select_predict(comm, comm->select.inter_topo,
+                                                               coll, &flat, part_bytes);
         if (us < best_us) {
             best_us = us;
             best    = alg;
@@ -318,23 +319,29 @@ static int leader_candidates(const fold_comm_t *comm, int *out)
 double fold_select_evaluate(fold_comm_t *comm, fold_coll_t coll, const fold_alg_t *alg, size_t bytes,
                        fold_choice_t *choice)
 {
-    choice->alg     = alg;
-    choice->leaders = 0;
-    choice->inter   = NULL;
+    *choice = (fold_choice_t){.alg = alg};
     if (!(alg->flags & FOLD_ALG_NODE_AWARE)) {
-        return fold_select_predict(comm, comm->select.topo, coll, alg, bytes, 0, NULL);
+        return fold_select_predict(comm, comm->select.topo, coll, choice, bytes);
     }
     int leaders[FOLD_SELECT_MAX_LEADER_TRIES];
     int n = leader_candidates(comm, leaders);
+    /* A single-copy reduce's root writes nothing back: the model weighs how much
+     * more than the other owners it should fold. */
+    static const int weights[] = {0, 125, 150, 200, 300};
+    int nweights = (alg->flags & FOLD_ALG_SINGLE_COPY) && coll == FOLD_COLL_REDUCE
+                 ? (int)(sizeof(weights) / sizeof(weights[0])) : 1;
     double best_us = INFINITY;
     for (int i = 0; i < n; i++) {
         const fold_alg_t *inter =
             comm->shape.nnodes > 1 ? pick_inter(comm, coll, bytes / (size_t)leaders[i]) : NULL;
-        double us = fold_select_predict(comm, comm->select.topo, coll, alg, bytes, leaders[i], inter);
-        if (us < best_us || i == 0) {
-            best_us         = us;
-            choice->leaders = leaders[i];
-            choice->inter   = inter;
+        for (int w = 0; w < nweights && (w == 0 || leaders[i] > 1); w++) {
+            fold_choice_t c = {.alg = alg, .leaders = leaders[i], .inter = inter,
+                               .root_weight = weights[w]};
+            double us = fold_select_predict(comm, comm->select.topo, coll, &c, bytes);
+            if (us < best_us || (i == 0 && w == 0)) {
+                best_us = us;
+                *choice = c;
+            }
         }
     }
     return best_us;

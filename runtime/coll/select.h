@@ -84,6 +84,7 @@ typedef struct fold_choice {
     const fold_alg_t *alg;
     int               leaders;
     const fold_alg_t *inter;
+    int               root_weight;   /* fold_coll_args_t's, chosen by the model */
     int               fast;
 } fold_choice_t;
 
@@ -174,9 +175,10 @@ const fold_tune_rule_t *fold_select_find_rule(const fold_context_t *ctx, fold_co
                                               unsigned skip_flags);
 int    fold_select_class(size_t bytes);              /* power-of-two size class */
 int    fold_select_topos(fold_comm_t *comm);         /* the model's view of comm */
+/* The predicted time of `bytes` with choice's algorithm, leaders, flat algorithm between
+ * nodes and root weight. */
 double fold_select_predict(fold_comm_t *comm, const fold_topo_t *topo, fold_coll_t coll,
-                           const fold_alg_t *alg, size_t bytes, int leaders,
-                           const fold_alg_t *inter);
+                           const fold_choice_t *choice, size_t bytes);
 /* The best flat algorithm's predicted time on comm: what an MPI library would run
  * (select_advice.c). */
 double fold_select_flat_us(fold_comm_t *comm, fold_coll_t coll, size_t bytes);
