@@ -97,7 +97,7 @@ static int reduction_start(fold_coll_t coll, const void *sendbuf, void *recvbuf,
     }
     fold_call_t call = {.coll = coll, .in = in, .out = has_out ? recvbuf : NULL,
                         .count = count, .dtype = dtype, .op = op, .root = root,
-                        .inplace = inplace};
+                        .inplace = inplace, .blocking = blocking};
     fold_exec_args_t args;
     if ((status = fold_coll_plan(comm, &call, &choice, &args)) != FOLD_OK) {
         return status;

@@ -741,8 +741,7 @@ int fold_exec_progress(fold_request_t *req)
 
 int fold_exec_run(fold_comm_t *comm, const fold_exec_args_t *args)
 {
-    size_t bytes = args->cargs.count * fold_dtype_size(args->dtype);
-    if (args->fast && fold_node_fast_eligible(comm->node, bytes)) {
+    if (args->fast) {
         const fold_config_t *cfg = &comm->ctx->config;
         fold_node_call_t call = {
             .allreduce = args->coll == FOLD_COLL_ALLREDUCE, .coll_name = fold_coll_name(args->coll),

@@ -87,11 +87,13 @@ typedef struct fold_exec_args {
     void             *out;
     fold_dtype_t      dtype;
     fold_op_t         op;
-    int               fast;          /* selection allows shm_flat's tiny-message path */
+    int               fast;          /* run the node's tiny-message path (fold_coll_plan
+                                        found it allowed): only coll, alg, count, root,
+                                        in, out, dtype and op are set */
 } fold_exec_args_t;
 
 int  fold_exec_start(fold_comm_t *comm, const fold_exec_args_t *args, fold_request_t **req_p);
-/* A blocking call: the node's fast path where args->fast and the node allows it,
+/* A blocking call: the node's fast path where fold_coll_plan chose it (args->fast),
  * else a schedule started and waited for. */
 int  fold_exec_run(fold_comm_t *comm, const fold_exec_args_t *args);
 int  fold_exec_progress(fold_request_t *req);
@@ -121,6 +123,7 @@ typedef struct fold_call {
     fold_op_t    op;
     int          root;
     int          inplace;
+    int          blocking;   /* the caller waits: the tiny-message path may serve it */
 } fold_call_t;
 int fold_coll_plan(fold_comm_t *comm, const fold_call_t *call, const fold_choice_t *choice,
                    fold_exec_args_t *args);

@@ -48,6 +48,20 @@ int fold_coll_plan(fold_comm_t *comm, const fold_call_t *call, const fold_choice
     const fold_context_t *ctx = comm->ctx;
     const fold_alg_t *alg = choice->alg;
     size_t esize = fold_dtype_size(call->dtype);
+    if (choice->fast && call->blocking &&
+        fold_node_fast_eligible(comm->node, call->count * esize)) {
+        /* The node's tiny-message path: what it reads, and no schedule. */
+        args->coll  = call->coll;
+        args->alg   = alg;
+        args->cargs.count = call->count;
+        args->cargs.root  = call->root;
+        args->in    = call->in;
+        args->out   = call->out;
+        args->dtype = call->dtype;
+        args->op    = call->op;
+        args->fast  = 1;
+        return FOLD_OK;
+    }
     *args = (fold_exec_args_t){
         .coll  = call->coll,
         .alg   = alg,
@@ -64,7 +78,7 @@ int fold_coll_plan(fold_comm_t *comm, const fold_call_t *call, const fold_choice
         .out   = call->out,
         .dtype = call->dtype,
         .op    = call->op,
-        .fast  = choice->fast,
+        .fast  = 0,
     };
     if (alg->flags & FOLD_ALG_NODE_AWARE) {
         return plan_node(comm, call, &args->cargs);

@@ -14,10 +14,13 @@
  *        this rank saw every other rank's input of call k - 1, which they post only
  *        after finishing call k - 2 (back-to-back allreduces never wait here). With
  *        S slots the non-roots of back-to-back reduces run up to S calls ahead of
- *        the root and look at its done line once every few calls.
- *     2. copy the input to slot[me][b], store seq = k (release)
+ *        the root and look at its done line once every S / 2 calls.
+ *     2. copy the input to slot[me][b], store seq = k (release); the root of a
+ *        reduce, whose row nobody else reads, folds it straight from its input
  *     3. allreduce, or the root of a reduce: wait for every slot[r][b].seq == k,
- *        fold the rows in rank order into the output, store done = k
+ *        fold the rows in rank order into the output
+ *     4. every S / 2 calls, store done = k (see finish()); then ask for the lines
+ *        of the others' next slots, which ranks running ahead have already filled
  *
  * The sequence number shares a cache line with the first 56 bytes of data, so a
  * small message costs the reader one line transfer per peer. Every rank folds the
@@ -35,6 +38,7 @@
 #include <string.h>
 
 #define SLOT_BYTES (FOLD_FAST_MAX_BYTES + 64)   /* seq + data, whole lines */
+#define DONE_EVERY (FOLD_FAST_SLOTS / 2)       /* calls between stores of `done` */
 
 typedef struct fast_slot {
     _Atomic uint64_t seq;
@@ -58,6 +62,19 @@ static fast_rank_t *region(const fold_node_t *node, int local)
     char *base = seg->data + seg->data_size - fold_node_peer_region_bytes(seg->local_size) -
                  fold_node_fast_region_bytes(seg->local_size);
     return (fast_rank_t *)base + local;
+}
+
+/* Call k is over for this rank: it read all it will of calls <= k. Said every
+ * DONE_EVERY calls, whether this rank folded or not: a rank that ran ahead then
+ * looks at this line once per DONE_EVERY calls instead of pulling it across after
+ * each store. A rank reusing a slot needs done >= k - S of its readers, and done
+ * lags at most DONE_EVERY - 1 < S calls behind what they finished, so the rank
+ * furthest behind can always go on: nobody waits for good. */
+static void finish(fast_rank_t *me, uint64_t k)
+{
+    if (k % DONE_EVERY == 0) {
+        atomic_store_explicit(&me->done, k, memory_order_release);
+    }
 }
 
 /* Waits until *word >= value; FOLD_ERR_TIMEOUT after the call's timeout. */
@@ -129,10 +146,16 @@ int fold_node_fast_reduction(fold_node_t *node, const fold_node_call_t *call)
     node->fast_readers[b] = allreduce ? -1 : root;
     node->fast_saw_all    = folds;
 
-    /* 2. Post the input. */
-    memcpy(me->slot[b].data, call->in, bytes);
-    atomic_store_explicit(&me->slot[b].seq, k, memory_order_release);
+    /* 2. Post the input. A reduce's root reads its own row from IN instead, unless
+     * in place with rows before its own: their fold overwrites IN first. */
+    const void *own = call->in;
+    if (allreduce || me_rank != root || (call->in == call->out && me_rank > 0)) {
+        memcpy(me->slot[b].data, call->in, bytes);
+        atomic_store_explicit(&me->slot[b].seq, k, memory_order_release);
+        own = me->slot[b].data;
+    }
     if (!folds) {
+        finish(me, k);   /* it read nothing of call k */
         return FOLD_OK;
     }
 
@@ -144,17 +167,26 @@ int fold_node_fast_reduction(fold_node_t *node, const fold_node_call_t *call)
             return status;
         }
     }
-    /* Rank order; a rank's own row is its slot (in place, out is in). */
-    const void *acc = region(node, topo->local_of[0])->slot[b].data;
+    /* Rank order; a rank's own row is `own` (in place, out is in). */
+    const void *acc = me_rank == 0 ? own : region(node, topo->local_of[0])->slot[b].data;
     for (int r = 1; r < size; r++) {
-        status = fold_reduce_local(call->op, call->dtype, acc,
-                                   region(node, topo->local_of[r])->slot[b].data, call->out,
-                                   count, 1, call->thread_threshold);
+        const void *row = r == me_rank ? own : region(node, topo->local_of[r])->slot[b].data;
+        status = fold_reduce_local(call->op, call->dtype, acc, row, call->out, count, 1,
+                                   call->thread_threshold);
         if (status != FOLD_OK) {
             return status;
         }
         acc = call->out;
     }
-    atomic_store_explicit(&me->done, k, memory_order_release);
+    finish(me, k);
+    /* The others' next slots, which ranks that run ahead have already filled: their
+     * lines cross now, while the caller computes, rather than in the next call. */
+    for (int r = 0; r < size; r++) {
+        const char *line = (const char *)&region(node, topo->local_of[r])->slot[(b + 1) %
+                                                                                 FOLD_FAST_SLOTS];
+        for (size_t at = 0; r != me_rank && at < bytes + sizeof(uint64_t); at += 64) {
+            __builtin_prefetch(line + at);
+        }
+    }
     return FOLD_OK;
 }

@@ -27,7 +27,7 @@
 /* fast.c: blocking shm_flat calls of at most this many bytes on one node, with
  * this many slots per rank (calls a rank may run ahead of its readers). */
 #define FOLD_FAST_MAX_BYTES 2048
-#define FOLD_FAST_SLOTS     4
+#define FOLD_FAST_SLOTS     8
 
 /* One node-aware call waiting for, or holding, the node's turn (turns.c). */
 typedef struct fold_node_turn {
