@@ -103,6 +103,7 @@ static const char *config_value(fold_context_h ctx, const char *name, char *buf,
 
 static void print_row(const perf_run_info_t *info, const perf_row_t *row, void *arg)
 {
+    (void)arg;
     perf_table_print_row(stdout, info, row);
 }
 

@@ -243,6 +243,9 @@ static int opt_codecs(perf_options_t *o, const char *arg, char *why, size_t whyl
 
 static int opt_inplace(perf_options_t *o, const char *arg, char *why, size_t whylen)
 {
+    (void)arg;
+    (void)why;
+    (void)whylen;
     o->inplace = 1;
     return 0;
 }
@@ -388,6 +391,9 @@ static int opt_rotate(perf_options_t *o, const char *arg, char *why, size_t whyl
 
 static int opt_check(perf_options_t *o, const char *arg, char *why, size_t whylen)
 {
+    (void)arg;
+    (void)why;
+    (void)whylen;
     o->check = 1;
     return 0;
 }
@@ -413,18 +419,24 @@ static int opt_compare(perf_options_t *o, const char *arg, char *why, size_t why
 
 static int opt_csv(perf_options_t *o, const char *arg, char *why, size_t whylen)
 {
+    (void)why;
+    (void)whylen;
     o->csv_path = arg;
     return 0;
 }
 
 static int opt_json(perf_options_t *o, const char *arg, char *why, size_t whylen)
 {
+    (void)why;
+    (void)whylen;
     o->json_path = arg;
     return 0;
 }
 
 static int opt_plot(perf_options_t *o, const char *arg, char *why, size_t whylen)
 {
+    (void)why;
+    (void)whylen;
     o->plot_path = arg;
     return 0;
 }
@@ -461,12 +473,18 @@ static int opt_inject_error(perf_options_t *o, const char *arg, char *why, size_
 
 static int opt_version(perf_options_t *o, const char *arg, char *why, size_t whylen)
 {
+    (void)arg;
+    (void)why;
+    (void)whylen;
     o->version = 1;
     return 0;
 }
 
 static int opt_help(perf_options_t *o, const char *arg, char *why, size_t whylen)
 {
+    (void)arg;
+    (void)why;
+    (void)whylen;
     o->help = 1;
     return 0;
 }

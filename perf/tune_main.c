@@ -407,8 +407,7 @@ static double pair_time(const tune_point_t *pts, size_t n, size_t bytes)
     return NAN;
 }
 
-static void param_notes(const tune_run_t *run, const tune_measured_t *m, const tune_fitted_t *f,
-                        tune_notes_t *t)
+static void param_notes(const tune_measured_t *m, const tune_fitted_t *f, tune_notes_t *t)
 {
     char mem[32], in[32];
     tune_format_bytes(m->mem_bytes, mem, sizeof(mem));
@@ -598,7 +597,7 @@ static int write_results(const tune_run_t *run, const tune_measured_t *m,
         nsizes += k;
     }
     tune_notes_t notes;
-    param_notes(run, m, f, &notes);
+    param_notes(m, f, &notes);
     char date[64] = "?", host[256] = "?", sweep[256], begin[32], end[32];
     time_t now = time(NULL);
     struct tm tm;

@@ -72,6 +72,9 @@ static int opt_csv(tune_options_t *o, const char *arg, char *why, size_t whylen)
 
 static int opt_quick(tune_options_t *o, const char *arg, char *why, size_t whylen)
 {
+    (void)arg;
+    (void)why;
+    (void)whylen;
     o->quick = 1;
     return 0;
 }
@@ -92,18 +95,27 @@ static int opt_time_per_size(tune_options_t *o, const char *arg, char *why, size
 
 static int opt_no_mpi(tune_options_t *o, const char *arg, char *why, size_t whylen)
 {
+    (void)arg;
+    (void)why;
+    (void)whylen;
     o->no_mpi = 1;
     return 0;
 }
 
 static int opt_version(tune_options_t *o, const char *arg, char *why, size_t whylen)
 {
+    (void)arg;
+    (void)why;
+    (void)whylen;
     o->version = 1;
     return 0;
 }
 
 static int opt_help(tune_options_t *o, const char *arg, char *why, size_t whylen)
 {
+    (void)arg;
+    (void)why;
+    (void)whylen;
     o->help = 1;
     return 0;
 }

@@ -281,6 +281,7 @@ static int same_alg(const tune_point_t *pts, const tune_size_t *a, const tune_si
 
 static int same_serve(const tune_point_t *pts, const tune_size_t *a, const tune_size_t *b)
 {
+    (void)pts;
     return a->fold_serves == b->fold_serves;
 }
 

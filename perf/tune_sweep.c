@@ -65,6 +65,7 @@ typedef struct tune_bench {
 
 static void on_row(const perf_run_info_t *info, const perf_row_t *row, void *arg)
 {
+    (void)info;
     tune_run_t *run = arg;
     if (!run->sweeping) {
         return;

@@ -212,7 +212,7 @@ static int internal_run(fold_comm_t *comm, fold_coll_t coll, fold_alg_build_fn b
         .build = build,
         .cargs = {.coll = coll, .rank = comm->rank, .size = comm->size, .root = root,
                   .count = count,
-                  .seg_count = fold_select_seg_count(comm->ctx, NULL, count * esize, esize),
+                  .seg_count = fold_select_seg_count(comm->ctx, count * esize, esize),
                   .depth = 1, .commutative = 1},
         .in    = buf,
         .out   = buf,

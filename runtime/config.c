@@ -14,6 +14,7 @@
 /* FOLD_CODEC: fold_codec_parse's lists. */
 static int read_codec(const char *text, void *field, const void *arg, char *why, size_t whylen)
 {
+    (void)arg;
     if (fold_codec_parse(text, field) != FOLD_OK) {
         snprintf(why, whylen, "expected auto, none, or a comma-separated list of bits, idx, rle");
         return -1;

@@ -24,6 +24,8 @@ static inline uint64_t ref_affine_compose(uint64_t left, uint64_t right)
 static inline void ref_affine_fn(const void *in, void *inout, size_t count, fold_dtype_t dt,
                                  void *arg)
 {
+    (void)dt;
+    (void)arg;
     const uint64_t *a = in;
     uint64_t *b = inout;
     for (size_t i = 0; i < count; i++) {

@@ -21,6 +21,8 @@
 
 static int bad_input(fold_context_t *ctx, int rank, int size, void *arg)
 {
+    (void)rank;
+    (void)arg;
     fold_comm_h w = fold_comm_world(ctx);
     int buf[4] = {1, 2, 3, 4}, out[4];
 
@@ -88,6 +90,7 @@ Test(api, calls_after_finalize_are_refused)
 
 static int split_bcast_barrier(fold_context_t *ctx, int rank, int size, void *arg)
 {
+    (void)arg;
     fold_comm_h w = fold_comm_world(ctx), half, none;
     /* Reverse order inside each color through the key. */
     EXPECT_STATUS(fold_comm_split(w, rank % 2, -rank, &half), FOLD_OK);
@@ -145,6 +148,7 @@ Test(api, split_bcast_barrier)
 
 static int nonblocking(fold_context_t *ctx, int rank, int size, void *arg)
 {
+    (void)arg;
     fold_comm_h w = fold_comm_world(ctx);
     enum { N = 4, COUNT = 100000 };
     fold_request_h reqs[N];
@@ -203,6 +207,8 @@ Test(api, nonblocking_in_flight_together)
 /* Rank 1 never joins: the others must fail with a timeout, not hang. */
 static int timeout_rank(fold_context_t *ctx, int rank, int size, void *arg)
 {
+    (void)size;
+    (void)arg;
     int v = 1, out = 0;
     EXPECT_STATUS(fold_config_set(ctx, "TIMEOUT", "0.5"), FOLD_OK);
     EXPECT_STATUS(fold_config_set(ctx, "ALLREDUCE_ALG", "ring"), FOLD_OK);
@@ -227,6 +233,8 @@ Test(api, stuck_collective_times_out)
 /* Rank 0 passes a larger count than the others: the error names the mismatch. */
 static int mismatch(fold_context_t *ctx, int rank, int size, void *arg)
 {
+    (void)size;
+    (void)arg;
     int v[8] = {0}, out[8];
     EXPECT_STATUS(fold_config_set(ctx, "TIMEOUT", "2"), FOLD_OK);
     EXPECT_STATUS(fold_config_set(ctx, "ALLREDUCE_ALG", "recursive_doubling"), FOLD_OK);
@@ -250,6 +258,8 @@ static int user_ops(fold_context_t *ctx, int rank, int size, void *arg)
 
 static void add_u64(const void *in, void *inout, size_t n, fold_dtype_t dt, void *arg)
 {
+    (void)dt;
+    (void)arg;
     for (size_t i = 0; i < n; i++) {
         ((uint64_t *)inout)[i] += ((const uint64_t *)in)[i];
     }
@@ -300,6 +310,8 @@ static int group_allgather(const void *in, void *out, size_t len, void *arg)
 
 static int create_group(fold_context_t *ctx, int rank, int size, void *arg)
 {
+    (void)size;
+    (void)arg;
     group_arg_t g = {ctx};
     fold_comm_h sub = NULL;
     int even = rank % 2 == 0;

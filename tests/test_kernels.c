@@ -937,6 +937,8 @@ Test(user_ops, commutative_in_place)
 /* 2x2 float matrices packed as 4 elements: inout = in x inout (non-commutative). */
 static void matmul2(const void *in, void *inout, size_t count, fold_dtype_t dtype, void *arg)
 {
+    (void)dtype;
+    (void)arg;
     const float *a = in;
     float *b = inout;
     cr_assert_eq(count % 4, 0, "a chunk split a matrix");

@@ -275,6 +275,7 @@ Test(shm_dpml, one_node_default_segment)
 
 static int split_rank(fold_context_t *ctx, int rank, int size, void *arg)
 {
+    (void)arg;
     fold_comm_h w = fold_comm_world(ctx), sub;
     int bad = fold_comm_split(w, rank % 2, rank, &sub) != FOLD_OK;
     int sub_size;
@@ -328,6 +329,8 @@ Test(shm_dpml, split_and_nonblocking_in_flight)
 
 static int absent_rank(fold_context_t *ctx, int rank, int size, void *arg)
 {
+    (void)size;
+    (void)arg;
     fold_comm_h w = fold_comm_world(ctx);
     float a[256], b[256];
     for (int i = 0; i < 256; i++) {

@@ -125,6 +125,8 @@ Test(shm_fast, sequence_5) { run_sequence(5); }
  * given up, so its next call fails at once instead of waiting again. */
 static int absent_rank(fold_context_t *ctx, int rank, int size, void *arg)
 {
+    (void)size;
+    (void)arg;
     fold_comm_h w = fold_comm_world(ctx);
     fold_config_set(ctx, "ALLREDUCE_ALG", "shm_flat");
     fold_config_set(ctx, "TIMEOUT", "1");

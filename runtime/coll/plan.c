@@ -68,7 +68,7 @@ int fold_coll_plan(fold_comm_t *comm, const fold_call_t *call, const fold_choice
         .build = fold_alg_builder(alg, call->coll),
         .cargs = {.coll = call->coll, .rank = comm->rank, .size = comm->size,
                   .root = call->root, .count = call->count,
-                  .seg_count = fold_select_seg_count(ctx, alg, call->count * esize, esize),
+                  .seg_count = fold_select_seg_count(ctx, call->count * esize, esize),
                   .depth = (int)ctx->config.pipeline_depth,
                   .inplace = call->out != NULL && call->inplace,
                   .commutative = fold_op_is_commutative(call->op), .remote = comm->remote,

@@ -128,8 +128,7 @@ const fold_tune_rule_t *fold_select_find_rule(const fold_context_t *ctx, fold_co
  * square), so a message is cut into at most this many however small the segment. */
 #define MAX_SEGMENTS 1024
 
-size_t fold_select_seg_count(const fold_context_t *ctx, const fold_alg_t *alg, size_t bytes,
-                             size_t esize)
+size_t fold_select_seg_count(const fold_context_t *ctx, size_t bytes, size_t esize)
 {
     size_t seg = ctx->config.segment_size ? ctx->config.segment_size
                                           : DEFAULT_SEGMENT_BYTES;
@@ -211,7 +210,7 @@ static double predict_at(const fold_context_t *ctx, const fold_topo_t *topo,
                          fold_model_query_t *q, size_t bytes)
 {
     q->proto.count     = bytes / MODEL_ESIZE ? bytes / MODEL_ESIZE : 1;
-    q->proto.seg_count = fold_select_seg_count(ctx, q->alg, q->proto.count * MODEL_ESIZE,
+    q->proto.seg_count = fold_select_seg_count(ctx, q->proto.count * MODEL_ESIZE,
                                                MODEL_ESIZE);
     fold_model_result_t res;
     return fold_model_predict(&ctx->model, topo, q, &res) == FOLD_OK ? res.time_us : INFINITY;
@@ -240,11 +239,11 @@ double fold_select_predict(fold_comm_t *comm, const fold_topo_t *topo, fold_coll
     };
     size_t at = bytes;
     q.proto.count     = at / MODEL_ESIZE ? at / MODEL_ESIZE : 1;
-    q.proto.seg_count = fold_select_seg_count(ctx, alg, q.proto.count * MODEL_ESIZE, MODEL_ESIZE);
+    q.proto.seg_count = fold_select_seg_count(ctx, q.proto.count * MODEL_ESIZE, MODEL_ESIZE);
     size_t steps = rank0_steps(topo, &q);
     while (at / 2 >= MODEL_MIN_EXTRAP && steps * (size_t)topo->size > MODEL_STEP_BUDGET) {
         q.proto.count     = at / 2 / MODEL_ESIZE;
-        q.proto.seg_count = fold_select_seg_count(ctx, alg, at / 2, MODEL_ESIZE);
+        q.proto.seg_count = fold_select_seg_count(ctx, at / 2, MODEL_ESIZE);
         size_t fewer = rank0_steps(topo, &q);
         if (fewer >= steps) {
             break;   /* the step count no longer follows the size (latency-bound) */

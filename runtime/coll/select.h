@@ -187,7 +187,6 @@ double fold_select_evaluate(fold_comm_t *comm, fold_coll_t coll, const fold_alg_
                             size_t bytes, fold_choice_t *choice);
 void fold_select_cache_free(fold_comm_t *comm);
 /* Elements per pipeline segment for a call of `bytes` (FOLD_SEGMENT_SIZE or auto). */
-size_t fold_select_seg_count(const fold_context_t *ctx, const fold_alg_t *alg, size_t bytes,
-                             size_t esize);
+size_t fold_select_seg_count(const fold_context_t *ctx, size_t bytes, size_t esize);
 
 #endif

@@ -148,6 +148,7 @@ static void lb_close(fold_tl_t *tl)
  * once, rendezvous into the matching receive), and tags are compared whole. */
 static int lb_query(fold_tl_t *tl, fold_tl_caps_t *caps)
 {
+    (void)tl;
     *caps = (fold_tl_caps_t){
         .name     = fold_tl_loopback_ops.name,
         .provider = NULL,
@@ -167,6 +168,9 @@ static int lb_address(fold_tl_t *tl, const void **addr, size_t *len)
 
 static int lb_set_peers(fold_tl_t *tl, const void *const *addrs, const size_t *lens)
 {
+    (void)tl;
+    (void)addrs;
+    (void)lens;
     return FOLD_OK;
 }
 
@@ -186,7 +190,7 @@ static lb_recv_t *posted_remove(lb_mailbox_t *box, lb_recv_t **pp)
     return r;
 }
 
-static void deliver(lb_recv_t *r, int src, const void *data, size_t len)
+static void deliver(lb_recv_t *r, const void *data, size_t len)
 {
     size_t n = len <= r->len ? len : r->len;
     if (n > 0) {
@@ -207,7 +211,7 @@ static int lb_tag_send(fold_tl_t *tl, int peer, uint64_t tag, const void *buf, s
         lb_recv_t *r = *pp;
         if (r->src == tl->rank && r->tag == tag) {
             posted_remove(box, pp);
-            deliver(r, tl->rank, buf, len);
+            deliver(r, buf, len);
             pthread_mutex_unlock(&box->lock);
             free(r);
             req_complete(req, FOLD_OK, len);
@@ -268,7 +272,7 @@ static int lb_tag_recv(fold_tl_t *tl, int peer, uint64_t tag, void *buf, size_t 
                 box->unexpected_tail = prev ? &prev->next : &box->unexpected;
             }
             pthread_mutex_unlock(&box->lock);
-            deliver(r, peer, m->rndv_req ? m->rndv_buf : m->data, m->len);
+            deliver(r, m->rndv_req ? m->rndv_buf : m->data, m->len);
             if (m->rndv_req != NULL) {
                 req_complete(m->rndv_req, FOLD_OK, m->len);
             }
@@ -331,11 +335,13 @@ static void lb_cancel(fold_tl_t *tl, fold_tl_req_t *req)
 
 static int lb_progress(fold_tl_t *tl)
 {
+    (void)tl;
     return 0;   /* every operation completes inside the call that matches it */
 }
 
 static int lb_mem_reg(fold_tl_t *tl, void *buf, size_t len, fold_tl_mem_t **mem)
 {
+    (void)tl;
     fold_tl_mem_t *m = malloc(sizeof(*m));
     if (m == NULL) {
         return FOLD_ERR_NO_MEMORY;
@@ -348,11 +354,13 @@ static int lb_mem_reg(fold_tl_t *tl, void *buf, size_t len, fold_tl_mem_t **mem)
 
 static void lb_mem_dereg(fold_tl_t *tl, fold_tl_mem_t *mem)
 {
+    (void)tl;
     free(mem);
 }
 
 static int lb_rkey_pack(fold_tl_t *tl, fold_tl_mem_t *mem, void **rkey_buf, size_t *len)
 {
+    (void)tl;
     fold_tl_rkey_t *k = malloc(sizeof(*k));
     if (k == NULL) {
         return FOLD_ERR_NO_MEMORY;
@@ -366,12 +374,15 @@ static int lb_rkey_pack(fold_tl_t *tl, fold_tl_mem_t *mem, void **rkey_buf, size
 
 static void lb_rkey_release(fold_tl_t *tl, void *rkey_buf)
 {
+    (void)tl;
     free(rkey_buf);
 }
 
 static int lb_rkey_unpack(fold_tl_t *tl, int peer, const void *rkey_buf, size_t len,
                           fold_tl_rkey_t **rkey)
 {
+    (void)tl;
+    (void)peer;
     if (len != sizeof(fold_tl_rkey_t)) {
         return FOLD_ERR_MALFORMED;
     }
@@ -386,6 +397,7 @@ static int lb_rkey_unpack(fold_tl_t *tl, int peer, const void *rkey_buf, size_t 
 
 static void lb_rkey_destroy(fold_tl_t *tl, fold_tl_rkey_t *rkey)
 {
+    (void)tl;
     free(rkey);
 }
 
@@ -398,6 +410,8 @@ static int lb_rma_check(const fold_tl_rkey_t *rkey, uint64_t addr, size_t len)
 static int lb_put(fold_tl_t *tl, int peer, const void *buf, size_t len, uint64_t remote_addr,
                   fold_tl_rkey_t *rkey, fold_tl_req_t *req)
 {
+    (void)tl;
+    (void)peer;
     if (lb_rma_check(rkey, remote_addr, len) != FOLD_OK) {
         return FOLD_ERR_INVALID_ARG;
     }
@@ -409,6 +423,8 @@ static int lb_put(fold_tl_t *tl, int peer, const void *buf, size_t len, uint64_t
 static int lb_get(fold_tl_t *tl, int peer, void *buf, size_t len, uint64_t remote_addr,
                   fold_tl_rkey_t *rkey, fold_tl_req_t *req)
 {
+    (void)tl;
+    (void)peer;
     if (lb_rma_check(rkey, remote_addr, len) != FOLD_OK) {
         return FOLD_ERR_INVALID_ARG;
     }
@@ -419,6 +435,8 @@ static int lb_get(fold_tl_t *tl, int peer, void *buf, size_t len, uint64_t remot
 
 static int lb_flush(fold_tl_t *tl, int peer, fold_tl_req_t *req)
 {
+    (void)tl;
+    (void)peer;
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
     req_complete(req, FOLD_OK, 0);
     return FOLD_OK;

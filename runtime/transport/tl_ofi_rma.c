@@ -44,6 +44,7 @@ int tl_ofi_mem_reg(fold_tl_t *tl, void *buf, size_t len, fold_tl_mem_t **mem_p)
 
 void tl_ofi_mem_dereg(fold_tl_t *tl, fold_tl_mem_t *mem)
 {
+    (void)tl;
     int ret = fi_close(&mem->mr->fid);
     if (ret != 0) {
         fold_warn("ofi: deregistering %zu bytes at %p: %s", mem->len, mem->base,
@@ -54,6 +55,7 @@ void tl_ofi_mem_dereg(fold_tl_t *tl, fold_tl_mem_t *mem)
 
 int tl_ofi_rkey_pack(fold_tl_t *tl, fold_tl_mem_t *mem, void **rkey_buf, size_t *len)
 {
+    (void)tl;
     tl_ofi_packed_rkey_t *packed = malloc(sizeof(*packed));
     if (packed == NULL) {
         fold_error("ofi: out of memory");
@@ -74,6 +76,7 @@ int tl_ofi_rkey_pack(fold_tl_t *tl, fold_tl_mem_t *mem, void **rkey_buf, size_t 
 
 void tl_ofi_rkey_release(fold_tl_t *tl, void *rkey_buf)
 {
+    (void)tl;
     free(rkey_buf);
 }
 
@@ -101,6 +104,7 @@ int tl_ofi_rkey_unpack(fold_tl_t *tl, int peer, const void *rkey_buf, size_t len
 
 void tl_ofi_rkey_destroy(fold_tl_t *tl, fold_tl_rkey_t *rkey)
 {
+    (void)tl;
     free(rkey);
 }
 

@@ -177,6 +177,7 @@ static void tl_ucp_recv_done(void *request, ucs_status_t status,
 /* Error callback of a peer's endpoint: the peer is gone for good. */
 static void tl_ucp_peer_failed(void *arg, ucp_ep_h ep, ucs_status_t status)
 {
+    (void)ep;
     tl_ucp_peer_t *peer = arg;
     fold_tl_t *tl = peer->tl;
 
@@ -538,6 +539,7 @@ static void tl_ucp_close(fold_tl_t *tl)
  * once its buffer is free, and reports an over-long message as truncated. */
 static int tl_ucp_query(fold_tl_t *tl, fold_tl_caps_t *caps)
 {
+    (void)tl;
     *caps = (fold_tl_caps_t){
         .name     = fold_tl_ucp_ops.name,
         .provider = NULL,
@@ -700,6 +702,7 @@ static int tl_ucp_rkey_pack(fold_tl_t *tl, fold_tl_mem_t *mem, void **rkey_buf, 
 
 static void tl_ucp_rkey_release(fold_tl_t *tl, void *rkey_buf)
 {
+    (void)tl;
     ucp_rkey_buffer_release(rkey_buf);
 }
 
@@ -730,6 +733,7 @@ static int tl_ucp_rkey_unpack(fold_tl_t *tl, int peer, const void *rkey_buf, siz
 
 static void tl_ucp_rkey_destroy(fold_tl_t *tl, fold_tl_rkey_t *rkey)
 {
+    (void)tl;
     ucp_rkey_destroy(rkey->rkey);
     free(rkey);
 }

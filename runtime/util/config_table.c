@@ -12,6 +12,9 @@
 int fold_util_config_read_string(const char *text, void *field, const void *arg, char *why,
                                  size_t whylen)
 {
+    (void)arg;
+    (void)why;
+    (void)whylen;
     *(const char **)field = text;
     return 0;
 }
@@ -109,6 +112,7 @@ int fold_util_config_read_size(const char *text, void *field, const void *arg, c
 int fold_util_config_read_seconds(const char *text, void *field, const void *arg, char *why,
                                   size_t whylen)
 {
+    (void)arg;
     char *end;
     double t = strtod(text, &end);
     if (end == text || *end != '\0' || !(t > 0)) {   /* !(t > 0) also catches NaN */

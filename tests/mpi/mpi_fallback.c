@@ -54,6 +54,7 @@ static long sum_over_ranks(int i, int lo, int hi)
  * a user op here, and the datatype decides the route. */
 static void add_int_pairs(void *in, void *inout, int *len, MPI_Datatype *type)
 {
+    (void)type;
     for (int i = 0; i < 2 * *len; i++) {
         ((int *)inout)[i] += ((int *)in)[i];
     }
@@ -61,6 +62,7 @@ static void add_int_pairs(void *in, void *inout, int *len, MPI_Datatype *type)
 
 static void add_doubles(void *in, void *inout, int *len, MPI_Datatype *type)
 {
+    (void)type;
     for (int i = 0; i < *len; i++) {
         ((double *)inout)[i] += ((double *)in)[i];
     }
@@ -109,6 +111,7 @@ static void derived_types(void)
 
 static void add_ints(void *in, void *inout, int *len, MPI_Datatype *type)
 {
+    (void)type;
     for (int i = 0; i < *len; i++) {
         ((int *)inout)[i] += ((int *)in)[i];
     }
@@ -117,6 +120,7 @@ static void add_ints(void *in, void *inout, int *len, MPI_Datatype *type)
 /* "a op b = a": associative, not commutative; the result is rank 0's input. */
 static void first(void *in, void *inout, int *len, MPI_Datatype *type)
 {
+    (void)type;
     memcpy(inout, in, (size_t)*len * sizeof(int));
 }
 
