@@ -125,13 +125,18 @@ int shim_reduction(const shim_call_t *call)
     if (status == FOLD_OK) {
         return MPI_SUCCESS;
     }
-    /* Arguments were checked above, so this is a runtime failure (a peer died, a
-     * timeout): the buffers may be half written, and MPI cannot redo the call. */
-    shim_log("%s of %d elements failed in fold: %s; reporting MPI_ERR_INTERN",
+    /* Arguments were checked above, so this is a mismatch between the ranks' calls
+     * (FOLD_CHECK=1 finds those) or a runtime failure (a peer died, a timeout): the
+     * buffers may be half written, and MPI cannot redo the call. */
+    int error = status == FOLD_ERR_MISMATCH ? MPI_ERR_ARG
+              : status == FOLD_ERR_TRUNCATED ? MPI_ERR_TRUNCATE : MPI_ERR_INTERN;
+    shim_log("%s of %d elements failed in fold: %s; reporting %s",
              call->coll == SHIM_ALLREDUCE ? "MPI_Allreduce" : "MPI_Reduce", call->count,
-             fold_status_string(status));
-    PMPI_Comm_call_errhandler(call->comm, MPI_ERR_INTERN);
-    return MPI_ERR_INTERN;
+             fold_status_string(status), error == MPI_ERR_ARG ? "MPI_ERR_ARG"
+                                         : error == MPI_ERR_TRUNCATE ? "MPI_ERR_TRUNCATE"
+                                                                     : "MPI_ERR_INTERN");
+    PMPI_Comm_call_errhandler(call->comm, error);
+    return error;
 }
 
 SHIM_EXPORT int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count,

@@ -79,6 +79,14 @@ static int reduction_start(fold_coll_t coll, const void *sendbuf, void *recvbuf,
                    count);
         return FOLD_ERR_INVALID_ARG;
     }
+    fold_call_t call = {.coll = coll, .in = in, .out = has_out ? recvbuf : NULL,
+                        .count = count, .dtype = dtype, .op = op, .root = root,
+                        .inplace = inplace, .blocking = blocking};
+    /* Before the shortcuts: a rank passing count 0 must meet the others' check. */
+    if (comm->ctx->config.check && comm->size > 1 &&
+        (status = fold_coll_check(comm, &call)) != FOLD_OK) {
+        return status;
+    }
     if (count == 0) {
         return FOLD_OK;
     }
@@ -95,9 +103,6 @@ static int reduction_start(fold_coll_t coll, const void *sendbuf, void *recvbuf,
         (status = fold_select(comm, coll, count, dtype, op, &choice)) != FOLD_OK) {
         return status;
     }
-    fold_call_t call = {.coll = coll, .in = in, .out = has_out ? recvbuf : NULL,
-                        .count = count, .dtype = dtype, .op = op, .root = root,
-                        .inplace = inplace, .blocking = blocking};
     fold_exec_args_t args;
     if ((status = fold_coll_plan(comm, &call, &choice, &args)) != FOLD_OK) {
         return status;

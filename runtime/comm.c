@@ -185,10 +185,8 @@ static int by_key_then_rank(const void *a, const void *b)
     return x->rank < y->rank ? -1 : (x->rank > y->rank);
 }
 
-/* `bytes` (a multiple of 4) from every rank of comm into all[rank]. */
-static int comm_allgather(void *arg, const void *mine, void *all, size_t bytes)
+int fold_comm_allgather(fold_comm_t *comm, const void *mine, void *all, size_t bytes)
 {
-    fold_comm_t *comm = arg;
     size_t ints = bytes / sizeof(int32_t);
     fold_exec_args_t args = {
         .coll  = FOLD_COLL_ALLGATHER,
@@ -201,6 +199,11 @@ static int comm_allgather(void *arg, const void *mine, void *all, size_t bytes)
         .op    = FOLD_OP_SUM,
     };
     return fold_exec_run(comm, &args);
+}
+
+static int comm_allgather(void *arg, const void *mine, void *all, size_t bytes)
+{
+    return fold_comm_allgather(arg, mine, all, bytes);
 }
 
 /* Every rank learns every (color, key, next free id) of the parent. */

@@ -39,6 +39,7 @@ struct fold_comm {
     fold_rank_map_t     map;
     uint32_t            id;
     uint8_t             coll_seq;
+    uint64_t            check_calls;   /* calls FOLD_CHECK compared (coll/check.c) */
     int                 active_requests;
     uint64_t            use_clock;
     fold_sched_entry_t  cache[FOLD_SCHED_CACHE_SIZE];
@@ -65,5 +66,7 @@ void fold_comm_destroy(fold_comm_t *comm);
 /* The communicator's node state, set up at the first call that needs it: collective
  * over comm (every rank must ask at the same call). */
 int  fold_comm_node(fold_comm_t *comm, fold_node_t **node_p);
+/* `bytes` (a multiple of 4) from every rank of comm into all[rank]: collective. */
+int  fold_comm_allgather(fold_comm_t *comm, const void *mine, void *all, size_t bytes);
 
 #endif

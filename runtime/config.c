@@ -37,6 +37,11 @@ static const fold_util_config_field_t config_fields[] = {
      "Seconds a collective may go without progress before it fails, naming the peer "
      "and step it waits for",
      FOLD_CONFIG_FIELD(timeout_sec), FOLD_UTIL_CONFIG_SECONDS},
+    {"CHECK", "0",
+     "1: before each allreduce and reduce the ranks compare their arguments (collective, "
+     "count, datatype, op, root, in place, call number) with one small allreduce; a "
+     "mismatch fails every rank with FOLD_ERR_MISMATCH and names the ranks and the field",
+     FOLD_CONFIG_FIELD(check), FOLD_UTIL_CONFIG_INT(0, 1)},
     {"SPIN_COUNT", "auto",
      "Idle progress polls before a waiting rank yields the core (sched_yield). auto: "
      "200 when the node has more ranks than cores (so oversubscribed runs still "

@@ -23,6 +23,7 @@ typedef struct fold_config {
     const char  *transport;
     int          log_level;         /* fold_log_level_t */
     double       timeout_sec;
+    int          check;             /* FOLD_CHECK: compare every call's arguments */
     long         spin_count;        /* -1 = auto */
     const char  *allreduce_alg;
     const char  *reduce_alg;

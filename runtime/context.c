@@ -572,6 +572,9 @@ int fold_init(const fold_context_params_t *params, fold_context_h *ctx_p)
     }
     fold_context_t *ctx;
     status = fold_context_create(&bs, params ? params->transport : NULL, NULL, &ctx);
+    if (status == FOLD_OK && params != NULL && params->check) {
+        ctx->config.check = 1;
+    }
     if (status == FOLD_OK) {
         *ctx_p = ctx;
     }

@@ -94,6 +94,8 @@ typedef struct fold_context_params {
         int   rank;
         int   size;
     } oob;
+    int check;   /* 1: every allreduce and reduce first compares its arguments with
+                    every rank's (FOLD_CHECK=1); 0: as FOLD_CHECK says */
 } fold_context_params_t;
 
 void fold_context_params_init(fold_context_params_t *params);

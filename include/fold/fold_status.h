@@ -25,7 +25,8 @@ typedef enum fold_status {
     FOLD_ERR_MALFORMED       = -11, /* malformed data (e.g. a corrupt encoded buffer) */
     FOLD_ERR_CANCELED        = -12,
     FOLD_ERR_BUSY            = -13, /* too many outstanding operations */
-    FOLD_ERR_LAST            = -14
+    FOLD_ERR_MISMATCH        = -14, /* the ranks called with different arguments */
+    FOLD_ERR_LAST            = -15
 } fold_status_t;
 
 /* A static, human-readable name for any status value (never NULL). */

@@ -127,6 +127,9 @@ typedef struct fold_call {
 } fold_call_t;
 int fold_coll_plan(fold_comm_t *comm, const fold_call_t *call, const fold_choice_t *choice,
                    fold_exec_args_t *args);
+/* check.c (FOLD_CHECK=1): compares the call with every rank's; FOLD_ERR_MISMATCH on
+ * every rank, with one line naming the ranks and the field, when they differ. */
+int fold_coll_check(fold_comm_t *comm, const fold_call_t *call);
 /* Before a communicator's first selection: where some of its ranks share a node
  * and a node-aware algorithm may be selected, its node state (collective; every
  * rank of comm calls it at the same call), so that selection knows what the node

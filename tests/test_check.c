@@ -1,0 +1,162 @@
+/*
+ * FOLD_CHECK=1 (runtime/coll/check.c): each mistake a program makes with a
+ * collective -- a different count, datatype, op, root, collective, in-place mode,
+ * or count 0 on one rank -- fails every rank with FOLD_ERR_MISMATCH and a line
+ * naming a rank that differs and the field, on 2, 3 and 5 ranks (threads on the
+ * loopback fabric); the communicator then serves a correct call.
+ */
+#include <criterion/criterion.h>
+#include <criterion/redirect.h>
+
+#include "loopback_harness.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define COUNT 1000
+
+typedef enum mistake {
+    WRONG_COUNT, WRONG_DTYPE, WRONG_OP, WRONG_ROOT, WRONG_COLL, ZERO_COUNT, WRONG_INPLACE,
+    NMISTAKES
+} mistake_t;
+
+/* What the log line must say. */
+static const char *const expected_words[NMISTAKES] = {
+    [WRONG_COUNT] = "passed count", [WRONG_DTYPE] = "passed datatype",
+    [WRONG_OP] = "passed op", [WRONG_ROOT] = "passed root",
+    [WRONG_COLL] = "passed collective", [ZERO_COUNT] = "passed count 0",
+    [WRONG_INPLACE] = "passed in place"};
+
+typedef struct check_case {
+    mistake_t mistake;
+    int       culprit;   /* the rank that makes it */
+} check_case_t;
+
+static int check_rank(fold_context_t *ctx, int rank, int size, void *arg)
+{
+    const check_case_t *c = arg;
+    fold_comm_h w = fold_comm_world(ctx);
+    if (fold_config_set(ctx, "CHECK", "1") != FOLD_OK) {
+        return 1;
+    }
+    float in[COUNT], out[COUNT];
+    for (int i = 0; i < COUNT; i++) {
+        in[i] = (float)(rank + i);
+    }
+    int me = rank == c->culprit;
+    size_t count = me && c->mistake == WRONG_COUNT ? COUNT / 2
+                 : me && c->mistake == ZERO_COUNT  ? 0 : COUNT;
+    fold_dtype_t dt = me && c->mistake == WRONG_DTYPE ? FOLD_INT32 : FOLD_FLOAT32;
+    fold_op_t op = me && c->mistake == WRONG_OP ? FOLD_OP_MAX : FOLD_OP_SUM;
+    int st;
+    if (c->mistake == WRONG_ROOT) {
+        int root = me ? 1 : 0;
+        st = fold_reduce(in, rank == root ? out : NULL, count, dt, op, root, w);
+    } else if (c->mistake == WRONG_COLL && me) {
+        st = fold_reduce(in, rank == 0 ? out : NULL, count, dt, op, 0, w);
+    } else if (c->mistake == WRONG_INPLACE && me) {
+        memcpy(out, in, sizeof(in));
+        st = fold_allreduce(FOLD_IN_PLACE, out, count, dt, op, w);
+    } else {
+        st = fold_allreduce(in, out, count, dt, op, w);
+    }
+    if (st != FOLD_ERR_MISMATCH) {
+        fprintf(stderr, "rank %d: mistake %d returned %s, not a mismatch\n", rank, c->mistake,
+                fold_status_string(st));
+        return 1;
+    }
+    /* The communicator still works for a correct call. */
+    if (fold_allreduce(in, out, COUNT, FOLD_FLOAT32, FOLD_OP_SUM, w) != FOLD_OK) {
+        return 1;
+    }
+    for (int i = 0; i < COUNT; i++) {
+        float want = (float)(size * i + size * (size - 1) / 2);
+        if (out[i] != want) {
+            fprintf(stderr, "rank %d: element %d is %g after the mismatch, want %g\n", rank, i,
+                    (double)out[i], (double)want);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Everything the ranks logged, for the message check. */
+static char *logged(void)
+{
+    fflush(stderr);
+    FILE *f = cr_get_redirected_stderr();
+    size_t cap = 1 << 16, n = 0;
+    char *text = malloc(cap);
+    int ch;
+    while (text != NULL && n + 1 < cap && (ch = fgetc(f)) != EOF) {
+        text[n++] = (char)ch;
+    }
+    if (text != NULL) {
+        text[n] = '\0';
+    }
+    return text;
+}
+
+static void run_mistake(mistake_t mistake, int size)
+{
+    check_case_t c = {mistake, size - 1};
+    if (mistake == WRONG_ROOT) {
+        c.culprit = size > 2 ? 2 : 1;
+    }
+    cr_expect_eq(lh_run(size, check_rank, &c), 0, "mistake %d on %d ranks", mistake, size);
+}
+
+TestSuite(check, .init = cr_redirect_stderr);
+
+#define MISTAKE_TEST(name, m)                                                  \
+    Test(check, name)                                                          \
+    {                                                                          \
+        int sizes[] = {2, 3, 5};                                               \
+        for (int s = 0; s < 3; s++) {                                          \
+            run_mistake(m, sizes[s]);                                          \
+        }                                                                      \
+        char *text = logged();                                                 \
+        cr_assert_not_null(text);                                              \
+        cr_expect(strstr(text, expected_words[m]) != NULL,                     \
+                  "no \"%s\" in the log:\n%s", expected_words[m], text);       \
+        cr_expect(strstr(text, "rank 0 passed") != NULL, "log:\n%s", text);    \
+        free(text);                                                            \
+    }
+
+MISTAKE_TEST(count, WRONG_COUNT)
+MISTAKE_TEST(datatype, WRONG_DTYPE)
+MISTAKE_TEST(op, WRONG_OP)
+MISTAKE_TEST(root, WRONG_ROOT)
+MISTAKE_TEST(collective, WRONG_COLL)
+MISTAKE_TEST(zero_count, ZERO_COUNT)
+MISTAKE_TEST(in_place, WRONG_INPLACE)
+
+/* Matching calls pass the check, over many calls and every path. */
+static int agree_rank(fold_context_t *ctx, int rank, int size, void *arg)
+{
+    (void)arg;
+    fold_comm_h w = fold_comm_world(ctx);
+    fold_config_set(ctx, "CHECK", "1");
+    static const size_t counts[] = {1, 100, 5000, 300000};
+    float *in = malloc(300000 * sizeof(float)), *out = malloc(300000 * sizeof(float));
+    int bad = 0;
+    for (size_t k = 0; k < 4 && !bad; k++) {
+        for (size_t i = 0; i < counts[k]; i++) {
+            in[i] = (float)rank;
+        }
+        bad |= fold_allreduce(in, out, counts[k], FOLD_FLOAT32, FOLD_OP_SUM, w) != FOLD_OK;
+        bad |= out[counts[k] - 1] != (float)(size * (size - 1) / 2);
+        bad |= fold_reduce(in, rank == size - 1 ? out : NULL, counts[k], FOLD_FLOAT32,
+                           FOLD_OP_MAX, size - 1, w) != FOLD_OK;
+        bad |= rank == size - 1 && out[0] != (float)(size - 1);
+    }
+    free(in);
+    free(out);
+    return bad;
+}
+
+Test(check, matching_calls_pass)
+{
+    cr_expect_eq(lh_run(3, agree_rank, NULL), 0);
+}
