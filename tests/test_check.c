@@ -132,6 +132,64 @@ MISTAKE_TEST(collective, WRONG_COLL)
 MISTAKE_TEST(zero_count, ZERO_COUNT)
 MISTAKE_TEST(in_place, WRONG_INPLACE)
 
+/* Without FOLD_CHECK, the node's tiny-message path compares what it meets anyway:
+ * each rank's slot says what it was asked to do. Every rank that folds (all of an
+ * allreduce, the root of a reduce) fails with FOLD_ERR_MISMATCH; a reduce's other
+ * ranks, which get no result, return success. */
+static int fast_rank(fold_context_t *ctx, int rank, int size, void *arg)
+{
+    const check_case_t *c = arg;
+    fold_comm_h w = fold_comm_world(ctx);
+    fold_config_set(ctx, "ALLREDUCE_ALG", "shm_flat");
+    fold_config_set(ctx, "REDUCE_ALG", "shm_flat");
+    float in[64], out[64];
+    for (int i = 0; i < 64; i++) {
+        in[i] = (float)(rank + i);
+    }
+    int me = rank == c->culprit;
+    size_t count = me && c->mistake == WRONG_COUNT ? 32 : 64;
+    fold_dtype_t dt = me && c->mistake == WRONG_DTYPE ? FOLD_INT32 : FOLD_FLOAT32;
+    fold_op_t op = me && c->mistake == WRONG_OP ? FOLD_OP_MAX : FOLD_OP_SUM;
+    int reduce = c->mistake == WRONG_ROOT || (c->mistake == WRONG_COLL && me);
+    int root = c->mistake == WRONG_ROOT && me ? 1 : 0;
+    int st = reduce ? fold_reduce(in, rank == root ? out : NULL, count, dt, op, root, w)
+                    : fold_allreduce(in, out, count, dt, op, w);
+    int folds = !reduce || rank == root;
+    int want = folds ? FOLD_ERR_MISMATCH : FOLD_OK;
+    if (st != want) {
+        fprintf(stderr, "rank %d: mistake %d on the fast path returned %s, want %s\n", rank,
+                c->mistake, fold_status_string(st), fold_status_string(want));
+        return 1;
+    }
+    if (fold_allreduce(in, out, 64, FOLD_FLOAT32, FOLD_OP_SUM, w) != FOLD_OK ||
+        out[63] != (float)(size * 63 + size * (size - 1) / 2)) {
+        fprintf(stderr, "rank %d: the correct call after mistake %d failed\n", rank, c->mistake);
+        return 1;
+    }
+    return 0;
+}
+
+Test(check, fast_path_catches_what_it_meets)
+{
+    static const mistake_t mistakes[] = {WRONG_COUNT, WRONG_DTYPE, WRONG_OP, WRONG_ROOT,
+                                         WRONG_COLL};
+    int sizes[] = {2, 3};
+    for (int s = 0; s < 2; s++) {
+        for (size_t m = 0; m < sizeof(mistakes) / sizeof(mistakes[0]); m++) {
+            /* The culprit is rank 1 (for the root mistake it names itself root). */
+            check_case_t c = {mistakes[m], 1};
+            cr_expect_eq(lh_run(sizes[s], fast_rank, &c), 0, "mistake %d on %d ranks",
+                         mistakes[m], sizes[s]);
+        }
+    }
+    char *text = logged();
+    cr_assert_not_null(text);
+    cr_expect(strstr(text, "rank 1 passed count 32, rank 0 passed 64") != NULL ||
+              strstr(text, "rank 0 passed count 64, rank 1 passed 32") != NULL, "log:\n%s", text);
+    cr_expect(strstr(text, "passed datatype") != NULL, "log:\n%s", text);
+    free(text);
+}
+
 /* Matching calls pass the check, over many calls and every path. */
 static int agree_rank(fold_context_t *ctx, int rank, int size, void *arg)
 {

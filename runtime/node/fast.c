@@ -15,8 +15,10 @@
  *        after finishing call k - 2 (back-to-back allreduces never wait here). With
  *        S slots the non-roots of back-to-back reduces run up to S calls ahead of
  *        the root and look at its done line once every S / 2 calls.
- *     2. copy the input to slot[me][b], store seq = k (release); the root of a
- *        reduce, whose row nobody else reads, folds it straight from its input
+ *     2. copy the input to slot[me][b] with what this rank was asked to do (a
+ *        fingerprint, compared by the folding ranks: mismatched calls fail with
+ *        FOLD_ERR_MISMATCH), store seq = k (release); the root of a reduce, whose
+ *        row nobody else reads, folds it straight from its input
  *     3. allreduce, or the root of a reduce: wait for every slot[r][b].seq == k,
  *        fold the rows in rank order into the output
  *     4. every S / 2 calls, store done = k (see finish()); then ask for the lines
@@ -29,6 +31,7 @@
  * naming the rank they waited for; the region is then left alone for good.
  */
 #include "node/node.h"
+#include "fingerprint.h"
 #include "log.h"
 #include "codec/reduce_kernel.h"
 #include "util/clock.h"
@@ -42,7 +45,8 @@
 
 typedef struct fast_slot {
     _Atomic uint64_t seq;
-    char             data[SLOT_BYTES - sizeof(uint64_t)];
+    uint64_t         call;   /* what the poster was asked to do (fingerprint.h) */
+    char             data[SLOT_BYTES - 2 * sizeof(uint64_t)];
 } fast_slot_t;
 
 typedef struct fast_rank {
@@ -149,11 +153,18 @@ int fold_node_fast_reduction(fold_node_t *node, const fold_node_call_t *call)
     /* 2. Post the input. A reduce's root reads its own row from IN instead, unless
      * in place with rows before its own: their fold overwrites IN first. */
     const void *own = call->in;
+    const fold_fingerprint_t mine = {
+        .allreduce = allreduce, .count = count, .dtype = call->dtype, .op = call->op,
+        .root = allreduce ? 0 : root};   /* in place or not gives the same result here */
+    const uint64_t mine_bits = fold_fingerprint_pack(&mine);
     if (allreduce || me_rank != root || (call->in == call->out && me_rank > 0)) {
         memcpy(me->slot[b].data, call->in, bytes);
-        atomic_store_explicit(&me->slot[b].seq, k, memory_order_release);
         own = me->slot[b].data;
     }
+    /* Posted even by a root that keeps its row: a rank that took itself for the
+     * root then meets this post and its fingerprint, not a wait for good. */
+    me->slot[b].call = mine_bits;
+    atomic_store_explicit(&me->slot[b].seq, k, memory_order_release);
     if (!folds) {
         finish(me, k);   /* it read nothing of call k */
         return FOLD_OK;
@@ -165,6 +176,19 @@ int fold_node_fast_reduction(fold_node_t *node, const fold_node_call_t *call)
         if (r != me_rank &&
             (status = wait_for(node, call, &peer->slot[b].seq, k, r, "input of call")) != FOLD_OK) {
             return status;
+        }
+    }
+    /* The posts say what each rank was asked: fold nothing if they differ. */
+    for (int r = 0; r < size; r++) {
+        uint64_t theirs = region(node, topo->local_of[r])->slot[b].call;
+        if (r != me_rank && theirs != mine_bits) {
+            fold_fingerprint_t f = fold_fingerprint_unpack(theirs);
+            char line[256] = "";
+            fold_fingerprint_diff(&f, r, &mine, me_rank, line, sizeof(line));
+            fold_error("%s on comm %u call %llu: %s", call->coll_name, node->comm_id,
+                       (unsigned long long)k, line);
+            finish(me, k);
+            return FOLD_ERR_MISMATCH;
         }
     }
     /* Rank order; a rank's own row is `own` (in place, out is in). */

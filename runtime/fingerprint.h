@@ -1,0 +1,33 @@
+/*
+ * What a rank was asked to do in one allreduce or reduce, to compare the ranks'
+ * calls: FOLD_CHECK=1 gathers them (coll/check.c), and the node's tiny-message
+ * path carries one in each slot (node/fast.c), so that mismatched calls fail with
+ * FOLD_ERR_MISMATCH and a line naming the ranks and the field.
+ */
+#ifndef FOLD_FINGERPRINT_H
+#define FOLD_FINGERPRINT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct fold_fingerprint {
+    int      allreduce;   /* else a reduce */
+    size_t   count;
+    int      dtype;
+    int      op;          /* a user op by its number: created in the same order */
+    int      root;        /* reduce only; 0 for an allreduce */
+    int      inplace;     /* allreduce only (MPI lets only a reduce's root work in place) */
+    uint64_t call;        /* the communicator's call number */
+} fold_fingerprint_t;
+
+/* Appends "rank a passed count X, rank b passed Y" for each field where a and b
+ * differ ("; " between them) to buf; returns how many fields differ. */
+int fold_fingerprint_diff(const fold_fingerprint_t *a, int rank_a, const fold_fingerprint_t *b,
+                          int rank_b, char *buf, size_t len);
+
+/* The fingerprint in 64 bits, without the call number, for calls of fewer than 2^20
+ * elements (the tiny-message path's): 1 + 1 + 6 + 16 + 20 + 20 bits. */
+uint64_t           fold_fingerprint_pack(const fold_fingerprint_t *f);
+fold_fingerprint_t fold_fingerprint_unpack(uint64_t bits);
+
+#endif
