@@ -190,6 +190,48 @@ Test(check, fast_path_catches_what_it_meets)
     free(text);
 }
 
+/* Single copy compares the fingerprint each rank publishes with its buffers before it
+ * reads or writes them: on 2 ranks both owners meet the other's and fail at once.
+ * The node segment's flags are then out of step, so the communicator cannot run node
+ * algorithms again (the design does not allow it there, unlike the checks above). */
+static int cma_rank(fold_context_t *ctx, int rank, int size, void *arg)
+{
+    (void)size;
+    const mistake_t *m = arg;
+    fold_comm_h w = fold_comm_world(ctx);
+    fold_config_set(ctx, "ALLREDUCE_ALG", "cma");
+    fold_config_set(ctx, "REDUCE_ALG", "cma");
+    enum { BIG = 100000 };
+    float *in = calloc(BIG, sizeof(float)), *out = calloc(BIG, sizeof(float));
+    size_t count = rank == 1 && *m == WRONG_COUNT ? BIG / 2 : BIG;
+    fold_op_t op = rank == 1 && *m == WRONG_OP ? FOLD_OP_MAX : FOLD_OP_SUM;
+    int st = *m == WRONG_ROOT ? fold_reduce(in, out, count, FOLD_FLOAT32, op, rank, w)
+                              : fold_allreduce(in, out, count, FOLD_FLOAT32, op, w);
+    free(in);
+    free(out);
+    if (st != FOLD_ERR_MISMATCH) {
+        fprintf(stderr, "rank %d: cma mistake %d returned %s\n", rank, *m,
+                fold_status_string(st));
+        return 1;
+    }
+    return 0;
+}
+
+Test(check, single_copy_catches_what_it_meets)
+{
+    static const mistake_t mistakes[] = {WRONG_COUNT, WRONG_OP, WRONG_ROOT};
+    for (size_t m = 0; m < sizeof(mistakes) / sizeof(mistakes[0]); m++) {
+        cr_expect_eq(lh_run(2, cma_rank, (void *)&mistakes[m]), 0, "mistake %d", mistakes[m]);
+    }
+    char *text = logged();
+    cr_assert_not_null(text);
+    cr_expect(strstr(text, "rank 1 passed count 50000, rank 0 passed 100000") != NULL ||
+              strstr(text, "rank 0 passed count 100000, rank 1 passed 50000") != NULL,
+              "log:\n%s", text);
+    cr_expect(strstr(text, "passed root") != NULL, "log:\n%s", text);
+    free(text);
+}
+
 /* Matching calls pass the check, over many calls and every path. */
 static int agree_rank(fold_context_t *ctx, int rank, int size, void *arg)
 {

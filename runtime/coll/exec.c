@@ -16,6 +16,7 @@
  * progresses the one before it.
  */
 #include "comm.h"
+#include "fingerprint.h"
 #include "log.h"
 #include "codec/codec.h"
 #include "codec/reduce_kernel.h"
@@ -676,8 +677,13 @@ static int shm_turn(fold_request_t *req)
     }
     if (req->sched->uses_peer) {
         /* Single copy: where this call's buffers are, for the other local ranks. */
+        const fold_coll_args_t *a = &req->entry->args;
+        fold_fingerprint_t call = {
+            .allreduce = req->coll == FOLD_COLL_ALLREDUCE, .count = a->count,
+            .dtype = req->dtype, .op = req->op, .root = req->coll == FOLD_COLL_ALLREDUCE ? 0
+                                                                                       : a->root};
         fold_node_peer_publish(node, req->turn.epoch, req->buf[FOLD_BUF_IN],
-                               req->buf[FOLD_BUF_OUT]);
+                               req->buf[FOLD_BUF_OUT], &call);
         req->peer_published = 1;
     }
     return 1;

@@ -99,8 +99,12 @@ static inline int fold_node_turn_is_mine(const fold_node_t *node, const fold_nod
 
 /* peer.c (single copy; the segment's last lines hold the published addresses) */
 size_t fold_node_peer_region_bytes(int local_size);
-/* This rank's IN and OUT for the call with this epoch. */
-void   fold_node_peer_publish(fold_node_t *node, uint64_t epoch, const void *in, void *out);
+/* This rank's IN and OUT for the call with this epoch, with what it was asked to do:
+ * a rank reading or writing them fails with FOLD_ERR_MISMATCH where that differs
+ * from its own call (fingerprint.h; call numbers are not compared). */
+struct fold_fingerprint;
+void   fold_node_peer_publish(fold_node_t *node, uint64_t epoch, const void *in, void *out,
+                              const struct fold_fingerprint *call);
 /* len bytes from byte off_bytes of local rank `local`'s IN (from_out 0) or OUT into
  * dst; or from src into its OUT. On failure `why` says what happened. */
 int    fold_node_peer_read(const fold_node_t *node, int local, uint64_t epoch, int from_out,

@@ -8,10 +8,15 @@
  * whether all of them can.
  *
  *   region (past the fast path's), per local rank l, one cache line:
- *     | epoch | in | out |      written by l when its call takes its turn
+ *     | epoch | in | out | count | call |   written by l when its call takes its turn
+ *
+ * count and call say what l was asked to do (fingerprint.h): a rank about to read
+ * or write l's buffers first compares them with its own call, so mismatched calls
+ * fail with FOLD_ERR_MISMATCH instead of copying the wrong bytes.
  */
 #define _GNU_SOURCE
 #include "node/node.h"
+#include "fingerprint.h"
 #include "log.h"
 
 #include <errno.h>
@@ -28,7 +33,9 @@
 typedef struct peer_line {
     _Atomic uint64_t epoch;
     uint64_t         in, out;
-    char             pad[64 - 3 * sizeof(uint64_t)];
+    uint64_t         count;   /* of the call */
+    uint64_t         call;    /* the rest of its fingerprint, packed with count 0 */
+    char             pad[64 - 5 * sizeof(uint64_t)];
 } peer_line_t;
 
 size_t fold_node_peer_region_bytes(int local_size)
@@ -43,11 +50,16 @@ static peer_line_t *line(const fold_node_t *node, int local)
     return (peer_line_t *)(end - fold_node_peer_region_bytes(seg->local_size)) + local;
 }
 
-void fold_node_peer_publish(fold_node_t *node, uint64_t epoch, const void *in, void *out)
+void fold_node_peer_publish(fold_node_t *node, uint64_t epoch, const void *in, void *out,
+                            const fold_fingerprint_t *call)
 {
     peer_line_t *me = line(node, node->local_rank);
-    me->in  = (uint64_t)(uintptr_t)in;
-    me->out = (uint64_t)(uintptr_t)out;
+    fold_fingerprint_t rest = *call;
+    rest.count = 0;
+    me->in    = (uint64_t)(uintptr_t)in;
+    me->out   = (uint64_t)(uintptr_t)out;
+    me->count = call->count;
+    me->call  = fold_fingerprint_pack(&rest);
     atomic_store_explicit(&me->epoch, epoch, memory_order_release);
 }
 
@@ -83,6 +95,18 @@ static int peer_addr(const fold_node_t *node, int local, uint64_t epoch, int fro
         snprintf(why, whylen, "local rank %d published call %llu's buffers, not call %llu's",
                  local, (unsigned long long)e, (unsigned long long)epoch);
         return FOLD_ERR_PEER_FAILED;
+    }
+    const peer_line_t *mine = line(node, node->local_rank);
+    if (l->count != mine->count || l->call != mine->call) {
+        fold_fingerprint_t theirs = fold_fingerprint_unpack(l->call);
+        fold_fingerprint_t own = fold_fingerprint_unpack(mine->call);
+        theirs.count = l->count;
+        own.count = mine->count;
+        const fold_topo_t *t = node->topo;
+        int rank = fold_topo_rank(t, t->node_of[node->comm_rank], local);
+        why[0] = '\0';
+        fold_fingerprint_diff(&theirs, rank, &own, node->comm_rank, why, whylen);
+        return FOLD_ERR_MISMATCH;
     }
     *addr = from_out ? l->out : l->in;
     return FOLD_OK;
