@@ -471,10 +471,31 @@ static void drop_soft_waits(fold_request_t *req, uint32_t recv)
     }
 }
 
+/* A flag another local rank posted for this call: it runs the same call. */
+static int shm_wait_check(fold_request_t *req, uint32_t i)
+{
+    const fold_step_t *st = &req->sched->steps[i];
+    const fold_node_t *node = req->comm->node;
+    char why[256];
+    for (int l = st->local >= 0 ? st->local : 0; l < node->seg.local_size; l++) {
+        if (l != node->local_rank &&
+            fold_node_peer_check(node, l, req->turn.epoch, why, sizeof(why)) != FOLD_OK) {
+            return request_fail(req, FOLD_ERR_MISMATCH, i, why);
+        }
+        if (st->local >= 0) {
+            break;
+        }
+    }
+    return FOLD_OK;
+}
+
 static int check_transfer(fold_request_t *req, uint32_t i)
 {
     const fold_step_t *st = &req->sched->steps[i];
     fold_tl_req_t *t = &req->tlreq[i];
+    if (st->kind == FOLD_STEP_SHM_WAIT) {
+        return shm_wait_check(req, i);
+    }
     if (t->status != FOLD_OK) {
         char why[96];
         snprintf(why, sizeof(why), "the transport reported '%s'", fold_status_string(t->status));
@@ -593,6 +614,9 @@ static int start_step(fold_request_t *req, uint32_t i)
         return FOLD_OK;
     case FOLD_STEP_SHM_WAIT:
         if (shm_wait_done(req, st)) {
+            if ((status = shm_wait_check(req, i)) != FOLD_OK) {
+                return status;
+            }
             step_done(req, i);
         } else {
             req->active[req->nactive++] = i;
@@ -675,8 +699,9 @@ static int shm_turn(fold_request_t *req)
             fold_node_turn_leave(node, head_turn, 0);   /* finished: must not hold the turn */
         }
     }
-    if (req->sched->uses_peer) {
-        /* Single copy: where this call's buffers are, for the other local ranks. */
+    if (node->seg.base != NULL) {
+        /* Where this call's buffers are (single copy reads them) and what it was asked
+         * to do (every wait on another rank's flag compares it: shm_wait_check). */
         const fold_coll_args_t *a = &req->entry->args;
         fold_fingerprint_t call = {
             .allreduce = req->coll == FOLD_COLL_ALLREDUCE, .count = a->count,

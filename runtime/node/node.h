@@ -109,6 +109,10 @@ void   fold_node_peer_publish(fold_node_t *node, uint64_t epoch, const void *in,
  * dst; or from src into its OUT. On failure `why` says what happened. */
 int    fold_node_peer_read(const fold_node_t *node, int local, uint64_t epoch, int from_out,
                            size_t off_bytes, void *dst, size_t len, char *why, size_t whylen);
+/* FOLD_ERR_MISMATCH, with why naming both ranks and the field, when local rank
+ * `local` published a different call for this epoch; FOLD_OK otherwise. */
+int    fold_node_peer_check(const fold_node_t *node, int local, uint64_t epoch, char *why,
+                            size_t whylen);
 int    fold_node_peer_write(const fold_node_t *node, int local, uint64_t epoch,
                             size_t off_bytes, const void *src, size_t len, char *why,
                             size_t whylen);

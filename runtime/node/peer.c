@@ -96,20 +96,30 @@ static int peer_addr(const fold_node_t *node, int local, uint64_t epoch, int fro
                  local, (unsigned long long)e, (unsigned long long)epoch);
         return FOLD_ERR_PEER_FAILED;
     }
-    const peer_line_t *mine = line(node, node->local_rank);
-    if (l->count != mine->count || l->call != mine->call) {
-        fold_fingerprint_t theirs = fold_fingerprint_unpack(l->call);
-        fold_fingerprint_t own = fold_fingerprint_unpack(mine->call);
-        theirs.count = l->count;
-        own.count = mine->count;
-        const fold_topo_t *t = node->topo;
-        int rank = fold_topo_rank(t, t->node_of[node->comm_rank], local);
-        why[0] = '\0';
-        fold_fingerprint_diff(&theirs, rank, &own, node->comm_rank, why, whylen);
-        return FOLD_ERR_MISMATCH;
-    }
+    int status = fold_node_peer_check(node, local, epoch, why, whylen);
     *addr = from_out ? l->out : l->in;
-    return FOLD_OK;
+    return status;
+}
+
+int fold_node_peer_check(const fold_node_t *node, int local, uint64_t epoch, char *why,
+                         size_t whylen)
+{
+    const peer_line_t *l = line(node, local), *mine = line(node, node->local_rank);
+    if (atomic_load_explicit(&l->epoch, memory_order_acquire) != epoch) {
+        return FOLD_OK;   /* gone on to its next call already: nothing left to compare */
+    }
+    if (l->count == mine->count && l->call == mine->call) {
+        return FOLD_OK;
+    }
+    fold_fingerprint_t theirs = fold_fingerprint_unpack(l->call);
+    fold_fingerprint_t own = fold_fingerprint_unpack(mine->call);
+    theirs.count = l->count;
+    own.count = mine->count;
+    const fold_topo_t *t = node->topo;
+    why[0] = '\0';
+    fold_fingerprint_diff(&theirs, fold_topo_rank(t, t->node_of[node->comm_rank], local), &own,
+                          node->comm_rank, why, whylen);
+    return FOLD_ERR_MISMATCH;
 }
 
 int fold_node_peer_read(const fold_node_t *node, int local, uint64_t epoch, int from_out,
