@@ -188,18 +188,29 @@ static void report_shortage(const fold_node_params_t *p, const char *why)
     }
 }
 
-/* The first creator, in rank order, that has no segment; -1 if every node has one. */
-static int first_short_creator(const fold_node_params_t *p, const node_record_t *all)
+/* first[r]: the lowest rank on r's node (its creator); ranks[r]: how many ranks that
+ * node has, for a creator r. As fold_topo_build, at most ranks x nodes steps. */
+static void node_creators(const fold_node_params_t *p, int *first, int *ranks)
 {
     for (int r = 0; r < p->size; r++) {
-        int creator = 1, local = 0;
-        for (int q = 0; q < p->size; q++) {
-            if (p->node_key[q] == p->node_key[r]) {
-                creator &= q >= r;
-                local++;
+        first[r] = r;
+        for (int q = 0; q < r; q++) {
+            if (first[q] == q && p->node_key[q] == p->node_key[r]) {
+                first[r] = q;
+                break;
             }
         }
-        if (creator && local > 1 && all[r].status != FOLD_OK) {
+        ranks[r] = 0;
+        ranks[first[r]]++;
+    }
+}
+
+/* The first creator, in rank order, that has no segment; -1 if every node has one. */
+static int first_short_creator(int size, const int *first, const int *ranks,
+                               const node_record_t *all)
+{
+    for (int r = 0; r < size; r++) {
+        if (first[r] == r && ranks[r] > 1 && all[r].status != FOLD_OK) {
             return r;
         }
     }
@@ -213,27 +224,22 @@ static int node_setup(const fold_node_params_t *p, fold_node_t *node, char *why,
 {
     int size = p->size, rank = p->rank, status;
     int *pkg = malloc((size_t)size * sizeof(int));
+    int *first = malloc((size_t)size * sizeof(int)), *ranks = malloc((size_t)size * sizeof(int));
     node_outcome_t *ok_all = malloc((size_t)size * sizeof(node_outcome_t));
     node_record_t *all = malloc((size_t)size * sizeof(node_record_t));
     node_record_t mine;
     char name[FOLD_SHM_NAME_MAX];
-    int creator = -1, local_size = 0, created = 0, max_ppn = 1;
+    int created = 0, max_ppn = 1;
 
-    if (pkg == NULL || ok_all == NULL || all == NULL) {
+    if (pkg == NULL || first == NULL || ranks == NULL || ok_all == NULL || all == NULL) {
         status = FOLD_ERR_NO_MEMORY;
         goto out;
     }
+    node_creators(p, first, ranks);
     for (int r = 0; r < size; r++) {
-        int on_node = 0;
-        for (int q = 0; q < size; q++) {
-            on_node += p->node_key[q] == p->node_key[r];
-        }
-        max_ppn = on_node > max_ppn ? on_node : max_ppn;
-        if (p->node_key[r] == p->node_key[rank]) {
-            creator = creator < 0 ? r : creator;
-            local_size++;
-        }
+        max_ppn = ranks[r] > max_ppn ? ranks[r] : max_ppn;
     }
+    int creator = first[rank], local_size = ranks[creator];
 
     memset(&mine, 0, sizeof(mine));
     int numa;
@@ -253,7 +259,7 @@ static int node_setup(const fold_node_params_t *p, fold_node_t *node, char *why,
     }
 
     /* A node without its segment: nobody attaches, everyone says why alike. */
-    int short_rank = first_short_creator(p, all);
+    int short_rank = first_short_creator(size, first, ranks, all);
     if (short_rank >= 0) {
         describe_shortage(&all[short_rank], short_rank, why, why_len);
         if (mine.status != FOLD_OK) {
@@ -318,6 +324,8 @@ out:
         fold_shm_unlink(name);   /* everyone has tried to attach by now, or failed */
     }
     free(pkg);
+    free(first);
+    free(ranks);
     free(ok_all);
     free(all);
     return status;

@@ -64,7 +64,7 @@ struct fold_tl {
     ucp_context_h  context;
     ucp_worker_h   worker;
     char           tls[128];       /* UCX transports in use (caps.provider) */
-    char           fallback[512];  /* why without shared memory (caps.fallback) */
+    char           fallback[1024]; /* why without shared memory (caps.fallback) */
     ucp_address_t *address;
     size_t         address_len;
     tl_ucp_peer_t *peers;       /* NULL until set_peers */

@@ -12,7 +12,7 @@ typedef struct tl_ucp_started {
     ucp_context_h context;
     ucp_worker_h  worker;
     char          tls[128];       /* the UCX transports the context has, "self,tcp,cma" */
-    char          fallback[512];  /* why it runs without UCX's shared memory; "" if not */
+    char          fallback[1024]; /* why it runs without UCX's shared memory; "" if not */
 } tl_ucp_started_t;
 
 /* A UCP context with `params` and its worker, from UCX's configuration (UCX_*);
