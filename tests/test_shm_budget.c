@@ -299,6 +299,7 @@ Test(shm_budget, communicator_without_room_runs_flat_and_says_so_once)
  * the next one has a segment again; then many created and freed, each with one. */
 static int comeback_rank(fold_context_t *ctx, int rank, int size, void *arg)
 {
+    (void)arg;
     fold_comm_h w = fold_comm_world(ctx), kept[16];
     int n = 0, bad = 0;
     while (n < 16) {

@@ -37,6 +37,10 @@ static ucs_log_func_rc_t hold_errors(const char *file, unsigned line, const char
                                      const ucs_log_component_config_t *comp_conf,
                                      const char *message, va_list ap)
 {
+    (void)file;
+    (void)line;
+    (void)function;
+    (void)comp_conf;
     if (level != UCS_LOG_LEVEL_ERROR) {
         return UCS_LOG_FUNC_RC_CONTINUE;
     }
