@@ -214,6 +214,9 @@ static int split_allgather(fold_comm_t *comm, const split_entry_t *mine, split_e
 
 int fold_comm_node(fold_comm_t *comm, fold_node_t **node_p)
 {
+    if (comm->node_none) {
+        return FOLD_ERR_UNSUPPORTED;
+    }
     if (comm->node == NULL) {
         const fold_context_t *ctx = comm->ctx;
         int *key = comm_node_of(comm);
@@ -223,11 +226,20 @@ int fold_comm_node(fold_comm_t *comm, fold_node_t **node_p)
         fold_node_params_t params = {
             .rank = comm->rank, .size = comm->size, .comm_id = comm->id, .node_key = key,
             .job_id = ctx->bs.job_id, .node_name = ctx->bs.node_name,
-            .shm_size = ctx->config.shm_size, .single_copy = ctx->config.single_copy,
+            .shm_size = ctx->config.shm_size, .shm_reserve = ctx->config.shm_reserve,
+            .pipeline_depth = ctx->config.pipeline_depth,
+            .single_copy = ctx->config.single_copy,
             .allgather = comm_allgather,
             .allgather_arg = comm};
-        int status = fold_node_create(&params, &comm->node);
+        int status = fold_node_create(&params, &comm->node, comm->node_why,
+                                      sizeof(comm->node_why));
         free(key);
+        if (status == FOLD_ERR_UNSUPPORTED) {
+            /* Not asked again: every rank would have to agree to. Decisions made
+             * before (fold_selected_algorithm) assumed node-aware algorithms. */
+            comm->node_none = 1;
+            fold_select_cache_clear(comm);
+        }
         if (status != FOLD_OK) {
             return status;
         }

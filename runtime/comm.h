@@ -49,6 +49,9 @@ struct fold_comm {
     fold_select_cache_t select;   /* the cost model's decisions */
     fold_node_t        *node;     /* NULL until a node-aware algorithm first runs
                                      (fold_comm_node) */
+    int                 node_none;  /* its node state could not be had (no segment):
+                                       the node-unaware algorithms only */
+    char                node_why[256];  /* why, the same words on every rank */
     uint8_t            *remote;   /* per rank: on another node; NULL: all on this one */
 };
 
@@ -64,7 +67,9 @@ int  fold_comm_create(fold_context_t *ctx, int size, int rank, const int *ctx_ra
                       uint32_t id, fold_comm_t **comm_p);
 void fold_comm_destroy(fold_comm_t *comm);
 /* The communicator's node state, set up at the first call that needs it: collective
- * over comm (every rank must ask at the same call). */
+ * over comm (every rank must ask at the same call). FOLD_ERR_UNSUPPORTED, on every
+ * rank alike, when a node could not have its segment (comm->node_why says why); the
+ * communicator keeps to the node-unaware algorithms from then on. */
 int  fold_comm_node(fold_comm_t *comm, fold_node_t **node_p);
 /* `bytes` (a multiple of 4) from every rank of comm into all[rank]: collective. */
 int  fold_comm_allgather(fold_comm_t *comm, const void *mine, void *all, size_t bytes);

@@ -86,9 +86,16 @@ static const fold_util_config_field_t config_fields[] = {
      "cost model weighs it against the segment with the rate fold_init measured) or off",
      FOLD_CONFIG_FIELD(single_copy), FOLD_UTIL_CONFIG_ENUM(single_copy_names)},
     {"SHM_SIZE", "4M",
-     "Data bytes of the node shared-memory segment of each communicator (dpml); "
-     "larger messages pass through it in chunks",
+     "Data bytes of the node shared-memory segment of each communicator (dpml), at most: "
+     "a segment gets less where /dev/shm has less to give (FOLD_SHM_RESERVE); larger "
+     "messages pass through it in chunks",
      FOLD_CONFIG_FIELD(shm_size), FOLD_UTIL_CONFIG_SIZE(4096, (size_t)1 << 40)},
+    {"SHM_RESERVE", "auto",
+     "Bytes of /dev/shm that node segments leave free for others (UCX's and the MPI "
+     "library's shared memory, other jobs); auto: an eighth of the tmpfs. A communicator "
+     "whose segment does not fit beyond it runs the node-unaware algorithms",
+     FOLD_CONFIG_FIELD(shm_reserve),
+     FOLD_UTIL_CONFIG_SIZE_OR("auto", SIZE_MAX, 0, (size_t)1 << 50)},
     {"CODEC", "auto",
      "Sparse codecs for allreduce/reduce messages (sum; bor/bxor/lor on integers): auto "
      "(each send picks bits, idx, rle or dense by size), none, bits, idx, rle",

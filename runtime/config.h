@@ -36,6 +36,7 @@ typedef struct fold_config {
     long         dpml_leaders;      /* 0 = auto */
     int          single_copy;       /* 0 off, 1 auto (FOLD_SINGLE_COPY) */
     size_t       shm_size;          /* node segment data bytes per communicator */
+    size_t       shm_reserve;       /* /dev/shm bytes segments leave free; SIZE_MAX: auto */
     int          codec_mask;        /* sparse codecs sends may use (1 << codec id) */
     const char  *tune_file;
     const char  *model;

@@ -312,6 +312,40 @@ static void context_resolve_threads(fold_context_t *ctx)
  * waiting for it in the second. */
 #define ADDRESS_FAILED SIZE_MAX
 
+/* One rank's part of the first address exchange. */
+typedef struct address_head {
+    uint64_t len;         /* its address's bytes; ADDRESS_FAILED */
+    uint64_t fell_back;   /* its transport runs on less than asked (caps.fallback) */
+} address_head_t;
+
+/* Why this rank's transport runs on less than it was asked to; NULL if it does not. */
+static const char *transport_fallback(const fold_context_t *ctx)
+{
+    fold_tl_caps_t caps;
+    return ctx->tl != NULL && ctx->tl_ops->query(ctx->tl, &caps) == FOLD_OK ? caps.fallback
+                                                                            : NULL;
+}
+
+/* Once per node: the node's lowest rank whose transport fell back says why at warn
+ * level, the others at info level (the ranks of a node share its /dev/shm, so they
+ * mostly fall back together). */
+static void report_fallback(const fold_context_t *ctx, const address_head_t *heads)
+{
+    const char *why = transport_fallback(ctx);
+    int me = ctx->bs.rank, first = 1;
+    if (why == NULL) {
+        return;
+    }
+    for (int r = 0; r < me; r++) {
+        first &= !(heads[r].fell_back && ctx->node_of[r] == ctx->node_of[me]);
+    }
+    if (first) {
+        fold_warn("%s transport: %s", ctx->tl_ops->name, why);
+    } else {
+        fold_info("%s transport: %s", ctx->tl_ops->name, why);
+    }
+}
+
 /* Exchanges transport addresses; `local` is this rank's status so far (a failed rank
  * has no transport but still takes part). */
 static int context_connect(fold_context_t *ctx, int local)
@@ -323,21 +357,27 @@ static int context_connect(fold_context_t *ctx, int local)
     if (status == FOLD_OK && (status = ctx->tl_ops->address(ctx->tl, &addr, &len)) != FOLD_OK) {
         len = ADDRESS_FAILED;
     }
+    address_head_t head = {len, status == FOLD_OK && transport_fallback(ctx) != NULL};
+    address_head_t *heads = malloc((size_t)p * sizeof(*heads));
     size_t *lens = malloc((size_t)p * sizeof(size_t));
     const void **addrs = malloc((size_t)p * sizeof(void *));
     char *blob = NULL, *mine = NULL;
-    if (lens == NULL || addrs == NULL) {
+    if (heads == NULL || lens == NULL || addrs == NULL) {
         /* Without room for the answers this rank cannot take part: the others will
          * wait for it until the launcher ends the job. */
         status = FOLD_ERR_NO_MEMORY;
         goto out;
     }
-    if (ctx->bs.allgather(&ctx->bs, &len, lens, sizeof(len)) != FOLD_OK) {
+    if (ctx->bs.allgather(&ctx->bs, &head, heads, sizeof(head)) != FOLD_OK) {
         status = FOLD_ERR_BOOTSTRAP;
         goto out;
     }
     if (status != FOLD_OK) {
         goto out;   /* this rank's own failure, reported where it happened */
+    }
+    for (int r = 0; r < p; r++) {
+        lens[r] = heads[r].len == (uint64_t)ADDRESS_FAILED ? ADDRESS_FAILED
+                                                           : (size_t)heads[r].len;
     }
     for (int r = 0; r < p; r++) {
         if (lens[r] == ADDRESS_FAILED) {
@@ -347,6 +387,7 @@ static int context_connect(fold_context_t *ctx, int local)
             goto out;
         }
     }
+    report_fallback(ctx, heads);
     size_t max = 0;
     for (int r = 0; r < p; r++) {
         max = lens[r] > max ? lens[r] : max;
@@ -371,6 +412,7 @@ out:
     free(blob);
     free(addrs);
     free(lens);
+    free(heads);
     return status;
 }
 

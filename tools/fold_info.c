@@ -2,7 +2,8 @@
  * fold_info: what this fold build has — version, transports, the configuration
  * variables of every table (runtime, MPI shim, tools) with defaults, current values
  * and descriptions, algorithms with one-line descriptions, and the default selection
- * rules. Like ucx_info / ucc_info.
+ * rules. Like ucx_info / ucc_info. Under a launcher, -C shows what a context ended
+ * up with (transport, node path).
  */
 #include "comm.h"
 #ifdef FOLD_INFO_SHIM_TABLE
@@ -287,6 +288,67 @@ static int print_decisions(const char *shape_text, int all_algorithms)
     return 0;
 }
 
+/* The world communicator's node path on this rank, in words. */
+static void describe_node_path(fold_context_t *ctx, char *buf, size_t len)
+{
+    fold_comm_t *w = ctx->world;
+    fold_node_t *node;
+    fold_shm_budget_t b = {0};
+    char space[160] = "";
+    int status = fold_comm_node(w, &node);   /* collective: every rank asks */
+    if (fold_shm_budget_measure(&b, ctx->config.shm_reserve) == FOLD_OK) {
+        snprintf(space, sizeof(space), "; " FOLD_SHM_DIR " now has %zu bytes free of %zu, "
+                 "%zu of them left to others", b.free, b.total, b.reserve);
+    }
+    if (status == FOLD_ERR_UNSUPPORTED) {
+        snprintf(buf, len, "no node shared memory (%s): node-unaware algorithms only%s",
+                 w->node_why, space);
+    } else if (status != FOLD_OK) {
+        snprintf(buf, len, "node state failed: %s", fold_status_string(status));
+    } else if (node->seg.base == NULL) {
+        snprintf(buf, len, "alone on its node: no segment needed");
+    } else {
+        snprintf(buf, len, "node segment of %zu data bytes for %d local ranks (%zu mapped), "
+                 "single copy %s%s", node->shm_bytes, node->seg.local_size,
+                 node->seg.map_size, node->single_copy ? "on" : "off", space);
+    }
+}
+
+/* What a context ended up with, rank by rank: its transport, what that runs over
+ * (and why on less than asked), and the world communicator's node path. Runs as an
+ * application does: under a launcher, on every rank (mpirun -n 2 fold_info -C). */
+static int print_context(void)
+{
+    fold_context_h ctx;
+    int status = fold_init(NULL, &ctx);
+    if (status != FOLD_OK) {
+        fprintf(stderr, "fold_info: fold_init failed: %s (-C runs under a launcher: "
+                "mpirun -n N fold_info -C)\n", fold_status_string(status));
+        return 1;
+    }
+    fold_comm_t *w = ctx->world;
+    fold_tl_caps_t caps = {0};
+    ctx->tl_ops->query(ctx->tl, &caps);
+    char path[1024];
+    describe_node_path(ctx, path, sizeof(path));
+    for (int r = 0; r < w->size; r++) {   /* in rank order */
+        fold_barrier(w);
+        if (r != w->rank) {
+            continue;
+        }
+        printf("rank %d of %d, node %d (%d ranks there): transport %s over %s\n", w->rank,
+               w->size, ctx->node_of[w->rank], ctx->local_size, caps.name,
+               caps.provider ? caps.provider : "(not reported)");
+        if (caps.fallback != NULL) {
+            printf("rank %d: %s\n", w->rank, caps.fallback);
+        }
+        printf("rank %d: world: %s\n", w->rank, path);
+        fflush(stdout);
+    }
+    fold_barrier(w);
+    return fold_finalize(ctx) == FOLD_OK ? 0 : 1;
+}
+
 static void usage(FILE *out, const char *prog)
 {
     fprintf(out,
@@ -301,6 +363,9 @@ static void usage(FILE *out, const char *prog)
             "  -S SHAPE  what selection picks on a communicator of that shape, without running\n"
             "            it: NODESxPPN (8x64) or the ranks of each node (2,1,1)\n"
             "  -p        with -S: the model's prediction of every algorithm, as CSV\n"
+            "  -C        under a launcher (mpirun -n N fold_info -C): start a context and print,\n"
+            "            per rank, the transport it runs over (UCX's transports; why without\n"
+            "            shared memory, if so) and the world communicator's node path\n"
             "  -h        this help\n",
             prog);
 }
@@ -308,9 +373,9 @@ static void usage(FILE *out, const char *prog)
 int main(int argc, char **argv)
 {
     int want_version = 0, want_tl = 0, want_cfg = 0, want_alg = 0, want_model = 0, opt;
-    int all_predictions = 0;
+    int all_predictions = 0, want_context = 0;
     const char *shape = NULL;
-    while ((opt = getopt(argc, argv, "vtcamS:ph")) != -1) {
+    while ((opt = getopt(argc, argv, "vtcamS:pCh")) != -1) {
         switch (opt) {
         case 'v': want_version = 1; break;
         case 't': want_tl = 1; break;
@@ -319,6 +384,7 @@ int main(int argc, char **argv)
         case 'm': want_model = 1; break;
         case 'S': shape = optarg; break;
         case 'p': all_predictions = 1; break;
+        case 'C': want_context = 1; break;
         case 'h': usage(stdout, argv[0]); return 0;
         default: usage(stderr, argv[0]); return 2;
         }
@@ -330,6 +396,9 @@ int main(int argc, char **argv)
     }
     if (shape != NULL) {
         return print_decisions(shape, all_predictions);
+    }
+    if (want_context) {
+        return print_context();
     }
     int all = !(want_version || want_tl || want_cfg || want_alg || want_model);
     if (all || want_version) {

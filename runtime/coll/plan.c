@@ -2,7 +2,8 @@
  * From a selection's choice to what the executor runs: the schedule builder and
  * its arguments. For a node-aware algorithm that includes the communicator's
  * node topology and segment size, so this is where a communicator's node state
- * is first asked for (fold_comm_node: collective, every rank selects alike).
+ * is first asked for (fold_comm_node: collective, every rank selects alike); one
+ * that cannot have it runs the node-unaware algorithms (comm->node_none).
  */
 #include "comm.h"
 #include "codec/reduce_kernel.h"
@@ -35,11 +36,13 @@ int fold_coll_prepare(fold_comm_t *comm, fold_coll_t coll)
 {
     fold_node_t *node;
     const fold_alg_t *forced = comm->ctx->forced[coll];
-    if (comm->node != NULL || comm->shape.max_ppn < 2 ||
+    if (comm->node != NULL || comm->node_none || comm->shape.max_ppn < 2 ||
         (forced != NULL && !(forced->flags & FOLD_ALG_NODE_AWARE))) {
         return FOLD_OK;   /* no node state, or none that selection could use */
     }
-    return fold_comm_node(comm, &node);
+    int status = fold_comm_node(comm, &node);
+    /* Without node shared memory selection keeps to the node-unaware algorithms. */
+    return status == FOLD_ERR_UNSUPPORTED ? FOLD_OK : status;
 }
 
 int fold_coll_plan(fold_comm_t *comm, const fold_call_t *call, const fold_choice_t *choice,

@@ -224,6 +224,13 @@ static double predict_at(const fold_context_t *ctx, const fold_topo_t *topo,
 #define MODEL_MIN_EXTRAP   (64 * 1024)
 #define MODEL_STEP_LIMIT   (16 * MODEL_STEP_BUDGET)
 
+/* Data bytes of the communicator's node segment: what its set-up agreed on, or
+ * FOLD_SHM_SIZE before (and on virtual communicators, which have none). */
+static size_t comm_shm_bytes(const fold_comm_t *comm)
+{
+    return comm->node != NULL ? comm->node->shm_bytes : comm->ctx->config.shm_size;
+}
+
 double fold_select_predict(fold_comm_t *comm, const fold_topo_t *topo, fold_coll_t coll,
                            const fold_choice_t *choice, size_t bytes)
 {
@@ -234,7 +241,7 @@ double fold_select_predict(fold_comm_t *comm, const fold_topo_t *topo, fold_coll
         .esize = MODEL_ESIZE,
         .proto = {.coll = coll, .size = topo->size, .root = 0,
                   .depth = (int)ctx->config.pipeline_depth, .commutative = 1,
-                  .leaders = choice->leaders, .shm_count = ctx->config.shm_size / MODEL_ESIZE,
+                  .leaders = choice->leaders, .shm_count = comm_shm_bytes(comm) / MODEL_ESIZE,
                   .inter = choice->inter, .root_weight = choice->root_weight},
     };
     size_t at = bytes;
@@ -375,7 +382,9 @@ static uint64_t decision_key(const fold_comm_t *comm, fold_coll_t coll, int k,
         h = fold_hash(h, algs[a]->name, strlen(algs[a]->name) + 1);
     }
     h = fold_hash(h, &ctx->model, sizeof(ctx->model));
-    h = fold_hash(h, &cfg->shm_size, sizeof(cfg->shm_size));
+    size_t shm = comm_shm_bytes(comm);
+    h = fold_hash(h, &shm, sizeof(shm));
+    h = fold_hash(h, &comm->node_none, sizeof(comm->node_none));
     h = fold_hash(h, &cfg->segment_size, sizeof(cfg->segment_size));
     h = fold_hash(h, &cfg->pipeline_depth, sizeof(cfg->pipeline_depth));
     h = fold_hash(h, &cfg->dpml_leaders, sizeof(cfg->dpml_leaders));
@@ -507,10 +516,14 @@ static int select_uncached(fold_comm_t *comm, fold_coll_t coll, size_t count, fo
 {
     fold_context_t *ctx = comm->ctx;
     size_t bytes = count * fold_dtype_size(dtype);
+    /* A communicator without node shared memory runs what the rules name for its
+     * shape among the node-unaware algorithms, a forced node-aware one included. */
+    unsigned skip = comm->node_none ? FOLD_ALG_NODE_AWARE : 0;
     const fold_alg_t *const *algs = &ctx->forced[coll];
     int nalgs = 1;
-    if (ctx->forced[coll] == NULL) {
-        const fold_tune_rule_t *rule = fold_select_find_rule(ctx, coll, bytes, &comm->shape, 0);
+    if (ctx->forced[coll] == NULL || (ctx->forced[coll]->flags & skip)) {
+        const fold_tune_rule_t *rule = fold_select_find_rule(ctx, coll, bytes, &comm->shape,
+                                                             skip);
         static const fold_alg_t *const fallback[FOLD_COLL_COUNT] = {
             [FOLD_COLL_ALLREDUCE] = &fold_alg_recursive_doubling,
             [FOLD_COLL_REDUCE]    = &fold_alg_binomial};
@@ -522,7 +535,7 @@ static int select_uncached(fold_comm_t *comm, fold_coll_t coll, size_t count, fo
      * shm_flat needs one node and every row in the segment; single copy one node
      * whose set-up found it allowed. */
     const fold_alg_t *cand[FOLD_RULE_MAX_ALGS];
-    size_t seg_elems = ctx->config.shm_size / fold_dtype_size(dtype);
+    size_t seg_elems = comm_shm_bytes(comm) / fold_dtype_size(dtype);
     for (int a = 0; a < nalgs; a++) {
         cand[a] = algs[a];
         if (cand[a] == &fold_alg_shm_flat &&
@@ -538,7 +551,7 @@ static int select_uncached(fold_comm_t *comm, fold_coll_t coll, size_t count, fo
     /* A non-commutative op keeps only the candidates that keep the rank order. */
     int ncand = 0, ordered_only = !fold_op_is_commutative(op);
     for (int a = 0; a < nalgs; a++) {
-        if (!ordered_only || (cand[a]->flags & FOLD_ALG_ORDERED)) {
+        if ((!ordered_only || (cand[a]->flags & FOLD_ALG_ORDERED)) && !(cand[a]->flags & skip)) {
             cand[ncand++] = cand[a];
         }
     }

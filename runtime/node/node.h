@@ -4,6 +4,7 @@
  * the reduce kernels.
  *
  *   setup.c    collective set-up and teardown: topology, segment create/attach
+ *   budget.c   how much of the node's /dev/shm a new segment may take
  *   turns.c    the order node-aware calls take the segment in (epochs, a queue)
  *   fast.c     the tiny-message path of shm_flat, outside any schedule
  *   peer.c     single copy: reading and writing other local ranks' buffers
@@ -74,17 +75,47 @@ typedef struct fold_node_params {
     const char            *job_id;       /* for the segment's name */
     const char            *node_name;
     size_t                 shm_size;     /* this rank's FOLD_SHM_SIZE */
+    size_t                 shm_reserve;  /* FOLD_SHM_RESERVE; SIZE_MAX: auto */
+    long                   pipeline_depth;  /* FOLD_PIPELINE_DEPTH (the DPML layout's
+                                               stages, for the smallest segment) */
     int                    single_copy;  /* FOLD_SINGLE_COPY: may peers' memory be
                                             used (then probed) */
     fold_node_allgather_fn allgather;
     void                  *allgather_arg;
 } fold_node_params_t;
 
-/* setup.c. Collective over the communicator: every rank gets FOLD_OK or every rank
- * an error, and nothing is left in /dev/shm either way. */
-int  fold_node_create(const fold_node_params_t *params, fold_node_t **node_p);
+/* setup.c. Collective over the communicator: every rank gets the same status, and
+ * nothing is left in /dev/shm whatever it is. FOLD_ERR_UNSUPPORTED: a node of the
+ * communicator could not have its segment (the /dev/shm budget, or the system said
+ * no); the rank that found out logged it, and `why` says it on every rank. The
+ * communicator then runs the node-unaware algorithms. */
+int  fold_node_create(const fold_node_params_t *params, fold_node_t **node_p, char *why,
+                      size_t why_len);
 /* Detaches the segment and frees the state. */
 void fold_node_free(fold_node_t *node);
+
+/* budget.c: what a new segment may take of the node's shared memory. */
+typedef struct fold_shm_budget {
+    size_t page;
+    size_t cap;       /* data bytes wanted: FOLD_SHM_SIZE */
+    size_t floor;     /* fewest data bytes worth a segment */
+    size_t fixed;     /* bytes a segment takes besides those data: header, flags, the
+                         fast path's and single copy's regions */
+    size_t free;      /* FOLD_SHM_DIR's free bytes (statvfs) ... */
+    size_t total;     /* ... its size ... */
+    size_t reserve;   /* ... and what fold leaves free for others */
+} fold_shm_budget_t;
+
+/* Sets page, free, total and reserve (reserve_cfg, or an eighth of the tmpfs for
+ * SIZE_MAX). FOLD_ERR_NOT_FOUND, errno set, when FOLD_SHM_DIR cannot be asked. */
+int    fold_shm_budget_measure(fold_shm_budget_t *b, size_t reserve_cfg);
+/* The data bytes a new segment gets: cap when it fits beyond the reserve, else
+ * whole pages of what fits if that is at least floor, else 0. */
+size_t fold_shm_budget_grant(const fold_shm_budget_t *b);
+/* Bytes the segment takes in FOLD_SHM_DIR with `data` data bytes. */
+size_t fold_shm_budget_need(const fold_shm_budget_t *b, size_t data);
+/* The floor for a communicator with at most max_ppn ranks on a node. */
+size_t fold_shm_budget_floor(size_t cap, int max_ppn, long depth);
 
 /* turns.c */
 /* Queues a call for the segment with the next epoch. */

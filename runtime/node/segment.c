@@ -89,7 +89,9 @@ static int map_fd(fold_shm_seg_t *seg, int fd, size_t size)
 {
     void *base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (base == MAP_FAILED) {
-        fold_error("shm: mmap of %zu bytes of %s failed: %s", size, seg->name, strerror(errno));
+        int err = errno;
+        fold_error("shm: mmap of %zu bytes of %s failed: %s", size, seg->name, strerror(err));
+        errno = err;
         return FOLD_ERR_NO_MEMORY;
     }
     seg->base     = base;
@@ -106,6 +108,22 @@ static void seg_fill_views(fold_shm_seg_t *seg)
     seg->local_size = (int)seg->hdr->local_size;
 }
 
+size_t fold_shm_footprint(int local_size, size_t data_size)
+{
+    size_t flags_off, data_off;
+    return layout(local_size, data_size, &flags_off, &data_off);
+}
+
+/* Backs all `size` bytes now; 0 or the errno. */
+static int reserve(int fd, size_t size)
+{
+    int err;
+    do {
+        err = posix_fallocate(fd, 0, (off_t)size);
+    } while (err == EINTR);
+    return err;
+}
+
 int fold_shm_create(fold_shm_seg_t *seg, const char *name, int local_size, size_t data_size)
 {
     memset(seg, 0, sizeof(*seg));
@@ -114,23 +132,29 @@ int fold_shm_create(fold_shm_seg_t *seg, const char *name, int local_size, size_
 
     int fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
     if (fd < 0) {
-        int busy = errno == EEXIST;
-        fold_error("shm: creating %s failed: %s", name, strerror(errno));
-        return busy ? FOLD_ERR_BUSY : FOLD_ERR_NO_MEMORY;
+        int err = errno;
+        fold_debug("shm: creating %s failed: %s", name, strerror(err));
+        errno = err;
+        return err == EEXIST ? FOLD_ERR_BUSY : FOLD_ERR_NO_MEMORY;
     }
-    int status = FOLD_OK;
-    if (fchmod(fd, 0600) != 0 || ftruncate(fd, (off_t)size) != 0) {
-        fold_error("shm: sizing %s to %zu bytes failed: %s", name, size, strerror(errno));
-        status = FOLD_ERR_NO_MEMORY;
-    } else {
-        status = map_fd(seg, fd, size);
+    /* Every page backed now: tmpfs otherwise allocates on first touch, and a touch it
+     * cannot back is a SIGBUS in whichever rank writes there first. */
+    int err = fchmod(fd, 0600) != 0 ? errno : reserve(fd, size);
+    int status = FOLD_ERR_NO_MEMORY;
+    if (err != 0) {
+        fold_debug("shm: reserving %zu bytes for %s in " FOLD_SHM_DIR " failed: %s", size,
+                   name, strerror(err));
+    } else if ((status = map_fd(seg, fd, size)) != FOLD_OK) {
+        err = errno;
     }
     close(fd);
     if (status != FOLD_OK) {
         shm_unlink(name);
+        memset(seg, 0, sizeof(*seg));
+        errno = err;
         return status;
     }
-    /* ftruncate zero-fills: flags start at 0. */
+    /* The reserved pages read as zero: flags start at 0. */
     fold_shm_header_t *h = seg->hdr;
     h->magic        = SHM_MAGIC;
     h->version      = SHM_VERSION;

@@ -5,6 +5,10 @@
  * algorithms lay their slots out in. It knows nothing about the network or about
  * what the flags mean.
  *
+ * Reservation: the creator backs every page at creation (posix_fallocate), so a
+ * tmpfs that cannot hold the segment fails the creation instead of killing with
+ * SIGBUS whichever rank first writes a page it could not back.
+ *
  * Lifetime: the creator makes it with mode 0600 and O_EXCL; every attacher counts
  * itself in the header, and whoever completes the count unlinks the name (the
  * creator unlinks it too once it knows everyone tried), so the name is gone from
@@ -24,6 +28,8 @@
 
 #define FOLD_SHM_NFLAGS   4
 #define FOLD_SHM_NAME_MAX 240
+/* Where glibc's shm_open keeps its objects: the tmpfs every segment draws from. */
+#define FOLD_SHM_DIR      "/dev/shm"
 
 typedef struct fold_shm_flags {
     _Atomic uint64_t value[FOLD_SHM_NFLAGS];
@@ -48,8 +54,13 @@ typedef struct fold_shm_seg {
 void fold_shm_make_name(char *buf, size_t len, const char *job, const char *node,
                         uint32_t comm_id, uint64_t nonce);
 
-/* Creates and maps the segment for local_size ranks with data_size bytes of data.
- * Fails with FOLD_ERR_BUSY when the name exists already. */
+/* Bytes a segment for local_size ranks with data_size bytes of data takes in
+ * FOLD_SHM_DIR (header and flags included). */
+size_t fold_shm_footprint(int local_size, size_t data_size);
+/* Creates the segment for local_size ranks with data_size bytes of data, every page
+ * reserved, and maps it. Fails with FOLD_ERR_BUSY when the name exists already,
+ * FOLD_ERR_NO_MEMORY when it cannot be created or reserved (errno says why; logged
+ * at debug level only: the caller decides what a missing segment means). */
 int  fold_shm_create(fold_shm_seg_t *seg, const char *name, int local_size, size_t data_size);
 /* Maps an existing segment, checks its header against local_size and counts this
  * rank in; the rank that completes the count unlinks the name. */

@@ -4,23 +4,32 @@
  * (who shares a node, each rank's socket, leader order) and the node segment.
  *
  * Setup is collective over the communicator and runs once:
- *   1. The node's lowest rank creates the segment under a name carrying the job,
- *      the node, the communicator id and a random nonce (mode 0600, O_EXCL).
- *   2. One allgather over the communicator tells everyone every rank's socket, its
- *      FOLD_SHM_SIZE, and each creator's nonce and whether the creation worked.
+ *   1. The node's lowest rank asks the node's budget (budget.c) how many data bytes
+ *      the segment may have, and creates it with every page reserved, under a name
+ *      carrying the job, the node, the communicator id and a random nonce (mode
+ *      0600, O_EXCL).
+ *   2. One allgather tells everyone every rank's socket, its FOLD_SHM_SIZE, and
+ *      each creator's nonce and what it reserved, or the numbers of why it could
+ *      not. A node without its segment leaves the whole communicator without node
+ *      state: every rank returns FOLD_ERR_UNSUPPORTED (the creator that found out
+ *      logs it, at warn level the first time in the process) and the communicator
+ *      runs the node-unaware algorithms.
  *   3. The other ranks of the node attach (the last one to do so unlinks the name).
  *   4. A second allgather tells everyone whether every rank attached; the creator
- *      unlinks the name whatever happened. Any failure fails the call on every rank
- *      alike, and nothing is left in /dev/shm.
+ *      unlinks the name whatever happened. Every rank decides alike from what it
+ *      gathered, and nothing is left in /dev/shm.
  * Chunk sizes must agree between nodes, so every node lays its segment out for the
- * smallest FOLD_SHM_SIZE of the communicator.
+ * smallest data size of the communicator: a FOLD_SHM_SIZE or what a node reserved.
  */
 #include "node/node.h"
 #include "log.h"
 
+#include <errno.h>
 #include <fold/fold_status.h>
 
+#include <stdatomic.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
@@ -28,11 +37,18 @@
 #include <unistd.h>
 
 typedef struct node_record {
-    int32_t package;
-    int32_t status;       /* creator: whether the segment exists */
-    int32_t spare[2];
+    int32_t  package;
+    int32_t  status;      /* creator: whether its segment exists */
+    int32_t  sys_errno;   /* creator: why creating it failed; 0 when the budget said no */
+    int32_t  spare;
     uint64_t nonce;       /* creator: the name's nonce */
-    uint64_t shm_bytes;   /* this rank's FOLD_SHM_SIZE */
+    uint64_t shm_bytes;   /* creator: data bytes reserved; others: their FOLD_SHM_SIZE */
+    uint64_t need;        /* creator: bytes the segment takes at FOLD_SHM_SIZE, */
+    uint64_t need_min;    /* at the least, */
+    uint64_t tried;       /* and what it tried to reserve (0: nothing) */
+    uint64_t free;        /* creator: FOLD_SHM_DIR's free bytes, */
+    uint64_t total;       /* its size */
+    uint64_t reserve;     /* and what is left to others */
     int64_t  pid;         /* single copy: who to read from ... */
     uint64_t probe_addr;  /* ... where a known value lies ... */
     uint64_t probe;       /* ... and the value */
@@ -42,8 +58,9 @@ typedef struct node_record {
 typedef struct node_outcome {
     int32_t ok;           /* FOLD_OK or why it could not set up */
     int32_t single_copy;  /* it can read every local peer's memory */
+    int32_t sys_errno;    /* attaching the segment failed: why (else 0) */
+    int32_t spare;
 } node_outcome_t;
-
 
 static uint64_t random_nonce(void)
 {
@@ -92,27 +109,137 @@ static int probe_peers(const fold_node_params_t *p, fold_node_t *node,
     return ok;
 }
 
-/* Every rank of the comm ran the setup; returns FOLD_OK only where all succeeded. */
-static int node_setup(const fold_node_params_t *p, fold_node_t *node)
+/* The bytes single copy and the fast path lay out past the schedules' data. */
+static size_t segment_extra(int local_size)
+{
+    return fold_node_fast_region_bytes(local_size) + fold_node_peer_region_bytes(local_size);
+}
+
+/* The creator's part: what the budget grants, and the segment with every page
+ * reserved. Fills the record's numbers either way. */
+static int create_segment(const fold_node_params_t *p, fold_node_t *node, int local_size,
+                          int max_ppn, node_record_t *mine, char *name, size_t name_len)
+{
+    size_t extra = segment_extra(local_size);
+    fold_shm_budget_t b = {
+        .cap   = p->shm_size,
+        .floor = fold_shm_budget_floor(p->shm_size, max_ppn, p->pipeline_depth),
+        .fixed = fold_shm_footprint(local_size, extra),
+    };
+    if (fold_shm_budget_measure(&b, p->shm_reserve) != FOLD_OK) {
+        mine->sys_errno = errno;
+        return FOLD_ERR_NOT_FOUND;
+    }
+    mine->need     = fold_shm_budget_need(&b, b.cap);
+    mine->need_min = fold_shm_budget_need(&b, b.floor);
+    mine->free     = b.free;
+    mine->total    = b.total;
+    mine->reserve  = b.reserve;
+    size_t data = fold_shm_budget_grant(&b);
+    if (data == 0) {
+        return FOLD_ERR_NO_MEMORY;
+    }
+    mine->nonce = random_nonce();
+    mine->tried = fold_shm_footprint(local_size, data + extra);
+    segment_name(p, mine->nonce, name, name_len);
+    int status = fold_shm_create(&node->seg, name, local_size, data + extra);
+    if (status != FOLD_OK) {
+        mine->sys_errno = errno;
+        return status;
+    }
+    mine->shm_bytes = data;
+    return FOLD_OK;
+}
+
+/* Why creator `rank` has no segment, from its record: the same words on every rank. */
+static void describe_shortage(const node_record_t *c, int rank, char *buf, size_t len)
+{
+    if (c->tried == 0 && c->sys_errno != 0) {
+        snprintf(buf, len, "rank %d cannot use " FOLD_SHM_DIR ": %s", rank,
+                 strerror(c->sys_errno));
+        return;
+    }
+    if (c->tried != 0) {
+        snprintf(buf, len, "rank %d could not reserve %llu bytes in " FOLD_SHM_DIR " for its "
+                 "node's segment: %s (%llu bytes free of %llu)", rank,
+                 (unsigned long long)c->tried, strerror(c->sys_errno),
+                 (unsigned long long)c->free, (unsigned long long)c->total);
+        return;
+    }
+    snprintf(buf, len, "the node segment of rank %d needs %llu bytes in " FOLD_SHM_DIR
+             " (%llu at the least) and %llu of its %llu bytes are free, %llu of which fold "
+             "leaves to others (FOLD_SHM_RESERVE)", rank, (unsigned long long)c->need,
+             (unsigned long long)c->need_min, (unsigned long long)c->free,
+             (unsigned long long)c->total, (unsigned long long)c->reserve);
+}
+
+/* The first time in this process at warn level, then at info level: a program that
+ * makes many communicators on a full node hears of it once. */
+static void report_shortage(const fold_node_params_t *p, const char *why)
+{
+    static atomic_int warned;
+    if (!atomic_exchange(&warned, 1)) {
+        fold_warn("comm %u: %s: this communicator runs the node-unaware algorithms (later "
+                  "communicators short of " FOLD_SHM_DIR " are logged at info level)",
+                  p->comm_id, why);
+    } else {
+        fold_info("comm %u: %s: this communicator runs the node-unaware algorithms",
+                  p->comm_id, why);
+    }
+}
+
+/* first[r]: the lowest rank on r's node (its creator); ranks[r]: how many ranks that
+ * node has, for a creator r. As fold_topo_build, at most ranks x nodes steps. */
+static void node_creators(const fold_node_params_t *p, int *first, int *ranks)
+{
+    for (int r = 0; r < p->size; r++) {
+        first[r] = r;
+        for (int q = 0; q < r; q++) {
+            if (first[q] == q && p->node_key[q] == p->node_key[r]) {
+                first[r] = q;
+                break;
+            }
+        }
+        ranks[r] = 0;
+        ranks[first[r]]++;
+    }
+}
+
+/* The first creator, in rank order, that has no segment; -1 if every node has one. */
+static int first_short_creator(int size, const int *first, const int *ranks,
+                               const node_record_t *all)
+{
+    for (int r = 0; r < size; r++) {
+        if (first[r] == r && ranks[r] > 1 && all[r].status != FOLD_OK) {
+            return r;
+        }
+    }
+    return -1;
+}
+
+/* Every rank of the comm ran the setup; FOLD_OK only where all succeeded, and
+ * FOLD_ERR_UNSUPPORTED where only a segment is missing. */
+static int node_setup(const fold_node_params_t *p, fold_node_t *node, char *why,
+                      size_t why_len)
 {
     int size = p->size, rank = p->rank, status;
     int *pkg = malloc((size_t)size * sizeof(int));
+    int *first = malloc((size_t)size * sizeof(int)), *ranks = malloc((size_t)size * sizeof(int));
     node_outcome_t *ok_all = malloc((size_t)size * sizeof(node_outcome_t));
     node_record_t *all = malloc((size_t)size * sizeof(node_record_t));
     node_record_t mine;
     char name[FOLD_SHM_NAME_MAX];
-    int creator = -1, local_size = 0, created = 0;
+    int created = 0, max_ppn = 1;
 
-    if (pkg == NULL || ok_all == NULL || all == NULL) {
+    if (pkg == NULL || first == NULL || ranks == NULL || ok_all == NULL || all == NULL) {
         status = FOLD_ERR_NO_MEMORY;
         goto out;
     }
+    node_creators(p, first, ranks);
     for (int r = 0; r < size; r++) {
-        if (p->node_key[r] == p->node_key[rank]) {
-            creator = creator < 0 ? r : creator;
-            local_size++;
-        }
+        max_ppn = ranks[r] > max_ppn ? ranks[r] : max_ppn;
     }
+    int creator = first[rank], local_size = ranks[creator];
 
     memset(&mine, 0, sizeof(mine));
     int numa;
@@ -124,49 +251,62 @@ static int node_setup(const fold_node_params_t *p, fold_node_t *node)
     mine.probe      = node->probe;
     mine.probe_addr = (uint64_t)(uintptr_t)&node->probe;
     if (creator == rank && local_size > 1) {
-        mine.nonce = random_nonce();
-        segment_name(p, mine.nonce, name, sizeof(name));
-        /* shm_flat's fast-path region lies past what the node-aware schedules use */
-        mine.status = fold_shm_create(&node->seg, name, local_size,
-                                      p->shm_size + fold_node_fast_region_bytes(local_size) +
-                                          fold_node_peer_region_bytes(local_size));
+        mine.status = create_segment(p, node, local_size, max_ppn, &mine, name, sizeof(name));
         created = mine.status == FOLD_OK;
     }
     if ((status = p->allgather(p->allgather_arg, &mine, all, sizeof(mine))) != FOLD_OK) {
         goto out;
     }
 
+    /* A node without its segment: nobody attaches, everyone says why alike. */
+    int short_rank = first_short_creator(size, first, ranks, all);
+    if (short_rank >= 0) {
+        describe_shortage(&all[short_rank], short_rank, why, why_len);
+        if (mine.status != FOLD_OK) {
+            char own[384];
+            describe_shortage(&mine, rank, own, sizeof(own));
+            report_shortage(p, own);
+        } else {
+            fold_debug("comm %u: no node shared memory: %s", p->comm_id, why);
+        }
+        status = FOLD_ERR_UNSUPPORTED;
+        goto out;
+    }
     for (int r = 0; r < size; r++) {
         pkg[r] = all[r].package;
         if (r == 0 || all[r].shm_bytes < node->shm_bytes) {
             node->shm_bytes = all[r].shm_bytes;
         }
     }
-    int32_t ok = fold_topo_build(size, p->node_key, pkg, &node->topo);
-    if (ok == FOLD_OK && local_size > 1 && creator != rank) {
-        if (all[creator].status != FOLD_OK) {
-            fold_error("comm %u: rank %d could not create this node's segment", p->comm_id,
-                       creator);
-            ok = all[creator].status;
-        } else {
-            segment_name(p, all[creator].nonce, name, sizeof(name));
-            ok = fold_shm_attach(&node->seg, name, local_size);
+    node_outcome_t outcome = {fold_topo_build(size, p->node_key, pkg, &node->topo), 0, 0, 0};
+    if (outcome.ok == FOLD_OK && local_size > 1 && creator != rank) {
+        segment_name(p, all[creator].nonce, name, sizeof(name));
+        errno = 0;
+        if (fold_shm_attach(&node->seg, name, local_size) != FOLD_OK) {
+            outcome.sys_errno = errno != 0 ? errno : EINVAL;
         }
-    } else if (ok == FOLD_OK && creator == rank) {
-        ok = mine.status;
     }
-    node_outcome_t outcome = {ok, 0};
-    if (ok == FOLD_OK && local_size > 1) {
+    if (outcome.ok == FOLD_OK && outcome.sys_errno == 0 && local_size > 1) {
         outcome.single_copy = p->single_copy && probe_peers(p, node, all, local_size);
     }
     status = p->allgather(p->allgather_arg, &outcome, ok_all, sizeof(outcome));
     for (int r = 0; r < size && status == FOLD_OK; r++) {
         if (ok_all[r].ok != FOLD_OK) {
-            if (ok == FOLD_OK) {
+            if (outcome.ok == FOLD_OK) {
                 fold_error("comm %u: rank %d could not set up its node state: %s",
                            p->comm_id, r, fold_status_string(ok_all[r].ok));
             }
             status = ok_all[r].ok;
+        }
+    }
+    for (int r = 0; r < size && status == FOLD_OK; r++) {
+        if (ok_all[r].sys_errno != 0) {
+            snprintf(why, why_len, "rank %d could not map its node's segment from "
+                     FOLD_SHM_DIR ": %s", r, strerror(ok_all[r].sys_errno));
+            if (r == rank) {
+                report_shortage(p, why);
+            }
+            status = FOLD_ERR_UNSUPPORTED;
         }
     }
     /* Every rank decides alike: single copy where every rank of a node with
@@ -184,12 +324,15 @@ out:
         fold_shm_unlink(name);   /* everyone has tried to attach by now, or failed */
     }
     free(pkg);
+    free(first);
+    free(ranks);
     free(ok_all);
     free(all);
     return status;
 }
 
-int fold_node_create(const fold_node_params_t *params, fold_node_t **node_p)
+int fold_node_create(const fold_node_params_t *params, fold_node_t **node_p, char *why,
+                     size_t why_len)
 {
     fold_node_t *node = calloc(1, sizeof(*node));
     if (node == NULL) {
@@ -198,15 +341,16 @@ int fold_node_create(const fold_node_params_t *params, fold_node_t **node_p)
     node->comm_rank = params->rank;
     node->comm_size = params->size;
     node->comm_id   = params->comm_id;
-    int status = node_setup(params, node);
+    int status = node_setup(params, node, why, why_len);
     if (status != FOLD_OK) {
         fold_node_free(node);
         return status;
     }
-    fold_debug("comm %u: %d nodes, %d-%d ranks per node, segment %s (%zu bytes), single "
-               "copy %s", params->comm_id, node->topo->nnodes, node->topo->min_ppn,
-               node->topo->max_ppn, node->seg.base ? node->seg.name : "none",
-               node->seg.data_size, node->single_copy ? "on" : "off");
+    fold_debug("comm %u: %d nodes, %d-%d ranks per node, segment %s (%zu data bytes, %zu "
+               "for the schedules), single copy %s", params->comm_id, node->topo->nnodes,
+               node->topo->min_ppn, node->topo->max_ppn,
+               node->seg.base ? node->seg.name : "none", node->seg.data_size, node->shm_bytes,
+               node->single_copy ? "on" : "off");
     *node_p = node;
     return FOLD_OK;
 }

@@ -18,6 +18,7 @@
  * callback stores the status and frees the request itself.
  */
 #include "transport/transport.h"
+#include "transport/tl_ucp_start.h"
 #include "log.h"
 #include "util/clock.h"
 
@@ -62,6 +63,8 @@ struct fold_tl {
     int            closing;     /* peer errors during close are expected */
     ucp_context_h  context;
     ucp_worker_h   worker;
+    char           tls[128];       /* UCX transports in use (caps.provider) */
+    char           fallback[1024]; /* why without shared memory (caps.fallback) */
     ucp_address_t *address;
     size_t         address_len;
     tl_ucp_peer_t *peers;       /* NULL until set_peers */
@@ -309,45 +312,8 @@ static int tl_ucp_posted(fold_tl_t *tl, int rank, int is_recv, ucs_status_ptr_t 
     return FOLD_OK;
 }
 
-/* UCX warns about a setting that no loaded transport reads, so leave shared-memory
- * settings alone when UCX_TLS rules shared memory out. */
-static int tl_ucp_tls_may_use_shm(void)
-{
-    static const char *const shm_names[] = {"all", "sm", "mm", "posix", "sysv"};
-    const char *tls = getenv("UCX_TLS");
-
-    if (tls == NULL || tls[0] == '^') {
-        return 1;
-    }
-    for (size_t i = 0; i < sizeof(shm_names) / sizeof(shm_names[0]); i++) {
-        if (strstr(tls, shm_names[i]) != NULL) {
-            return 1;
-        }
-    }
-    return 0;
-}
-
-/* Peer error handling excludes every transport that cannot report a peer failure.
- * In UCX 1.13 that includes the shared-memory ones (posix, sysv) unless their
- * error handling is switched on, so without this even local peers (and the rank
- * itself) talk over TCP loopback, several times slower. An explicit UCX_* setting
- * wins. */
-static void tl_ucp_enable_shm_error_handling(ucp_config_t *config)
-{
-    if (!tl_ucp_tls_may_use_shm() || getenv("UCX_MM_ERROR_HANDLING") != NULL ||
-        getenv("UCX_POSIX_ERROR_HANDLING") != NULL || getenv("UCX_SYSV_ERROR_HANDLING") != NULL) {
-        return;
-    }
-    ucs_status_t ucs_status = ucp_config_modify(config, "MM_ERROR_HANDLING", "y");
-    if (ucs_status != UCS_OK) {
-        fold_debug("ucp: cannot enable shared-memory error handling: %s",
-                   ucs_status_string(ucs_status));
-    }
-}
-
 static int tl_ucp_open(const fold_tl_params_t *params, fold_tl_t **tl_p)
 {
-    ucp_config_t *config;
     ucs_status_t ucs_status;
     int status;
 
@@ -366,15 +332,6 @@ static int tl_ucp_open(const fold_tl_params_t *params, fold_tl_t **tl_p)
     tl->rank = params->rank;
     tl->size = params->size;
 
-    /* Reads UCX_* variables (UCX_TLS, ...). */
-    ucs_status = ucp_config_read(NULL, NULL, &config);
-    if (ucs_status != UCS_OK) {
-        fold_error("ucp: ucp_config_read failed: %s", ucs_status_string(ucs_status));
-        status = FOLD_ERR_TRANSPORT;
-        goto err_free;
-    }
-    tl_ucp_enable_shm_error_handling(config);
-
     ucp_params_t ucp_params = {
         .field_mask        = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_REQUEST_SIZE |
                              UCP_PARAM_FIELD_REQUEST_INIT | UCP_PARAM_FIELD_TAG_SENDER_MASK |
@@ -386,24 +343,15 @@ static int tl_ucp_open(const fold_tl_params_t *params, fold_tl_t **tl_p)
         .estimated_num_eps = (size_t)params->size,
         .name              = "fold",
     };
-    ucs_status = ucp_init(&ucp_params, config, &tl->context);
-    ucp_config_release(config);
-    if (ucs_status != UCS_OK) {
-        fold_error("ucp: ucp_init failed: %s", ucs_status_string(ucs_status));
-        status = FOLD_ERR_TRANSPORT;
+    /* Reads UCX_* variables (UCX_TLS, ...); logs why when it fails. */
+    tl_ucp_started_t started;
+    if ((status = tl_ucp_start(&ucp_params, &started)) != FOLD_OK) {
         goto err_free;
     }
-
-    ucp_worker_params_t worker_params = {
-        .field_mask  = UCP_WORKER_PARAM_FIELD_THREAD_MODE,
-        .thread_mode = UCS_THREAD_MODE_SERIALIZED,
-    };
-    ucs_status = ucp_worker_create(tl->context, &worker_params, &tl->worker);
-    if (ucs_status != UCS_OK) {
-        fold_error("ucp: ucp_worker_create failed: %s", ucs_status_string(ucs_status));
-        status = FOLD_ERR_TRANSPORT;
-        goto err_cleanup;
-    }
+    tl->context = started.context;
+    tl->worker  = started.worker;
+    memcpy(tl->tls, started.tls, sizeof(tl->tls));
+    memcpy(tl->fallback, started.fallback, sizeof(tl->fallback));
 
     ucs_status = ucp_worker_get_address(tl->worker, &tl->address, &tl->address_len);
     if (ucs_status != UCS_OK) {
@@ -417,7 +365,6 @@ static int tl_ucp_open(const fold_tl_params_t *params, fold_tl_t **tl_p)
 
 err_destroy_worker:
     ucp_worker_destroy(tl->worker);
-err_cleanup:
     ucp_cleanup(tl->context);
 err_free:
     free(tl);
@@ -542,7 +489,8 @@ static int tl_ucp_query(fold_tl_t *tl, fold_tl_caps_t *caps)
     (void)tl;
     *caps = (fold_tl_caps_t){
         .name     = fold_tl_ucp_ops.name,
-        .provider = NULL,
+        .provider = tl->tls[0] ? tl->tls : NULL,
+        .fallback = tl->fallback[0] ? tl->fallback : NULL,
         .flags    = FOLD_TL_CAP_ORDERED | FOLD_TL_CAP_SEND_REUSE | FOLD_TL_CAP_TRUNCATION |
                     FOLD_TL_CAP_RMA,
         .tag_bits = FOLD_TL_TAG_BITS,   /* the bits above carry the sender's rank */

@@ -60,8 +60,10 @@ typedef struct fold_tl_req {
 
 typedef struct fold_tl_caps {
     const char *name;      /* the backend's (its ops table's name) */
-    const char *provider;  /* what the backend chose to run over (ofi: the libfabric
-                              provider); NULL where it makes no such choice */
+    const char *provider;  /* what the backend runs over (ofi: the libfabric provider;
+                              ucp: UCX's transports, "self,tcp,cma"); NULL if unknown */
+    const char *fallback;  /* why it runs on less than it was asked to (ucp: without
+                              UCX's shared memory); NULL when it does not */
     unsigned    flags;     /* FOLD_TL_CAP_* */
     int         tag_bits;  /* low tag bits a caller may use */
 } fold_tl_caps_t;
