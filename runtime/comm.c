@@ -9,40 +9,35 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Stores ctx_ranks compactly: an arithmetic progression needs no table. */
-static int rank_map_init(fold_rank_map_t *m, int size, const int *ctx_ranks)
+/* The map of the new communicator's ranks, as FOLD_RANK_MAP and FOLD_RANK_CACHE
+ * ask; the world rectangles are built at the first communicator that needs them. */
+static int comm_map_init(fold_comm_t *comm, const int *ctx_ranks)
 {
-    memset(m, 0, sizeof(*m));
-    if (ctx_ranks == NULL) {
-        m->start  = 0;
-        m->stride = 1;
-        return FOLD_OK;
+    fold_context_t *ctx = comm->ctx;
+    if (ctx->worlds.size == 0) {
+        fold_world_rects_init(&ctx->worlds, ctx->bs.size);
     }
-    int stride = size > 1 ? ctx_ranks[1] - ctx_ranks[0] : 1;
-    int progression = stride != 0;
-    for (int i = 2; i < size && progression; i++) {
-        progression = ctx_ranks[i] - ctx_ranks[i - 1] == stride;
+    fold_rankmap_params_t params = {.mode = ctx->config.rank_map,
+                                    .cache = ctx->config.rank_cache,
+                                    .worlds = &ctx->worlds};
+    int status = fold_rankmap_init(&comm->map, comm->size, ctx_ranks, &params);
+    if (status == FOLD_OK && fold_log_level >= FOLD_LOG_DEBUG) {
+        char how[128];
+        fold_rankmap_describe(&comm->map, how, sizeof(how));
+        fold_debug("comm %u: %d ranks, rank map %s, %zu bytes (a table: %zu)", comm->id,
+                   comm->size, how, fold_rankmap_bytes(&comm->map),
+                   fold_rankmap_dense_bytes(comm->size));
     }
-    if (progression) {
-        m->start  = ctx_ranks[0];
-        m->stride = stride;
-        return FOLD_OK;
-    }
-    m->table = malloc((size_t)size * sizeof(int));
-    if (m->table == NULL) {
-        return FOLD_ERR_NO_MEMORY;
-    }
-    memcpy(m->table, ctx_ranks, (size_t)size * sizeof(int));
-    return FOLD_OK;
+    return status;
 }
 
 /* Which ranks sit on another node (schedules order their sends to those, sched.h). */
 static int remote_init(fold_comm_t *comm)
 {
     const fold_context_t *ctx = comm->ctx;
-    int mine = ctx->node_of[fold_rank_map_get(&comm->map, comm->rank)], any = 0;
+    int mine = ctx->node_of[fold_comm_ctx_rank(comm, comm->rank)], any = 0;
     for (int r = 0; r < comm->size && !any; r++) {
-        any = ctx->node_of[fold_rank_map_get(&comm->map, r)] != mine;
+        any = ctx->node_of[fold_comm_ctx_rank(comm, r)] != mine;
     }
     if (!any) {
         return FOLD_OK;
@@ -52,19 +47,19 @@ static int remote_init(fold_comm_t *comm)
         return FOLD_ERR_NO_MEMORY;
     }
     for (int r = 0; r < comm->size; r++) {
-        comm->remote[r] = ctx->node_of[fold_rank_map_get(&comm->map, r)] != mine;
+        comm->remote[r] = ctx->node_of[fold_comm_ctx_rank(comm, r)] != mine;
     }
     return FOLD_OK;
 }
 
 /* The node of every rank of comm (the launcher's locality), malloc'd; NULL when out
  * of memory. */
-static int *comm_node_of(const fold_comm_t *comm)
+static int *comm_node_of(fold_comm_t *comm)
 {
     const fold_context_t *ctx = comm->ctx;
     int *node_of = malloc((size_t)comm->size * sizeof(int));
     for (int r = 0; node_of != NULL && r < comm->size; r++) {
-        node_of[r] = ctx->node_of[fold_rank_map_get(&comm->map, r)];
+        node_of[r] = ctx->node_of[fold_comm_ctx_rank(comm, r)];
     }
     return node_of;
 }
@@ -88,16 +83,17 @@ int fold_comm_create(fold_context_t *ctx, int size, int rank, const int *ctx_ran
     if (comm == NULL) {
         return FOLD_ERR_NO_MEMORY;
     }
-    int status = rank_map_init(&comm->map, size, ctx_ranks);
-    if (status != FOLD_OK) {
-        free(comm);
-        return status;
-    }
     comm->magic = FOLD_COMM_MAGIC;
     comm->ctx   = ctx;
     comm->size  = size;
     comm->rank  = rank;
     comm->id    = id;
+    int status = comm_map_init(comm, ctx_ranks);
+    if (status != FOLD_OK) {
+        fold_rankmap_free(&comm->map);
+        free(comm);
+        return status;
+    }
     fold_select_cache_clear(comm);
     status = remote_init(comm);
     if (status == FOLD_OK) {
@@ -108,12 +104,23 @@ int fold_comm_create(fold_context_t *ctx, int size, int rank, const int *ctx_ran
     }
     if (status != FOLD_OK) {
         free(comm->remote);
-        free(comm->map.table);
+        fold_rankmap_free(&comm->map);
         free(comm);
         return status;
     }
     *comm_p = comm;
     return FOLD_OK;
+}
+
+/* What the translation cache did for this communicator, at debug level. */
+static void log_cache_counters(const fold_comm_t *comm)
+{
+    const fold_rankcache_t *c = comm->map.cache;
+    if (c != NULL) {
+        fold_debug("comm %u: rank translation cache %s: %llu hits, %llu misses", comm->id,
+                   fold_rankcache_names[c->kind], (unsigned long long)c->hits,
+                   (unsigned long long)c->misses);
+    }
 }
 
 void fold_comm_destroy(fold_comm_t *comm)
@@ -133,7 +140,8 @@ void fold_comm_destroy(fold_comm_t *comm)
     if (comm->node != NULL) {
         fold_node_free(comm->node);
     }
-    free(comm->map.table);
+    log_cache_counters(comm);
+    fold_rankmap_free(&comm->map);
     comm->magic = 0;
     free(comm);
 }
@@ -280,7 +288,7 @@ int fold_comm_split(fold_comm_h comm, int color, int key, fold_comm_h *newcomm)
     qsort(all, (size_t)n, sizeof(*all), by_key_then_rank);
     int myrank = -1;
     for (int i = 0; i < n; i++) {
-        ctx_ranks[i] = fold_rank_map_get(&comm->map, all[i].rank);
+        ctx_ranks[i] = fold_comm_ctx_rank(comm, all[i].rank);
         if (all[i].rank == comm->rank) {
             myrank = i;
         }
@@ -354,7 +362,7 @@ int fold_comm_context_rank(fold_comm_h comm, int r, int *ctx_rank)
     if (r < 0 || r >= comm->size || ctx_rank == NULL) {
         return FOLD_ERR_INVALID_ARG;
     }
-    *ctx_rank = fold_rank_map_get(&comm->map, r);
+    *ctx_rank = fold_comm_ctx_rank(comm, r);
     return FOLD_OK;
 }
 

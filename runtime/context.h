@@ -13,6 +13,7 @@
 #include "coll/alg.h"
 #include "coll/model.h"
 #include "coll/select.h"
+#include "group/world_rect.h"
 #include "transport/transport.h"
 
 #include <stdint.h>
@@ -60,6 +61,7 @@ struct fold_context {
     int                  ncomms;
     int                  comms_cap;
     uint32_t             next_comm_id;
+    fold_world_rects_t   worlds;          /* virtual world rectangles, built at first use */
     fold_wire_counters_t wire;
 };
 

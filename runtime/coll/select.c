@@ -165,7 +165,7 @@ int fold_select_topos(fold_comm_t *comm)
     int status = FOLD_ERR_NO_MEMORY;
     if (key != NULL && pkg != NULL) {
         for (int r = 0; r < n; r++) {
-            key[r] = ctx->node_of[fold_rank_map_get(&comm->map, r)];
+            key[r] = ctx->node_of[fold_comm_ctx_rank(comm, r)];
             pkg[r] = -1;
         }
         status = fold_topo_build(n, key, pkg, &c->topo);
