@@ -31,25 +31,12 @@ static int comm_map_init(fold_comm_t *comm, const int *ctx_ranks)
     return status;
 }
 
-/* Which ranks sit on another node (schedules order their sends to those, sched.h). */
-static int remote_init(fold_comm_t *comm)
+/* Whether comm rank `peer` runs on another node than this rank: schedules order
+ * their sends to those (sched.h), the wire codecs weigh the path. */
+static int peer_other_node(void *arg, int peer)
 {
-    const fold_context_t *ctx = comm->ctx;
-    int mine = ctx->node_of[fold_comm_ctx_rank(comm, comm->rank)], any = 0;
-    for (int r = 0; r < comm->size && !any; r++) {
-        any = ctx->node_of[fold_comm_ctx_rank(comm, r)] != mine;
-    }
-    if (!any) {
-        return FOLD_OK;
-    }
-    comm->remote = malloc((size_t)comm->size);
-    if (comm->remote == NULL) {
-        return FOLD_ERR_NO_MEMORY;
-    }
-    for (int r = 0; r < comm->size; r++) {
-        comm->remote[r] = ctx->node_of[fold_comm_ctx_rank(comm, r)] != mine;
-    }
-    return FOLD_OK;
+    fold_comm_t *comm = arg;
+    return fold_context_node_of(comm->ctx, fold_comm_ctx_rank(comm, peer)) != comm->node_index;
 }
 
 /* The node of every rank of comm (the launcher's locality), malloc'd; NULL when out
@@ -59,7 +46,7 @@ static int *comm_node_of(fold_comm_t *comm)
     const fold_context_t *ctx = comm->ctx;
     int *node_of = malloc((size_t)comm->size * sizeof(int));
     for (int r = 0; node_of != NULL && r < comm->size; r++) {
-        node_of[r] = ctx->node_of[fold_comm_ctx_rank(comm, r)];
+        node_of[r] = fold_context_node_of(ctx, fold_comm_ctx_rank(comm, r));
     }
     return node_of;
 }
@@ -95,15 +82,14 @@ int fold_comm_create(fold_context_t *ctx, int size, int rank, const int *ctx_ran
         return status;
     }
     fold_select_cache_clear(comm);
-    status = remote_init(comm);
+    comm->node_index = fold_context_node_of(ctx, fold_comm_ctx_rank(comm, rank));
+    comm->remote_fn = (fold_remote_t){peer_other_node, comm};
+    status = shape_init(comm);
     if (status == FOLD_OK) {
-        status = shape_init(comm);
-    }
-    if (status == FOLD_OK) {
+        comm->remote = comm->shape.nnodes > 1 ? &comm->remote_fn : NULL;
         status = fold_context_add_comm(ctx, comm);
     }
     if (status != FOLD_OK) {
-        free(comm->remote);
         fold_rankmap_free(&comm->map);
         free(comm);
         return status;
@@ -136,7 +122,6 @@ void fold_comm_destroy(fold_comm_t *comm)
     }
     fold_wire_pool_free(comm);
     fold_select_cache_free(comm);
-    free(comm->remote);
     if (comm->node != NULL) {
         fold_node_free(comm->node);
     }

@@ -32,14 +32,17 @@ struct fold_comm {
     fold_select_cache_t select;   /* the cost model's decisions */
     fold_node_t        *node;     /* NULL until a node-aware algorithm first runs
                                      (fold_comm_node) */
-    uint8_t            *remote;   /* per rank: on another node; NULL: all on this one */
+    int                 node_index;  /* this rank's node (the context's numbering) */
+    fold_remote_t       remote_fn;   /* peers on another node, from the map and the
+                                        context's node layout */
+    const fold_remote_t *remote;  /* &remote_fn, or NULL: all on this node */
 };
 
 /* Whether comm rank `rank` runs on another node than this rank: the one answer
  * the schedules' send order and the wire codecs both use. */
 static inline int fold_comm_peer_remote(const fold_comm_t *comm, int rank)
 {
-    return comm->remote != NULL && comm->remote[rank];
+    return fold_remote_peer(comm->remote, rank);
 }
 
 /* Context rank of comm rank r: every translation goes through the rank map. */

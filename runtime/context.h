@@ -13,6 +13,7 @@
 #include "coll/alg.h"
 #include "coll/model.h"
 #include "coll/select.h"
+#include "group/nodemap.h"
 #include "group/world_rect.h"
 #include "transport/transport.h"
 
@@ -52,7 +53,8 @@ struct fold_context {
     fold_config_t        config;
     int                  nthreads;        /* resolved FOLD_NUM_THREADS */
     long                 spin_count;      /* resolved FOLD_SPIN_COUNT */
-    int                 *node_of;         /* node index of every context rank */
+    fold_nodemap_t       nodes;           /* node of every context rank (block, cyclic:
+                                             no per-rank array) */
     int                  nnodes;
     int                  local_rank;
     int                  local_size;
@@ -65,6 +67,12 @@ struct fold_context {
     fold_wire_counters_t wire;
 };
 
+
+/* Node index of context rank r. */
+static inline int fold_context_node_of(const fold_context_t *ctx, int r)
+{
+    return fold_nodemap_node(&ctx->nodes, r);
+}
 
 /* context.c */
 int  fold_context_create(fold_bootstrap_t *bs, const char *transport, void *loopback_fabric,
