@@ -484,7 +484,6 @@ int fold_context_create(fold_bootstrap_t *bs, const char *transport, void *loopb
         registry_remove(ctx);
         goto err;
     }
-    ctx->next_comm_id = 1;
     fold_debug("context up: rank %d of %d, node %d of %d (local rank %d of %d), "
                "transport %s, %d reduction threads", ctx->bs.rank, ctx->bs.size,
                fold_context_node_of(ctx, ctx->bs.rank), ctx->nnodes, ctx->local_rank, ctx->local_size,

@@ -13,6 +13,7 @@
 #include "coll/alg.h"
 #include "coll/model.h"
 #include "coll/select.h"
+#include "group/comm_ids.h"
 #include "group/nodemap.h"
 #include "group/world_rect.h"
 #include "transport/transport.h"
@@ -62,7 +63,7 @@ struct fold_context {
     fold_comm_t        **comms;           /* every live communicator, world first */
     int                  ncomms;
     int                  comms_cap;
-    uint32_t             next_comm_id;
+    fold_comm_ids_t      comm_ids;        /* ids of live communicators (8 KiB) */
     fold_world_rects_t   worlds;          /* virtual world rectangles, built at first use */
     fold_wire_counters_t wire;
 };
