@@ -144,15 +144,14 @@ static int pieces_ctx(const fold_rankmap_t *m, int r)
 
 int fold_rankmap_ctx_slow(fold_rankmap_t *m, int r)
 {
-    if (m->cache == NULL && m->cache_kind != FOLD_RANKCACHE_NONE &&
-        (m->cache = fold_rankcache_create(m->cache_kind)) == NULL) {
-        m->cache_kind = FOLD_RANKCACHE_NONE;   /* out of memory: compute every time */
+    if (m->cache == NULL && m->cache_kind != FOLD_RANKCACHE_NONE) {
+        if ((m->cache = fold_rankcache_create(m->cache_kind)) == NULL) {
+            m->cache_kind = FOLD_RANKCACHE_NONE;   /* out of memory: compute every time */
+        } else {
+            m->cache->misses++;                    /* the lookup that found no cache */
+        }
     }
-    int x;
-    if (m->cache != NULL && fold_rankcache_find(m->cache, r, &x)) {
-        return x;
-    }
-    x = pieces_ctx(m, r);
+    int x = pieces_ctx(m, r);
     if (m->cache != NULL) {
         fold_rankcache_put(m->cache, r, x);
     }

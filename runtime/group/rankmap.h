@@ -68,7 +68,8 @@ int    fold_rankmap_init(fold_rankmap_t *m, int size, const int *ctx_ranks,
                          const fold_rankmap_params_t *params);
 void   fold_rankmap_free(fold_rankmap_t *m);
 
-/* Context rank of comm rank r through the cache and the mapping function. */
+/* Context rank of comm rank r from the mapping function, remembered in the cache
+ * (created at the first call). */
 int    fold_rankmap_ctx_slow(fold_rankmap_t *m, int r);
 
 /* Context rank of comm rank r (0 <= r < size). */
@@ -79,6 +80,10 @@ static inline int fold_rankmap_ctx(fold_rankmap_t *m, int r)
     }
     if (m->kind == FOLD_RANKMAP_TABLE) {
         return m->table[r];
+    }
+    int x;
+    if (m->cache != NULL && fold_rankcache_find(m->cache, r, &x)) {
+        return x;
     }
     return fold_rankmap_ctx_slow(m, r);
 }
