@@ -42,11 +42,14 @@ done | awk -F, -v caches="$caches" '
         printf "# %-8s %-20s %10s", "collective", "algorithm", "table_us"
         for (i = 1; i <= nc; i++) printf " %10s %8s", cs[i] "_us", "ratio"
         printf "\n"
+        fflush()
+        sorter = "LC_ALL=C sort"
         for (k in keys) {
             split(k, kk, " ")
             t = median(v[k, "table"])
-            printf "  %-8s %-20s %10.3f", kk[1], kk[2], t
-            for (i = 1; i <= nc; i++) { m = median(v[k, cs[i]]); printf " %10.3f %8.3f", m, m / t }
-            printf "\n"
+            row = sprintf("  %-8s %-20s %10.3f", kk[1], kk[2], t)
+            for (i = 1; i <= nc; i++) { m = median(v[k, cs[i]]); row = row sprintf(" %10.3f %8.3f", m, m / t) }
+            print row | sorter
         }
-    }' | LC_ALL=C sort -s -k1,1 -k2,2
+        close(sorter)
+    }'
