@@ -3,8 +3,10 @@
 # reduce on 2 local ranks, fold's own choice (the shared-memory fast path) and a flat
 # algorithm whose every call translates its peers (recursive_doubling, binomial).
 # Runs alternate FOLD_RANK_MAP=table with FOLD_RANK_MAP=compressed FOLD_RANK_CACHE=C
-# (each of the caches given); per row, the median over runs of fold_perf's median and
-# the ratio to the table's.
+# (each of the caches given), the order rotating each round so no configuration
+# always goes first; per row, the median over runs of fold_perf's median and the
+# ratio to the table's. The auto rows translate nothing (the fast path never calls
+# the transport), so their ratios show the noise.
 #
 #   perf/rankmap_compare.sh [RUNS] [BUILD_DIR] [CACHES]     (7, build, "assoc linear none")
 set -eu
@@ -15,7 +17,16 @@ out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 i=0
 while [ "$i" -lt "$runs" ]; do
-    for cfg in table $caches; do
+    # shellcheck disable=SC2086
+    set -- table $caches
+    shift_by=$((i % $#))
+    while [ "$shift_by" -gt 0 ]; do
+        first=$1
+        shift
+        set -- "$@" "$first"
+        shift_by=$((shift_by - 1))
+    done
+    for cfg in "$@"; do
         if [ "$cfg" = table ]; then env="-x FOLD_RANK_MAP=table"
         else env="-x FOLD_RANK_MAP=compressed -x FOLD_RANK_CACHE=$cfg"; fi
         # shellcheck disable=SC2086
