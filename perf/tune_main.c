@@ -113,10 +113,9 @@ typedef struct tune_measured {
  * every rank gets the lowest over nodes. */
 static int calibrate_core(tune_run_t *run, tune_measured_t *m)
 {
-    const fold_context_t *c = (const fold_context_t *)run->ctx;
     int first_of_node = 1;
     for (int r = 0; r < run->rank; r++) {
-        first_of_node &= c->node_of[r] != c->node_of[run->rank];
+        first_of_node &= run->layout->node_of[r] != run->layout->node_of[run->rank];
     }
     double v[5];
     for (int i = 0; i < 5; i++) {
@@ -148,7 +147,7 @@ static int calibrate_core(tune_run_t *run, tune_measured_t *m)
 
 static void find_pairs(const tune_run_t *run, tune_measured_t *m)
 {
-    const int *node_of = ((const fold_context_t *)run->ctx)->node_of;
+    const int *node_of = run->layout->node_of;
     m->intra_a = m->intra_b = m->inter_a = m->inter_b = -1;
     for (int r = 0; r < run->ranks && m->intra_a < 0; r++) {
         for (int q = r + 1; q < run->ranks; q++) {
@@ -297,7 +296,7 @@ static int fit(tune_run_t *run, const tune_measured_t *m, tune_fitted_t *out)
 
     static const int same_node[2] = {0, 0}, two_nodes[2] = {0, 1};
     tune_model_t world = {NULL}, intra = {NULL}, inter = {NULL};
-    int status = tune_model_open(&world, run->ranks, c->node_of);
+    int status = tune_model_open(&world, run->ranks, run->layout->node_of);
     if (status == FOLD_OK && m->nintra > 0) {
         status = tune_model_open(&intra, 2, same_node);
     }
@@ -487,9 +486,8 @@ static void format_us(double us, char *buf, size_t len)
 static void print_table(const tune_run_t *run, const tune_size_t *sizes, size_t nsizes,
                         const fold_model_params_t *p)
 {
-    const fold_context_t *c = (const fold_context_t *)run->ctx;
     tune_model_t model = {NULL};
-    int have_model = tune_model_open(&model, run->ranks, c->node_of) == FOLD_OK;
+    int have_model = tune_model_open(&model, run->ranks, run->layout->node_of) == FOLD_OK;
     printf("#\n# times: median over iterations of the slowest rank, us; model: the cost model "
            "with\n# the parameters below, for the fastest case; rule: what the file names\n#\n");
     printf("# %-10s %10s  %-22s %10s  %-22s %10s %10s %10s  %-20s %s\n", "collective", "bytes",
@@ -527,7 +525,6 @@ static void print_table(const tune_run_t *run, const tune_size_t *sizes, size_t 
  * parameters. Returns 0, or -1 after printing why. */
 static int write_csv(const tune_run_t *run, const tune_measured_t *m, const fold_model_params_t *p)
 {
-    const fold_context_t *c = (const fold_context_t *)run->ctx;
     static const int same_node[2] = {0, 0}, two_nodes[2] = {0, 1};
     FILE *out = fopen(run->topts->csv_path, "w");
     if (out == NULL) {
@@ -542,7 +539,7 @@ static int write_csv(const tune_run_t *run, const tune_measured_t *m, const fold
         int                 size;
         const int          *node_of;
     } sets[] = {
-        {"sweep", run->points, run->npoints, run->ranks, c->node_of},
+        {"sweep", run->points, run->npoints, run->ranks, run->layout->node_of},
         {"intra_pair", m->intra, m->nintra, 2, same_node},
         {"inter_pair", m->inter, m->ninter, 2, two_nodes},
     };

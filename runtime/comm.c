@@ -1,70 +1,54 @@
 /*
- * Communicators: a rank map into the context, an id for message tags, a schedule
- * cache and a scratch pool. Split agrees on the new id and membership with one
- * allgather over the parent.
+ * Communicators: a rank map into the context (group/rankmap.h), an id for message
+ * tags agreed free at every member (group/comm_ids.h), a schedule cache and a scratch
+ * pool. Split learns membership and id proposals with one allgather over the parent
+ * (another round only while the proposals differ).
  */
 #include "comm.h"
 #include "log.h"
+#include "group/split.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-/* Stores ctx_ranks compactly: an arithmetic progression needs no table. */
-static int rank_map_init(fold_rank_map_t *m, int size, const int *ctx_ranks)
+/* The map of the new communicator's ranks, as FOLD_RANK_MAP and FOLD_RANK_CACHE
+ * ask; the world rectangles are built at the first communicator that needs them. */
+static int comm_map_init(fold_comm_t *comm, const int *ctx_ranks)
 {
-    memset(m, 0, sizeof(*m));
-    if (ctx_ranks == NULL) {
-        m->start  = 0;
-        m->stride = 1;
-        return FOLD_OK;
+    fold_context_t *ctx = comm->ctx;
+    if (ctx->worlds.size == 0) {
+        fold_world_rects_init(&ctx->worlds, ctx->bs.size);
     }
-    int stride = size > 1 ? ctx_ranks[1] - ctx_ranks[0] : 1;
-    int progression = stride != 0;
-    for (int i = 2; i < size && progression; i++) {
-        progression = ctx_ranks[i] - ctx_ranks[i - 1] == stride;
+    fold_rankmap_params_t params = {.mode = ctx->config.rank_map,
+                                    .cache = ctx->config.rank_cache,
+                                    .worlds = &ctx->worlds};
+    int status = fold_rankmap_init(&comm->map, comm->size, ctx_ranks, &params);
+    if (status == FOLD_OK && fold_log_level >= FOLD_LOG_DEBUG) {
+        char how[128];
+        fold_rankmap_describe(&comm->map, how, sizeof(how));
+        fold_debug("comm %u: %d ranks, rank map %s, %zu bytes (a table: %zu)", comm->id,
+                   comm->size, how, fold_rankmap_bytes(&comm->map),
+                   fold_rankmap_dense_bytes(comm->size));
     }
-    if (progression) {
-        m->start  = ctx_ranks[0];
-        m->stride = stride;
-        return FOLD_OK;
-    }
-    m->table = malloc((size_t)size * sizeof(int));
-    if (m->table == NULL) {
-        return FOLD_ERR_NO_MEMORY;
-    }
-    memcpy(m->table, ctx_ranks, (size_t)size * sizeof(int));
-    return FOLD_OK;
+    return status;
 }
 
-/* Which ranks sit on another node (schedules order their sends to those, sched.h). */
-static int remote_init(fold_comm_t *comm)
+/* Whether comm rank `peer` runs on another node than this rank: schedules order
+ * their sends to those (sched.h), the wire codecs weigh the path. */
+static int peer_other_node(void *arg, int peer)
 {
-    const fold_context_t *ctx = comm->ctx;
-    int mine = ctx->node_of[fold_rank_map_get(&comm->map, comm->rank)], any = 0;
-    for (int r = 0; r < comm->size && !any; r++) {
-        any = ctx->node_of[fold_rank_map_get(&comm->map, r)] != mine;
-    }
-    if (!any) {
-        return FOLD_OK;
-    }
-    comm->remote = malloc((size_t)comm->size);
-    if (comm->remote == NULL) {
-        return FOLD_ERR_NO_MEMORY;
-    }
-    for (int r = 0; r < comm->size; r++) {
-        comm->remote[r] = ctx->node_of[fold_rank_map_get(&comm->map, r)] != mine;
-    }
-    return FOLD_OK;
+    fold_comm_t *comm = arg;
+    return fold_context_node_of(comm->ctx, fold_comm_ctx_rank(comm, peer)) != comm->node_index;
 }
 
 /* The node of every rank of comm (the launcher's locality), malloc'd; NULL when out
  * of memory. */
-static int *comm_node_of(const fold_comm_t *comm)
+static int *comm_node_of(fold_comm_t *comm)
 {
     const fold_context_t *ctx = comm->ctx;
     int *node_of = malloc((size_t)comm->size * sizeof(int));
     for (int r = 0; node_of != NULL && r < comm->size; r++) {
-        node_of[r] = ctx->node_of[fold_rank_map_get(&comm->map, r)];
+        node_of[r] = fold_context_node_of(ctx, fold_comm_ctx_rank(comm, r));
     }
     return node_of;
 }
@@ -88,27 +72,30 @@ int fold_comm_create(fold_context_t *ctx, int size, int rank, const int *ctx_ran
     if (comm == NULL) {
         return FOLD_ERR_NO_MEMORY;
     }
-    int status = rank_map_init(&comm->map, size, ctx_ranks);
-    if (status != FOLD_OK) {
-        free(comm);
-        return status;
-    }
     comm->magic = FOLD_COMM_MAGIC;
     comm->ctx   = ctx;
     comm->size  = size;
     comm->rank  = rank;
     comm->id    = id;
-    fold_select_cache_clear(comm);
-    status = remote_init(comm);
-    if (status == FOLD_OK) {
-        status = shape_init(comm);
+    int status = comm_map_init(comm, ctx_ranks);
+    if (status != FOLD_OK) {
+        fold_rankmap_free(&comm->map);
+        free(comm);
+        return status;
     }
+    fold_select_cache_clear(comm);
+    comm->node_index = fold_context_node_of(ctx, fold_comm_ctx_rank(comm, rank));
+    comm->remote_fn = (fold_remote_t){peer_other_node, comm};
+    status = shape_init(comm);
     if (status == FOLD_OK) {
+        comm->remote = comm->shape.nnodes > 1 ? &comm->remote_fn : NULL;
         status = fold_context_add_comm(ctx, comm);
     }
+    if (status == FOLD_OK) {
+        fold_comm_ids_take(&ctx->comm_ids, id);
+    }
     if (status != FOLD_OK) {
-        free(comm->remote);
-        free(comm->map.table);
+        fold_rankmap_free(&comm->map);
         free(comm);
         return status;
     }
@@ -116,9 +103,21 @@ int fold_comm_create(fold_context_t *ctx, int size, int rank, const int *ctx_ran
     return FOLD_OK;
 }
 
+/* What the translation cache did for this communicator, at debug level. */
+static void log_cache_counters(const fold_comm_t *comm)
+{
+    const fold_rankcache_t *c = comm->map.cache;
+    if (c != NULL) {
+        fold_debug("comm %u: rank translation cache %s: %llu hits, %llu misses", comm->id,
+                   fold_rankcache_names[c->kind], (unsigned long long)c->hits,
+                   (unsigned long long)c->misses);
+    }
+}
+
 void fold_comm_destroy(fold_comm_t *comm)
 {
     fold_context_remove_comm(comm->ctx, comm);
+    fold_comm_ids_release(&comm->ctx->comm_ids, comm->id);
     for (int i = 0; i < FOLD_SCHED_CACHE_SIZE; i++) {
         fold_sched_cleanup(&comm->cache[i].sched);
         free(comm->cache[i].spare);
@@ -129,11 +128,11 @@ void fold_comm_destroy(fold_comm_t *comm)
     }
     fold_wire_pool_free(comm);
     fold_select_cache_free(comm);
-    free(comm->remote);
     if (comm->node != NULL) {
         fold_node_free(comm->node);
     }
-    free(comm->map.table);
+    log_cache_counters(comm);
+    fold_rankmap_free(&comm->map);
     comm->magic = 0;
     free(comm);
 }
@@ -169,22 +168,6 @@ int fold_comm_size(fold_comm_h comm, int *size)
     return FOLD_OK;
 }
 
-typedef struct split_entry {
-    int32_t color;
-    int32_t key;
-    int32_t next_id;
-    int32_t rank;
-} split_entry_t;
-
-static int by_key_then_rank(const void *a, const void *b)
-{
-    const split_entry_t *x = a, *y = b;
-    if (x->key != y->key) {
-        return x->key < y->key ? -1 : 1;
-    }
-    return x->rank < y->rank ? -1 : (x->rank > y->rank);
-}
-
 int fold_comm_allgather(fold_comm_t *comm, const void *mine, void *all, size_t bytes)
 {
     size_t ints = bytes / sizeof(int32_t);
@@ -206,10 +189,51 @@ static int comm_allgather(void *arg, const void *mine, void *all, size_t bytes)
     return fold_comm_allgather(arg, mine, all, bytes);
 }
 
-/* Every rank learns every (color, key, next free id) of the parent. */
-static int split_allgather(fold_comm_t *comm, const split_entry_t *mine, split_entry_t *all)
+/* Every rank learns every (color, key, id proposal) of the parent. */
+static int split_allgather(fold_comm_t *comm, const fold_split_entry_t *mine,
+                           fold_split_entry_t *all)
 {
     return comm_allgather(comm, mine, all, sizeof(*mine));
+}
+
+/* An allgather of one uint32_t per member, for the id agreement's later rounds. */
+typedef int (*gather_u32_fn)(void *arg, uint32_t mine, uint32_t *all);
+
+static int comm_gather_u32(void *arg, uint32_t mine, uint32_t *all)
+{
+    return comm_allgather(arg, &mine, all, sizeof(mine));
+}
+
+typedef struct oob_gather {
+    fold_oob_allgather_fn allgather;
+    void                 *arg;
+} oob_gather_t;
+
+static int oob_gather_u32(void *arg, uint32_t mine, uint32_t *all)
+{
+    oob_gather_t *g = arg;
+    return g->allgather(&mine, all, sizeof(mine), g->arg) == 0 ? FOLD_OK : FOLD_ERR_BOOTSTRAP;
+}
+
+/* An id free at all n members (comm_ids.h), from their first proposals (made
+ * from candidate 1) and further rounds of gather as needed. */
+static int agree_id(fold_context_t *ctx, const char *who, uint32_t *proposals, int n,
+                    gather_u32_fn gather, void *arg, uint32_t *id)
+{
+    uint32_t candidate = 1;
+    while (!fold_comm_ids_agree(proposals, n, &candidate, id)) {
+        int status = gather(arg, fold_comm_ids_next_free(&ctx->comm_ids, candidate), proposals);
+        if (status != FOLD_OK) {
+            fold_error("%s: gathering communicator id proposals failed", who);
+            return status;
+        }
+    }
+    if (*id == FOLD_COMM_ID_NONE) {
+        fold_error("%s: out of communicator ids (a member has %u communicators alive)", who,
+                   FOLD_COMM_IDS);
+        return FOLD_ERR_BUSY;
+    }
+    return FOLD_OK;
 }
 
 int fold_comm_node(fold_comm_t *comm, fold_node_t **node_p)
@@ -258,48 +282,33 @@ int fold_comm_split(fold_comm_h comm, int color, int key, fold_comm_h *newcomm)
         return FOLD_ERR_INVALID_ARG;
     }
     fold_context_t *ctx = comm->ctx;
-    split_entry_t mine = {color, key, (int32_t)ctx->next_comm_id, comm->rank};
-    split_entry_t *all = malloc((size_t)comm->size * sizeof(*all));
+    fold_split_entry_t mine = {color, key, fold_comm_ids_next_free(&ctx->comm_ids, 1),
+                               comm->rank};
+    fold_split_entry_t *all = malloc((size_t)comm->size * sizeof(*all));
+    uint32_t *proposals = malloc((size_t)comm->size * sizeof(*proposals));
     int *ctx_ranks = malloc((size_t)comm->size * sizeof(int));
     int status = FOLD_ERR_NO_MEMORY;
-    if (all == NULL || ctx_ranks == NULL) {
+    uint32_t id;
+    if (all == NULL || proposals == NULL || ctx_ranks == NULL) {
         goto out;
     }
     if ((status = split_allgather(comm, &mine, all)) != FOLD_OK) {
         goto out;
     }
-
-    /* An id no member uses yet: above every member's next free id. */
-    uint32_t id = 0;
     for (int r = 0; r < comm->size; r++) {
-        id = (uint32_t)all[r].next_id > id ? (uint32_t)all[r].next_id : id;
+        proposals[r] = all[r].id;
     }
-    if (id >= (1u << 16)) {
-        fold_error("fold_comm_split: out of communicator ids");
-        status = FOLD_ERR_BUSY;
+    status = agree_id(ctx, "fold_comm_split", proposals, comm->size, comm_gather_u32, comm,
+                      &id);
+    if (status != FOLD_OK) {
         goto out;
     }
-    ctx->next_comm_id = id + 1;
     if (color == FOLD_UNDEFINED) {
         *newcomm = NULL;
-        status   = FOLD_OK;
         goto out;
     }
-
-    int n = 0;
-    for (int r = 0; r < comm->size; r++) {
-        if (all[r].color == color) {
-            all[n++] = all[r];
-        }
-    }
-    qsort(all, (size_t)n, sizeof(*all), by_key_then_rank);
-    int myrank = -1;
-    for (int i = 0; i < n; i++) {
-        ctx_ranks[i] = fold_rank_map_get(&comm->map, all[i].rank);
-        if (all[i].rank == comm->rank) {
-            myrank = i;
-        }
-    }
+    int myrank, n = fold_split_members(all, comm->size, color, comm->rank, &comm->map,
+                                       ctx_ranks, &myrank);
     fold_comm_t *c;
     status = fold_comm_create(ctx, n, myrank, ctx_ranks, id, &c);
     if (status == FOLD_OK) {
@@ -307,6 +316,7 @@ int fold_comm_split(fold_comm_h comm, int color, int key, fold_comm_h *newcomm)
     }
 out:
     free(all);
+    free(proposals);
     free(ctx_ranks);
     return status;
 }
@@ -334,27 +344,23 @@ int fold_comm_create_group(fold_context_h ctx, int size, const int *ctx_ranks, i
                    "%d), not %d", rank, ctx->bs.rank, ctx_ranks[rank]);
         return FOLD_ERR_INVALID_ARG;
     }
-    uint32_t mine = ctx->next_comm_id, *all = malloc((size_t)size * sizeof(*all));
+    uint32_t *all = malloc((size_t)size * sizeof(*all)), id;
     if (all == NULL) {
         return FOLD_ERR_NO_MEMORY;
     }
-    if (allgather(&mine, all, sizeof(mine), arg) != 0) {
-        free(all);
+    oob_gather_t oob = {allgather, arg};
+    int status = oob_gather_u32(&oob, fold_comm_ids_next_free(&ctx->comm_ids, 1), all);
+    if (status != FOLD_OK) {
         fold_error("fold_comm_create_group: the out-of-band allgather failed");
-        return FOLD_ERR_BOOTSTRAP;
-    }
-    uint32_t id = 0;
-    for (int i = 0; i < size; i++) {
-        id = all[i] > id ? all[i] : id;
+    } else {
+        status = agree_id(ctx, "fold_comm_create_group", all, size, oob_gather_u32, &oob, &id);
     }
     free(all);
-    if (id >= (1u << 16)) {
-        fold_error("fold_comm_create_group: out of communicator ids");
-        return FOLD_ERR_BUSY;
+    if (status != FOLD_OK) {
+        return status;
     }
-    ctx->next_comm_id = id + 1;
     fold_comm_t *c;
-    int status = fold_comm_create(ctx, size, rank, ctx_ranks, id, &c);
+    status = fold_comm_create(ctx, size, rank, ctx_ranks, id, &c);
     if (status == FOLD_OK) {
         *newcomm = c;
     }
@@ -369,7 +375,7 @@ int fold_comm_context_rank(fold_comm_h comm, int r, int *ctx_rank)
     if (r < 0 || r >= comm->size || ctx_rank == NULL) {
         return FOLD_ERR_INVALID_ARG;
     }
-    *ctx_rank = fold_rank_map_get(&comm->map, r);
+    *ctx_rank = fold_comm_ctx_rank(comm, r);
     return FOLD_OK;
 }
 

@@ -9,34 +9,18 @@
 #include "context.h"
 #include "coll/exec.h"
 #include "coll/select.h"
+#include "group/rankmap.h"
 #include "node/node.h"
 #include "util/clock.h"
 
 #include <stdint.h>
-
-/*
- * Communicator rank -> context rank. Most communicators are an arithmetic
- * progression of context ranks (world, rows, columns of a grid), stored in O(1);
- * others keep a table (the simplest case of Kumar et al.'s compressed mapping).
- */
-typedef struct fold_rank_map {
-    int  start;
-    int  stride;    /* 0: use table */
-    int *table;
-} fold_rank_map_t;
-
-static inline int fold_rank_map_get(const fold_rank_map_t *m, int rank)
-{
-    return m->stride ? m->start + rank * m->stride : m->table[rank];
-}
-
 
 struct fold_comm {
     uint32_t            magic;
     fold_context_t     *ctx;
     int                 rank;
     int                 size;
-    fold_rank_map_t     map;
+    fold_rankmap_t      map;      /* comm rank <-> context rank (group/rankmap.h) */
     uint32_t            id;
     uint8_t             coll_seq;
     uint64_t            check_calls;   /* calls FOLD_CHECK compared (coll/check.c) */
@@ -52,14 +36,23 @@ struct fold_comm {
     int                 node_none;  /* its node state could not be had (no segment):
                                        the node-unaware algorithms only */
     char                node_why[256];  /* why, the same words on every rank */
-    uint8_t            *remote;   /* per rank: on another node; NULL: all on this one */
+    int                 node_index;  /* this rank's node (the context's numbering) */
+    fold_remote_t       remote_fn;   /* peers on another node, from the map and the
+                                        context's node layout */
+    const fold_remote_t *remote;  /* &remote_fn, or NULL: all on this node */
 };
 
 /* Whether comm rank `rank` runs on another node than this rank: the one answer
  * the schedules' send order and the wire codecs both use. */
 static inline int fold_comm_peer_remote(const fold_comm_t *comm, int rank)
 {
-    return comm->remote != NULL && comm->remote[rank];
+    return fold_remote_peer(comm->remote, rank);
+}
+
+/* Context rank of comm rank r: every translation goes through the rank map. */
+static inline int fold_comm_ctx_rank(fold_comm_t *comm, int r)
+{
+    return fold_rankmap_ctx(&comm->map, r);
 }
 
 /* comm.c */

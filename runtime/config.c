@@ -1,6 +1,7 @@
 #include "config.h"
 #include "log.h"
 #include "codec/codec.h"
+#include "group/rankmap.h"
 
 #include <fold/fold_status.h>
 #include <limits.h>
@@ -108,6 +109,19 @@ static const fold_util_config_field_t config_fields[] = {
      "Cost-model parameters over the tuning file's, name=value,... (fold_info -m lists "
      "them with their values)",
      FOLD_CONFIG_FIELD(model), FOLD_UTIL_CONFIG_STRING},
+    {"RANK_MAP", "auto",
+     "How communicators store their ranks (Kumar et al.): auto (arithmetic progressions "
+     "always, sub-rectangles of the 2/3/4-D world grids and unions of a few strided "
+     "pieces from 1024 ranks, else a table), compressed (every pattern found, at any "
+     "size) or table (one int per rank, the dense reference). Read when a communicator "
+     "is created",
+     FOLD_CONFIG_FIELD(rank_map), FOLD_UTIL_CONFIG_ENUM(fold_rankmap_mode_names)},
+    {"RANK_CACHE", "auto",
+     "Translation cache in front of a compressed rank map's mapping function: auto "
+     "(assoc where the function divides, none for a progression), none, linear (the "
+     "last 16 translations) or assoc (128 sets x 8 ways), in front of every compressed "
+     "map. Hits and misses are logged at debug level when a communicator is freed",
+     FOLD_CONFIG_FIELD(rank_cache), FOLD_UTIL_CONFIG_ENUM(fold_rankcache_names)},
 };
 
 const fold_util_config_table_t fold_config_table = {

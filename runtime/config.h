@@ -40,6 +40,8 @@ typedef struct fold_config {
     int          codec_mask;        /* sparse codecs sends may use (1 << codec id) */
     const char  *tune_file;
     const char  *model;
+    int          rank_map;          /* fold_rankmap_mode_t (FOLD_RANK_MAP) */
+    int          rank_cache;        /* fold_rankcache_kind_t (FOLD_RANK_CACHE) */
 } fold_config_t;
 
 extern const fold_util_config_table_t fold_config_table;

@@ -229,19 +229,17 @@ static int context_locality(fold_context_t *ctx, int config_status)
         mine.single_copy = fold_node_peer_calibrate(&mine.cma_gbs, &mine.cma_us);
     }
     locality_record_t *all = malloc((size_t)p * sizeof(*all));
-    ctx->node_of = malloc((size_t)p * sizeof(int));
-    if (all == NULL || ctx->node_of == NULL) {
-        free(all);
-        return FOLD_ERR_NO_MEMORY;
+    int *node_of = malloc((size_t)p * sizeof(int));
+    int status = FOLD_ERR_NO_MEMORY;
+    if (all == NULL || node_of == NULL) {
+        goto out;
     }
-    int status = ctx->bs.allgather(&ctx->bs, &mine, all, sizeof(mine));
-    if (status != FOLD_OK) {
-        free(all);
-        return FOLD_ERR_BOOTSTRAP;
+    if (ctx->bs.allgather(&ctx->bs, &mine, all, sizeof(mine)) != FOLD_OK) {
+        status = FOLD_ERR_BOOTSTRAP;
+        goto out;
     }
     if ((status = check_agreement(ctx, all)) != FOLD_OK) {
-        free(all);
-        return status;
+        goto out;
     }
     agree_measured(ctx, all);
     size_t len = sizeof(mine.node_name);
@@ -250,20 +248,24 @@ static int context_locality(fold_context_t *ctx, int config_status)
         int node = -1;
         for (int q = 0; q < r && node < 0; q++) {
             if (strncmp(all[q].node_name, all[r].node_name, len) == 0) {
-                node = ctx->node_of[q];
+                node = node_of[q];
             }
         }
-        ctx->node_of[r] = node >= 0 ? node : ctx->nnodes++;
+        node_of[r] = node >= 0 ? node : ctx->nnodes++;
     }
     ctx->local_rank = ctx->local_size = 0;
     for (int r = 0; r < p; r++) {
-        if (ctx->node_of[r] == ctx->node_of[ctx->bs.rank]) {
+        if (node_of[r] == node_of[ctx->bs.rank]) {
             ctx->local_rank += r < ctx->bs.rank;
             ctx->local_size++;
         }
     }
+    /* Kept as a formula where the launcher placed ranks in blocks or cyclically. */
+    status = fold_nodemap_init(&ctx->nodes, p, node_of);
+out:
+    free(node_of);
     free(all);
-    return FOLD_OK;
+    return status;
 }
 
 static int node_cores(void)
@@ -337,7 +339,8 @@ static void report_fallback(const fold_context_t *ctx, const address_head_t *hea
         return;
     }
     for (int r = 0; r < me; r++) {
-        first &= !(heads[r].fell_back && ctx->node_of[r] == ctx->node_of[me]);
+        first &= !(heads[r].fell_back &&
+                   fold_context_node_of(ctx, r) == fold_context_node_of(ctx, me));
     }
     if (first) {
         fold_warn("%s transport: %s", ctx->tl_ops->name, why);
@@ -443,7 +446,7 @@ static void context_destroy(fold_context_t *ctx)
     fold_tune_release(&ctx->tune);
     fold_tune_file_release(&ctx->file);
     fold_config_release(&ctx->config);
-    free(ctx->node_of);
+    fold_nodemap_free(&ctx->nodes);
     ctx->magic = 0;
     free(ctx);
 }
@@ -524,10 +527,9 @@ int fold_context_create(fold_bootstrap_t *bs, const char *transport, void *loopb
         registry_remove(ctx);
         goto err;
     }
-    ctx->next_comm_id = 1;
     fold_debug("context up: rank %d of %d, node %d of %d (local rank %d of %d), "
                "transport %s, %d reduction threads", ctx->bs.rank, ctx->bs.size,
-               ctx->node_of[ctx->bs.rank], ctx->nnodes, ctx->local_rank, ctx->local_size,
+               fold_context_node_of(ctx, ctx->bs.rank), ctx->nnodes, ctx->local_rank, ctx->local_size,
                ctx->tl_ops->name, ctx->nthreads);
     *ctx_p = ctx;
     return FOLD_OK;
@@ -551,17 +553,14 @@ int fold_context_create_virtual(int size, const int *node_of, fold_context_t **c
         fold_log_level = ctx->config.log_level;
         status = fold_select_configure(ctx);
     }
-    if (status == FOLD_OK && (ctx->node_of = malloc((size_t)size * sizeof(int))) == NULL) {
-        status = FOLD_ERR_NO_MEMORY;
+    if (status == FOLD_OK) {
+        status = fold_nodemap_init(&ctx->nodes, size, node_of);
     }
     if (status != FOLD_OK) {
         context_destroy(ctx);
         return status;
     }
-    for (int r = 0; r < size; r++) {
-        ctx->node_of[r] = node_of[r];
-        ctx->nnodes     = node_of[r] >= ctx->nnodes ? node_of[r] + 1 : ctx->nnodes;
-    }
+    ctx->nnodes = ctx->nodes.nnodes;
     ctx->magic = FOLD_CONTEXT_MAGIC;
     if ((status = registry_add(ctx)) != FOLD_OK) {
         context_destroy(ctx);

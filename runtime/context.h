@@ -13,6 +13,9 @@
 #include "coll/alg.h"
 #include "coll/model.h"
 #include "coll/select.h"
+#include "group/comm_ids.h"
+#include "group/nodemap.h"
+#include "group/world_rect.h"
 #include "transport/transport.h"
 
 #include <stdint.h>
@@ -51,7 +54,8 @@ struct fold_context {
     fold_config_t        config;
     int                  nthreads;        /* resolved FOLD_NUM_THREADS */
     long                 spin_count;      /* resolved FOLD_SPIN_COUNT */
-    int                 *node_of;         /* node index of every context rank */
+    fold_nodemap_t       nodes;           /* node of every context rank (block, cyclic:
+                                             no per-rank array) */
     int                  nnodes;
     int                  local_rank;
     int                  local_size;
@@ -59,10 +63,17 @@ struct fold_context {
     fold_comm_t        **comms;           /* every live communicator, world first */
     int                  ncomms;
     int                  comms_cap;
-    uint32_t             next_comm_id;
+    fold_comm_ids_t      comm_ids;        /* ids of live communicators (8 KiB) */
+    fold_world_rects_t   worlds;          /* virtual world rectangles, built at first use */
     fold_wire_counters_t wire;
 };
 
+
+/* Node index of context rank r. */
+static inline int fold_context_node_of(const fold_context_t *ctx, int r)
+{
+    return fold_nodemap_node(&ctx->nodes, r);
+}
 
 /* context.c */
 int  fold_context_create(fold_bootstrap_t *bs, const char *transport, void *loopback_fabric,

@@ -74,7 +74,8 @@ static fold_topo_t *topo_blocks(int size, int ppn)
 typedef struct hand {
     int           size;
     fold_topo_t  *topo;
-    uint8_t       remote[HAND_MAX][HAND_MAX];   /* as comm->remote of each rank */
+    int           node_key[HAND_MAX];
+    fold_remote_nodes_t remote[HAND_MAX];     /* as the communicator answers each rank */
     fold_sched_t  s[HAND_MAX];
     fold_sched_t *ps[HAND_MAX];
 } hand_t;
@@ -86,12 +87,15 @@ static void hand_init_coll(hand_t *h, int size, const int *node_key, fold_coll_t
     h->size = size;
     h->topo = topo_from_keys(size, node_key);
     for (int r = 0; r < size; r++) {
-        for (int x = 0; x < size; x++) {
-            h->remote[r][x] = node_key[x] != node_key[r];
-        }
+        h->node_key[r] = node_key[r];
+    }
+    for (int r = 0; r < size; r++) {
         fold_coll_args_t a = {.coll = coll, .rank = r, .size = size, .root = root,
                               .count = 1, .seg_count = 1, .depth = 1, .commutative = 1,
-                              .remote = h->topo->nnodes > 1 ? h->remote[r] : NULL};
+                              .remote = h->topo->nnodes > 1
+                                            ? fold_remote_nodes(&h->remote[r], h->node_key,
+                                                                node_key[r])
+                                            : NULL};
         fold_sched_init(&h->s[r], &a);
         h->ps[r] = &h->s[r];
     }

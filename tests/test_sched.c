@@ -129,7 +129,9 @@ Test(sched, answers_to_remote_peers_wait_softly_for_own_sends)
     /* Reduce-scatter then allgather with a peer on another node: the allgather send
      * answers the peer's message, so it waits (softly) for this rank's own sends to
      * it; the own sends keep their overlap. With the peer on this node, nothing waits. */
-    static const uint8_t remote1[4] = {0, 1, 0, 0};
+    static const int nodes1[4] = {0, 1, 0, 0};   /* peer 1 on another node */
+    fold_remote_nodes_t on_nodes;
+    const fold_remote_t *remote1 = fold_remote_nodes(&on_nodes, nodes1, 0);
     fold_coll_args_t a = args_for(FOLD_COLL_ALLREDUCE, 0, 0);
     a.size = 2;
     fold_sched_t s;

@@ -337,7 +337,7 @@ static int print_context(void)
             continue;
         }
         printf("rank %d of %d, node %d (%d ranks there): transport %s over %s\n", w->rank,
-               w->size, ctx->node_of[w->rank], ctx->local_size, caps.name,
+               w->size, fold_context_node_of(ctx, w->rank), ctx->local_size, caps.name,
                caps.provider ? caps.provider : "(not reported)");
         if (caps.fallback != NULL) {
             printf("rank %d: %s\n", w->rank, caps.fallback);

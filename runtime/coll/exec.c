@@ -559,7 +559,7 @@ static int start_step(fold_request_t *req, uint32_t i)
     switch (st->kind) {
     case FOLD_STEP_SEND:
     case FOLD_STEP_RECV: {
-        int peer = fold_rank_map_get(&comm->map, st->peer);
+        int peer = fold_comm_ctx_rank(comm, st->peer);
         uint64_t tag = req->tag_base | (st->seq & ((1u << TAG_SEQ_BITS) - 1));
         fold_tl_req_t *t = &req->tlreq[i];
         t->status = FOLD_INPROGRESS;

@@ -1256,36 +1256,16 @@ int fold_model_replay(const fold_model_params_t *p, const fold_topo_t *topo,
     return status;
 }
 
-/* Per node, which ranks are on another node: the `remote` every rank of that node
- * passes its builder (as comm->remote would be). NULL for a single node. */
-static int remote_tables(const fold_topo_t *topo, uint8_t **out)
-{
-    *out = NULL;
-    if (topo->nnodes == 1) {
-        return FOLD_OK;
-    }
-    size_t size = (size_t)topo->size;
-    uint8_t *t = malloc((size_t)topo->nnodes * size);
-    if (t == NULL) {
-        return FOLD_ERR_NO_MEMORY;
-    }
-    for (int n = 0; n < topo->nnodes; n++) {
-        for (size_t r = 0; r < size; r++) {
-            t[(size_t)n * size + r] = topo->node_of[r] != n;
-        }
-    }
-    *out = t;
-    return FOLD_OK;
-}
-
 /* Builds and finalizes rank r's schedule and appends it to the program. */
 static int build_rank(const fold_topo_t *topo, const fold_model_query_t *q,
-                      fold_alg_build_fn build, const uint8_t *remote, int r, model_prog_t *pg)
+                      fold_alg_build_fn build, int r, model_prog_t *pg)
 {
     fold_coll_args_t args = q->proto;
+    fold_remote_nodes_t remote;   /* as the communicator would answer */
     args.rank   = r;
     args.size   = topo->size;
-    args.remote = remote ? remote + (size_t)topo->node_of[r] * (size_t)topo->size : NULL;
+    args.remote = topo->nnodes > 1 ? fold_remote_nodes(&remote, topo->node_of, topo->node_of[r])
+                                   : NULL;
     args.topo   = (q->alg->flags & FOLD_ALG_NODE_AWARE) ? topo : NULL;
     fold_sched_t s;
     fold_sched_init(&s, &args);
@@ -1317,19 +1297,14 @@ int fold_model_predict(const fold_model_params_t *p, const fold_topo_t *topo,
                    fold_coll_name(q->proto.coll), q->proto.size, topo->size);
         return FOLD_ERR_INVALID_ARG;
     }
-    uint8_t *remote;
     model_prog_t pg;
-    int status = remote_tables(topo, &remote);
-    if (status == FOLD_OK) {
-        status = prog_init(&pg, topo->size);
-        for (int r = 0; r < topo->size && status == FOLD_OK; r++) {
-            status = build_rank(topo, q, build, remote, r, &pg);
-        }
-        if (status == FOLD_OK) {
-            status = model_run(p, topo, &pg, res);
-        }
-        prog_free(&pg);
+    int status = prog_init(&pg, topo->size);
+    for (int r = 0; r < topo->size && status == FOLD_OK; r++) {
+        status = build_rank(topo, q, build, r, &pg);
     }
-    free(remote);
+    if (status == FOLD_OK) {
+        status = model_run(p, topo, &pg, res);
+    }
+    prog_free(&pg);
     return status;
 }

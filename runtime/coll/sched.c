@@ -8,6 +8,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+static int node_differs(void *arg, int peer)
+{
+    const fold_remote_nodes_t *r = arg;
+    return r->node_of[peer] != r->node;
+}
+
+const fold_remote_t *fold_remote_nodes(fold_remote_nodes_t *r, const int *node_of, int node)
+{
+    *r = (fold_remote_nodes_t){{node_differs, r}, node_of, node};
+    return &r->remote;
+}
+
 void fold_sched_init(fold_sched_t *s, const fold_coll_args_t *args)
 {
     memset(s, 0, sizeof(*s));
@@ -638,7 +650,7 @@ static void order_answers(fold_sched_t *s, dep_map_t *m)
     uint32_t *source = NULL;
     for (size_t i = 0; i < n && m->status == FOLD_OK; i++) {
         const fold_step_t *st = &s->steps[i];
-        if (st->kind != FOLD_STEP_SEND || !s->remote[st->peer]) {
+        if (st->kind != FOLD_STEP_SEND || !fold_remote_peer(s->remote, st->peer)) {
             continue;
         }
         int seen = 0;   /* the first send to each remote peer orders them all */

@@ -128,6 +128,28 @@ typedef enum fold_coll {
     FOLD_COLL_ALLGATHER, FOLD_COLL_COUNT
 } fold_coll_t;
 
+/* Which peers run on another node than this rank, asked per peer: a communicator
+ * answers from its rank map and the node layout, so it keeps no byte per rank. */
+typedef struct fold_remote {
+    int  (*other_node)(void *arg, int peer);
+    void  *arg;
+} fold_remote_t;
+
+static inline int fold_remote_peer(const fold_remote_t *remote, int peer)
+{
+    return remote != NULL && remote->other_node(remote->arg, peer);
+}
+
+/* The answer from a node index per peer (the cost model's topologies, tests). */
+typedef struct fold_remote_nodes {
+    fold_remote_t remote;
+    const int    *node_of;   /* node of every peer */
+    int           node;      /* this rank's */
+} fold_remote_nodes_t;
+
+/* Fills r and returns &r->remote. */
+const fold_remote_t *fold_remote_nodes(fold_remote_nodes_t *r, const int *node_of, int node);
+
 /* Everything a schedule may depend on: builders are pure functions of this. */
 typedef struct fold_coll_args {
     fold_coll_t coll;
@@ -139,8 +161,9 @@ typedef struct fold_coll_args {
     int    depth;         /* segments in flight per stream (scratch slots), >= 1 */
     int    inplace;       /* IN is OUT */
     int    commutative;   /* 0: keep the rank order x0 op x1 op ... op x(p-1) */
-    const uint8_t *remote; /* per rank: on another node than this one (NULL: all on
-                              this node); the communicator's, so stable per schedule */
+    const fold_remote_t *remote; /* peers on another node than this one (NULL: all on
+                                    this node); the communicator's, so stable per
+                                    schedule */
     /* Node-aware algorithms only (zero for the others), filled by the executor: */
     const struct fold_topo *topo;   /* who shares a node, leader order */
     int    leaders;               /* leaders per node */
@@ -163,7 +186,7 @@ typedef struct fold_sched {
     int          uses_peer;   /* has peer reads or writes */
     int          uses_tl;     /* has sends or receives (set by finalize) */
     int          inplace;
-    const uint8_t *remote;    /* args->remote */
+    const fold_remote_t *remote;   /* args->remote, read while finalizing */
     uint32_t    *soft_steps;  /* the steps with a soft wait, nsoft of them */
     size_t       nsoft;
     int          has_out;     /* 0: OUT must not be referenced */

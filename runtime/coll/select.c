@@ -164,7 +164,7 @@ int fold_select_topos(fold_comm_t *comm)
     int status = FOLD_ERR_NO_MEMORY;
     if (key != NULL && pkg != NULL) {
         for (int r = 0; r < n; r++) {
-            key[r] = ctx->node_of[fold_rank_map_get(&comm->map, r)];
+            key[r] = fold_context_node_of(ctx, fold_comm_ctx_rank(comm, r));
             pkg[r] = -1;
         }
         status = fold_topo_build(n, key, pkg, &c->topo);
@@ -188,21 +188,16 @@ int fold_select_topos(fold_comm_t *comm)
 static size_t rank0_steps(const fold_topo_t *topo, const fold_model_query_t *q)
 {
     fold_coll_args_t a = q->proto;
-    uint8_t *remote = NULL;
-    if (topo->nnodes > 1 && (remote = malloc((size_t)topo->size)) != NULL) {
-        for (int r = 0; r < topo->size; r++) {
-            remote[r] = topo->node_of[r] != topo->node_of[0];
-        }
-    }
+    fold_remote_nodes_t remote;
     a.rank   = 0;
     a.size   = topo->size;
-    a.remote = remote;
+    a.remote = topo->nnodes > 1 ? fold_remote_nodes(&remote, topo->node_of, topo->node_of[0])
+                                : NULL;
     a.topo   = (q->alg->flags & FOLD_ALG_NODE_AWARE) ? topo : NULL;
     fold_sched_t s;
     fold_sched_init(&s, &a);
     size_t n = fold_alg_builder(q->alg, a.coll)(&a, &s) == FOLD_OK ? s.nsteps : 0;
     fold_sched_cleanup(&s);
-    free(remote);
     return n;
 }
 
