@@ -74,7 +74,7 @@ static const fold_util_config_field_t config_fields[] = {
     {"OFI_PROVIDER", "",
      "libfabric provider of the ofi transport, e.g. 'tcp;ofi_rxm' or 'shm' (fold_info -t "
      "lists those found); empty = the first that offers reliable datagrams with tagged "
-     "messages and RMA. The transport opens with it at fold_init; it cannot change later",
+     "messages. The transport opens with it at fold_init; it cannot change later",
      FOLD_CONFIG_FIELD(ofi_provider), FOLD_UTIL_CONFIG_STRING},
     {"DPML_LEADERS", "auto",
      "Leaders per node of the dpml algorithms (at most the fewest ranks on a node); "
