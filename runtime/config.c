@@ -27,8 +27,8 @@ static const char *const single_copy_names[] = {"off", "auto", NULL};
 
 static const fold_util_config_field_t config_fields[] = {
     {"TRANSPORT", "ucp",
-     "Transport backend: ucp (UCX tag + RMA), ofi (libfabric tagged + RMA); loopback is "
-     "for in-process tests. Read at fold_init",
+     "Transport backend: ucp (UCX tagged messages), ofi (libfabric tagged messages); "
+     "loopback is for in-process tests. Read at fold_init",
      FOLD_CONFIG_FIELD(transport), FOLD_UTIL_CONFIG_STRING},
     {"LOG_LEVEL", "warn",
      "Log level: error, warn, info, debug, trace",
