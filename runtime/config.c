@@ -28,8 +28,8 @@ static const char *const single_copy_names[] = {"off", "auto", NULL};
 
 static const fold_util_config_field_t config_fields[] = {
     {"TRANSPORT", "ucp",
-     "Transport backend: ucp (UCX tag + RMA), ofi (libfabric tagged + RMA); loopback is "
-     "for in-process tests. Read at fold_init",
+     "Transport backend: ucp (UCX tagged messages), ofi (libfabric tagged messages); "
+     "loopback is for in-process tests. Read at fold_init",
      FOLD_CONFIG_FIELD(transport), FOLD_UTIL_CONFIG_STRING},
     {"LOG_LEVEL", "warn",
      "Log level: error, warn, info, debug, trace",
@@ -75,7 +75,7 @@ static const fold_util_config_field_t config_fields[] = {
     {"OFI_PROVIDER", "",
      "libfabric provider of the ofi transport, e.g. 'tcp;ofi_rxm' or 'shm' (fold_info -t "
      "lists those found); empty = the first that offers reliable datagrams with tagged "
-     "messages and RMA. The transport opens with it at fold_init; it cannot change later",
+     "messages. The transport opens with it at fold_init; it cannot change later",
      FOLD_CONFIG_FIELD(ofi_provider), FOLD_UTIL_CONFIG_STRING},
     {"DPML_LEADERS", "auto",
      "Leaders per node of the dpml algorithms (at most the fewest ranks on a node); "

@@ -126,8 +126,9 @@ static void bs_barrier(test_env_t *env)
 }
 
 /* A dissemination barrier over the transport itself. Unlike the bootstrap barrier
- * it keeps every rank progressing until all have arrived, which RMA over TCP needs:
- * there the target serves puts and gets from its own progress. */
+ * it keeps every rank progressing until all have arrived: a peer's operations may
+ * need this rank's progress to complete (UCX over TCP), and no rank may close its
+ * endpoints while a neighbour still needs them. */
 static void tl_barrier(test_env_t *env)
 {
     unsigned seq = env->barrier_seq++;
@@ -459,93 +460,6 @@ static void test_cancel(test_env_t *env)
     expect_status(&req, FOLD_ERR_CANCELED, "canceled receive");
 }
 
-/* Registers a buffer, publishes (address, rkey) through the bootstrap, puts into
- * the right neighbour, then gets it back. */
-static void test_rma(test_env_t *env)
-{
-    size_t len = (1u << 20) + 3;
-    unsigned char *window = calloc(1, len);
-    unsigned char *src = malloc(len), *back = calloc(1, len);
-    CHECK(window && src && back, "out of memory");
-    fill_pattern(src, len, env->rank, 0xAA);
-
-    fold_tl_mem_t *mem;
-    void *rkey_buf;
-    size_t rkey_len;
-    check_ok(env->ops->mem_reg(env->tl, window, len, &mem), "mem_reg");
-    check_ok(env->ops->rkey_pack(env->tl, mem, &rkey_buf, &rkey_len), "rkey_pack");
-
-    uint64_t my_rkey_len = rkey_len;
-    uint64_t *rkey_lens = malloc(sizeof(uint64_t) * (size_t)env->size);
-    CHECK(rkey_lens != NULL, "out of memory");
-    check_ok(env->bs.allgather(&env->bs, &my_rkey_len, rkey_lens, sizeof(uint64_t)),
-             "rkey length allgather");
-    size_t max_rkey = 0;
-    for (int r = 0; r < env->size; r++) {
-        max_rkey = rkey_lens[r] > max_rkey ? rkey_lens[r] : max_rkey;
-    }
-
-    /* Each record: the window address, then the packed rkey. */
-    size_t rec_len = sizeof(uint64_t) + max_rkey;
-    unsigned char *mine = calloc(1, rec_len), *all = malloc(rec_len * (size_t)env->size);
-    CHECK(mine && all, "out of memory");
-    uint64_t addr = (uint64_t)(uintptr_t)window;
-    memcpy(mine, &addr, sizeof(addr));
-    memcpy(mine + sizeof(addr), rkey_buf, rkey_len);
-    check_ok(env->bs.allgather(&env->bs, mine, all, rec_len), "rkey allgather");
-    env->ops->rkey_release(env->tl, rkey_buf);
-
-    const unsigned char *right_rec = all + (size_t)env->right * rec_len;
-    uint64_t right_addr;
-    memcpy(&right_addr, right_rec, sizeof(right_addr));
-    fold_tl_rkey_t *rkey;
-    check_ok(env->ops->rkey_unpack(env->tl, env->right, right_rec + sizeof(uint64_t),
-                                   rkey_lens[env->right], &rkey), "rkey_unpack");
-
-    fold_tl_req_t req;
-    check_ok(env->ops->put(env->tl, env->right, src, len, right_addr, rkey, &req), "put");
-    wait_all(env, &req, 1, "put");
-    expect_status(&req, FOLD_OK, "put");
-    check_ok(env->ops->flush(env->tl, env->right, &req), "flush");
-    wait_all(env, &req, 1, "flush");
-    expect_status(&req, FOLD_OK, "flush");
-    tl_barrier(env);
-    bs_barrier(env);
-    check_pattern(window, len, env->left, 0xAA, "put from the left neighbour");
-
-    /* The right neighbour's window now holds what this rank put there. */
-    check_ok(env->ops->get(env->tl, env->right, back, len, right_addr, rkey, &req), "get");
-    wait_all(env, &req, 1, "get");
-    expect_status(&req, FOLD_OK, "get");
-    check_pattern(back, len, env->rank, 0xAA, "get from the right neighbour");
-
-    /* A small put at an odd offset, flushed, then read back. */
-    uint64_t word = 0x0123456789abcdefULL ^ (uint64_t)env->rank;
-    uint64_t word_back = 0;
-    check_ok(env->ops->put(env->tl, env->right, &word, sizeof(word), right_addr + 1, rkey, &req),
-             "small put");
-    wait_all(env, &req, 1, "small put");
-    check_ok(env->ops->flush(env->tl, env->right, &req), "flush");
-    wait_all(env, &req, 1, "flush");
-    expect_status(&req, FOLD_OK, "flush");
-    check_ok(env->ops->get(env->tl, env->right, &word_back, sizeof(word_back), right_addr + 1,
-                           rkey, &req), "small get");
-    wait_all(env, &req, 1, "small get");
-    CHECK(word_back == word, "small put/get at an odd offset read 0x%" PRIx64 ", expected 0x%"
-          PRIx64, word_back, word);
-
-    /* Neighbours may still read this window until everyone is done. */
-    tl_barrier(env);
-    env->ops->rkey_destroy(env->tl, rkey);
-    env->ops->mem_dereg(env->tl, mem);
-    free(all);
-    free(mine);
-    free(rkey_lens);
-    free(back);
-    free(src);
-    free(window);
-}
-
 int main(void)
 {
     test_env_t env = {0};
@@ -580,7 +494,6 @@ int main(void)
     test_large(&env);
     test_truncated(&env);
     test_cancel(&env);
-    test_rma(&env);
 
     /* Nobody closes an endpoint a neighbour still needs. */
     tl_barrier(&env);

@@ -4,7 +4,7 @@
  * the context opens ofi with the provider its configuration names, and the loopback
  * backend, which the algorithm tests run on, behaves as its caps say: in-order
  * matching, a completed send's buffer free for reuse (eager and rendezvous),
- * truncation reported, whole tags matched, RMA.
+ * truncation reported, whole tags matched.
  */
 #include <criterion/criterion.h>
 
@@ -19,8 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define ALL_CAPS (FOLD_TL_CAP_ORDERED | FOLD_TL_CAP_SEND_REUSE | FOLD_TL_CAP_TRUNCATION | \
-                  FOLD_TL_CAP_RMA)
+#define ALL_CAPS (FOLD_TL_CAP_ORDERED | FOLD_TL_CAP_SEND_REUSE | FOLD_TL_CAP_TRUNCATION)
 
 static const fold_tl_ops_t *const lb = &fold_tl_loopback_ops;
 
@@ -146,14 +145,12 @@ Test(tl_caps, context_opens_ofi_with_the_configured_provider)
 }
 
 /* The executor needs ordered matching, reusable send buffers, truncation and the 44
- * tag bits of its tag layout; not RMA. */
+ * tag bits of its tag layout. */
 Test(tl_caps, executor_refuses_caps_it_cannot_work_with)
 {
     const unsigned needed[] = {FOLD_TL_CAP_ORDERED, FOLD_TL_CAP_SEND_REUSE,
                                FOLD_TL_CAP_TRUNCATION};
     fold_tl_caps_t caps = {.name = "test", .flags = ALL_CAPS, .tag_bits = FOLD_TL_TAG_BITS};
-    cr_expect_eq(fold_exec_check_caps(&caps), FOLD_OK);
-    caps.flags = ALL_CAPS & ~FOLD_TL_CAP_RMA;
     cr_expect_eq(fold_exec_check_caps(&caps), FOLD_OK);
 
     fold_log_level = -1;   /* the refusals' log lines are expected */
@@ -286,36 +283,5 @@ Test(tl_caps, loopback_matches_whole_tags_and_peers)
     cr_expect_eq(got[0], from0_low);
     cr_expect_eq(got[1], from2_low);
     cr_expect_eq(got[2], from0_high);
-    lb_world_close(&w);
-}
-
-/* FOLD_TL_CAP_RMA: a put lands in the peer's registered window, a get reads it. */
-Test(tl_caps, loopback_does_rma)
-{
-    lb_world_t w;
-    lb_world_open(&w, 2, SIZE_MAX);
-    char window[32] = {0}, src[8] = "putdata", back[8] = {0};
-    fold_tl_mem_t *mem;
-    void *packed;
-    size_t packed_len;
-    fold_tl_rkey_t *rkey;
-    fold_tl_req_t req;
-    cr_assert_eq(lb->mem_reg(w.tl[1], window, sizeof(window), &mem), FOLD_OK);
-    cr_assert_eq(lb->rkey_pack(w.tl[1], mem, &packed, &packed_len), FOLD_OK);
-    cr_assert_eq(lb->rkey_unpack(w.tl[0], 1, packed, packed_len, &rkey), FOLD_OK);
-    uint64_t at = (uint64_t)(uintptr_t)window + 8;
-    cr_assert_eq(lb->put(w.tl[0], 1, src, sizeof(src), at, rkey, &req), FOLD_OK);
-    cr_expect_eq(req.status, FOLD_OK);
-    cr_assert_eq(lb->flush(w.tl[0], 1, &req), FOLD_OK);
-    cr_expect_eq(req.status, FOLD_OK);
-    cr_expect_str_eq(window + 8, "putdata");
-    cr_assert_eq(lb->get(w.tl[0], 1, back, sizeof(back), at, rkey, &req), FOLD_OK);
-    cr_expect_eq(req.status, FOLD_OK);
-    cr_expect_str_eq(back, "putdata");
-    cr_expect_neq(lb->put(w.tl[0], 1, src, sizeof(src), at + 30, rkey, &req), FOLD_OK,
-                  "a put past the window is refused");
-    lb->rkey_destroy(w.tl[0], rkey);
-    lb->rkey_release(w.tl[1], packed);
-    lb->mem_dereg(w.tl[1], mem);
     lb_world_close(&w);
 }

@@ -25,7 +25,7 @@ static void print_version(void)
 }
 
 /* One line per provider name: its endpoint types, and whether it offers what the
- * ofi transport asks for (reliable datagrams with tagged messages and RMA). */
+ * ofi transport asks for (reliable datagrams with tagged messages). */
 static void print_ofi_providers(void)
 {
     struct fi_info *all = NULL;
@@ -34,7 +34,7 @@ static void print_ofi_providers(void)
     uint32_t version = fi_version();
 
     printf("#\n# libfabric %u.%u providers (FOLD_OFI_PROVIDER selects one for ofi; 'usable' =\n"
-           "# reliable datagrams with tagged messages and RMA, which ofi needs)\n#\n",
+           "# reliable datagrams with tagged messages, which ofi needs)\n#\n",
            FI_MAJOR(version), FI_MINOR(version));
     if (ret != 0) {
         printf("#   none found: %s\n", fi_strerror(-ret));
@@ -57,8 +57,7 @@ static void print_ofi_providers(void)
             msg   |= j->ep_attr->type == FI_EP_MSG;
             dgram |= j->ep_attr->type == FI_EP_DGRAM;
             rdm   |= j->ep_attr->type == FI_EP_RDM;
-            usable |= j->ep_attr->type == FI_EP_RDM &&
-                      (j->caps & (FI_TAGGED | FI_RMA)) == (FI_TAGGED | FI_RMA);
+            usable |= j->ep_attr->type == FI_EP_RDM && (j->caps & FI_TAGGED);
         }
         char types[32];
         snprintf(types, sizeof(types), "%s%s%s", rdm ? "rdm " : "", msg ? "msg " : "",

@@ -42,8 +42,7 @@
  *               next use of a scratch slot, its staging buffer going back to the
  *               pool) start as soon as the send completes;
  *   truncation  a receive tells mismatched calls and encoded messages apart by the
- *               length, so an over-long message must fail, not be cut silently.
- * RMA is not used. */
+ *               length, so an over-long message must fail, not be cut silently. */
 int fold_exec_check_caps(const fold_tl_caps_t *caps)
 {
     static const unsigned needed[] = {FOLD_TL_CAP_ORDERED, FOLD_TL_CAP_SEND_REUSE,

@@ -5,7 +5,6 @@
  * message (eager) and completes at once, while one of at least the fabric's
  * rendezvous threshold waits, uncopied, until the receiver matches it — as UCX's
  * rendezvous does, so that tests see the deadlocks a real network would cause.
- * RMA is memcpy on the registered address.
  */
 #include "transport.h"
 #include "log.h"
@@ -52,16 +51,6 @@ typedef struct lb_fabric {
 struct fold_tl {
     lb_fabric_t *fabric;
     int          rank;
-};
-
-struct fold_tl_mem {
-    void  *addr;
-    size_t len;
-};
-
-struct fold_tl_rkey {
-    uint64_t base;
-    size_t   len;
 };
 
 static void req_complete(fold_tl_req_t *req, int status, size_t len)
@@ -152,8 +141,7 @@ static int lb_query(fold_tl_t *tl, fold_tl_caps_t *caps)
     *caps = (fold_tl_caps_t){
         .name     = fold_tl_loopback_ops.name,
         .provider = NULL,
-        .flags    = FOLD_TL_CAP_ORDERED | FOLD_TL_CAP_SEND_REUSE | FOLD_TL_CAP_TRUNCATION |
-                    FOLD_TL_CAP_RMA,
+        .flags    = FOLD_TL_CAP_ORDERED | FOLD_TL_CAP_SEND_REUSE | FOLD_TL_CAP_TRUNCATION,
         .tag_bits = 64,
     };
     return FOLD_OK;
@@ -339,109 +327,6 @@ static int lb_progress(fold_tl_t *tl)
     return 0;   /* every operation completes inside the call that matches it */
 }
 
-static int lb_mem_reg(fold_tl_t *tl, void *buf, size_t len, fold_tl_mem_t **mem)
-{
-    (void)tl;
-    fold_tl_mem_t *m = malloc(sizeof(*m));
-    if (m == NULL) {
-        return FOLD_ERR_NO_MEMORY;
-    }
-    m->addr = buf;
-    m->len  = len;
-    *mem    = m;
-    return FOLD_OK;
-}
-
-static void lb_mem_dereg(fold_tl_t *tl, fold_tl_mem_t *mem)
-{
-    (void)tl;
-    free(mem);
-}
-
-static int lb_rkey_pack(fold_tl_t *tl, fold_tl_mem_t *mem, void **rkey_buf, size_t *len)
-{
-    (void)tl;
-    fold_tl_rkey_t *k = malloc(sizeof(*k));
-    if (k == NULL) {
-        return FOLD_ERR_NO_MEMORY;
-    }
-    k->base   = (uint64_t)(uintptr_t)mem->addr;
-    k->len    = mem->len;
-    *rkey_buf = k;
-    *len      = sizeof(*k);
-    return FOLD_OK;
-}
-
-static void lb_rkey_release(fold_tl_t *tl, void *rkey_buf)
-{
-    (void)tl;
-    free(rkey_buf);
-}
-
-static int lb_rkey_unpack(fold_tl_t *tl, int peer, const void *rkey_buf, size_t len,
-                          fold_tl_rkey_t **rkey)
-{
-    (void)tl;
-    (void)peer;
-    if (len != sizeof(fold_tl_rkey_t)) {
-        return FOLD_ERR_MALFORMED;
-    }
-    fold_tl_rkey_t *k = malloc(sizeof(*k));
-    if (k == NULL) {
-        return FOLD_ERR_NO_MEMORY;
-    }
-    memcpy(k, rkey_buf, sizeof(*k));
-    *rkey = k;
-    return FOLD_OK;
-}
-
-static void lb_rkey_destroy(fold_tl_t *tl, fold_tl_rkey_t *rkey)
-{
-    (void)tl;
-    free(rkey);
-}
-
-static int lb_rma_check(const fold_tl_rkey_t *rkey, uint64_t addr, size_t len)
-{
-    return (addr >= rkey->base && addr - rkey->base <= rkey->len &&
-            len <= rkey->len - (addr - rkey->base)) ? FOLD_OK : FOLD_ERR_INVALID_ARG;
-}
-
-static int lb_put(fold_tl_t *tl, int peer, const void *buf, size_t len, uint64_t remote_addr,
-                  fold_tl_rkey_t *rkey, fold_tl_req_t *req)
-{
-    (void)tl;
-    (void)peer;
-    if (lb_rma_check(rkey, remote_addr, len) != FOLD_OK) {
-        return FOLD_ERR_INVALID_ARG;
-    }
-    memcpy((void *)(uintptr_t)remote_addr, buf, len);
-    req_complete(req, FOLD_OK, len);
-    return FOLD_OK;
-}
-
-static int lb_get(fold_tl_t *tl, int peer, void *buf, size_t len, uint64_t remote_addr,
-                  fold_tl_rkey_t *rkey, fold_tl_req_t *req)
-{
-    (void)tl;
-    (void)peer;
-    if (lb_rma_check(rkey, remote_addr, len) != FOLD_OK) {
-        return FOLD_ERR_INVALID_ARG;
-    }
-    memcpy(buf, (const void *)(uintptr_t)remote_addr, len);
-    req_complete(req, FOLD_OK, len);
-    return FOLD_OK;
-}
-
-static int lb_flush(fold_tl_t *tl, int peer, fold_tl_req_t *req)
-{
-    (void)tl;
-    (void)peer;
-    __atomic_thread_fence(__ATOMIC_SEQ_CST);
-    req_complete(req, FOLD_OK, 0);
-    return FOLD_OK;
-}
-
 const fold_tl_ops_t fold_tl_loopback_ops = {
     .name         = "loopback",
     .description  = "in-process ranks (threads) sharing one fabric; for tests",
@@ -454,13 +339,4 @@ const fold_tl_ops_t fold_tl_loopback_ops = {
     .tag_recv     = lb_tag_recv,
     .cancel       = lb_cancel,
     .progress     = lb_progress,
-    .mem_reg      = lb_mem_reg,
-    .mem_dereg    = lb_mem_dereg,
-    .rkey_pack    = lb_rkey_pack,
-    .rkey_release = lb_rkey_release,
-    .rkey_unpack  = lb_rkey_unpack,
-    .rkey_destroy = lb_rkey_destroy,
-    .put          = lb_put,
-    .get          = lb_get,
-    .flush        = lb_flush,
 };

@@ -1,8 +1,8 @@
 /*
- * libfabric transport: tagged messages and RMA over one reliable-datagram endpoint
- * (FI_EP_RDM) with one completion queue and one address vector. This file holds the
- * instance: provider discovery, open and close, addresses and peers, and the ops
- * table; tl_ofi_impl.h lists what the other files hold.
+ * libfabric transport: tagged messages over one reliable-datagram endpoint (FI_EP_RDM)
+ * with one completion queue and one address vector. This file holds the instance:
+ * provider discovery, open and close, addresses and peers, memory registration, and
+ * the ops table; tl_ofi_impl.h lists what the other files hold.
  *
  * Provider: params->ofi_provider (e.g. "tcp;ofi_rxm", "shm"), which the context
  * takes from its FOLD_OFI_PROVIDER setting. NULL or empty takes the first provider
@@ -16,11 +16,10 @@
  * without needing FI_DIRECTED_RECV.
  *
  * Limits come from fi_info: the tag width (mem_tag_format) bounds the number of
- * ranks; sends, puts and gets longer than max_msg_size are refused; sends up to
- * inject_size are injected and complete at once; the MR mode bits decide local
- * registration (FI_MR_LOCAL), who picks keys (FI_MR_PROV_KEY), whether RMA
- * addresses are virtual or offsets (FI_MR_VIRT_ADDR) and endpoint binding
- * (FI_MR_ENDPOINT).
+ * ranks; sends longer than max_msg_size are refused; sends up to inject_size are
+ * injected and complete at once; the MR mode bits decide whether send and receive
+ * buffers are registered (FI_MR_LOCAL), who picks the registrations' keys
+ * (FI_MR_PROV_KEY) and endpoint binding (FI_MR_ENDPOINT).
  */
 #include "transport/tl_ofi_impl.h"
 #include "log.h"
@@ -112,7 +111,7 @@ int tl_ofi_register(fold_tl_t *tl, void *buf, size_t len, uint64_t access,
 
 /* ---- peers ---------------------------------------------------------------------- */
 
-int tl_ofi_check_peer(fold_tl_t *tl, int peer)
+static int tl_ofi_check_peer(fold_tl_t *tl, int peer)
 {
     if (tl->peers == NULL) {
         fold_error("ofi: operation before set_peers");
@@ -160,7 +159,7 @@ static int tl_ofi_getinfo(const char *provider, struct fi_info **info_p)
         return FOLD_ERR_NO_MEMORY;
     }
     hints->ep_attr->type          = FI_EP_RDM;
-    hints->caps                   = FI_TAGGED | FI_RMA;
+    hints->caps                   = FI_TAGGED;
     hints->mode                   = FI_CONTEXT | FI_CONTEXT2;
     hints->domain_attr->mr_mode   = TL_OFI_MR_MODES;
     hints->domain_attr->threading = FI_THREAD_DOMAIN;
@@ -181,7 +180,7 @@ static int tl_ofi_getinfo(const char *provider, struct fi_info **info_p)
     fi_freeinfo(hints);
     if (ret == -FI_ENODATA || (ret == 0 && info == NULL)) {
         fold_error("ofi: no libfabric provider%s%s%s offers reliable datagrams with tagged "
-                   "messages and RMA (fold_info -t lists the providers found)",
+                   "messages (fold_info -t lists the providers found)",
                    provider && provider[0] ? " named '" : "", provider && provider[0] ?
                    provider : "", provider && provider[0] ? "'" : "");
         return FOLD_ERR_NOT_FOUND;
@@ -244,7 +243,7 @@ static int tl_ofi_open(const fold_tl_params_t *params, fold_tl_t **tl_p)
     }
     tl->rank = params->rank;
     tl->size = params->size;
-    tl_ofi_list_init(&tl->posted, TL_OFI_LINK_QUEUE);
+    tl_ofi_list_init(&tl->posted);
 
     if ((status = tl_ofi_getinfo(params->ofi_provider, &tl->info)) != FOLD_OK) {
         goto err_free;
@@ -357,7 +356,7 @@ static void tl_ofi_drain(fold_tl_t *tl)
         }
     }
     tl->nwaiting = 0;
-    for (op = tl->posted.head; op != NULL; op = op->links[TL_OFI_LINK_QUEUE].next) {
+    for (op = tl->posted.head; op != NULL; op = op->next) {
         fi_cancel(&tl->ep->fid, &op->fi_context);
     }
 
@@ -390,7 +389,7 @@ static void tl_ofi_close(fold_tl_t *tl)
     fi_close(&tl->ep->fid);
     while (tl->free_ops != NULL) {
         tl_ofi_op_t *op = tl->free_ops;
-        tl->free_ops = op->links[0].next;
+        tl->free_ops = op->next;
         free(op);
     }
     while (tl->bounce_cache != NULL) {
@@ -414,15 +413,14 @@ static void tl_ofi_close(fold_tl_t *tl)
 }
 
 /* What open asked of the provider: FI_ORDER_SAS, kept through the per-peer queues
- * (ordered), FI_RMA; sends complete once the provider, an inject or a bounce copy
+ * (ordered); sends complete once the provider, an inject or a bounce copy
  * is done with the buffer; truncation comes from the discard iov or the provider. */
 static int tl_ofi_query(fold_tl_t *tl, fold_tl_caps_t *caps)
 {
     *caps = (fold_tl_caps_t){
         .name     = fold_tl_ofi_ops.name,
         .provider = tl->info->fabric_attr->prov_name,
-        .flags    = FOLD_TL_CAP_ORDERED | FOLD_TL_CAP_SEND_REUSE | FOLD_TL_CAP_TRUNCATION |
-                    FOLD_TL_CAP_RMA,
+        .flags    = FOLD_TL_CAP_ORDERED | FOLD_TL_CAP_SEND_REUSE | FOLD_TL_CAP_TRUNCATION,
         .tag_bits = FOLD_TL_TAG_BITS,   /* the bits above carry the sender's rank */
     };
     return FOLD_OK;
@@ -468,9 +466,8 @@ static int tl_ofi_set_peers(fold_tl_t *tl, const void *const *addrs, const size_
         memcpy(block + offset, addrs[i], lens[i]);
         peers[i].addr    = block + offset;
         peers[i].fi_addr = FI_ADDR_NOTAVAIL;
-        tl_ofi_list_init(&peers[i].queued_tx, TL_OFI_LINK_QUEUE);
-        tl_ofi_list_init(&peers[i].queued_rx, TL_OFI_LINK_QUEUE);
-        tl_ofi_list_init(&peers[i].rma, TL_OFI_LINK_RMA);
+        tl_ofi_list_init(&peers[i].queued_tx);
+        tl_ofi_list_init(&peers[i].queued_rx);
         offset += lens[i] + 1;
     }
     tl->peers         = peers;
@@ -481,7 +478,7 @@ static int tl_ofi_set_peers(fold_tl_t *tl, const void *const *addrs, const size_
 
 const fold_tl_ops_t fold_tl_ofi_ops = {
     .name         = "ofi",
-    .description  = "libfabric: tagged messages and RMA over one reliable-datagram endpoint "
+    .description  = "libfabric: tagged messages over one reliable-datagram endpoint "
                     "(FOLD_OFI_PROVIDER selects the provider)",
     .open         = tl_ofi_open,
     .close        = tl_ofi_close,
@@ -492,13 +489,4 @@ const fold_tl_ops_t fold_tl_ofi_ops = {
     .tag_recv     = tl_ofi_tag_recv,
     .cancel       = tl_ofi_cancel,
     .progress     = tl_ofi_progress,
-    .mem_reg      = tl_ofi_mem_reg,
-    .mem_dereg    = tl_ofi_mem_dereg,
-    .rkey_pack    = tl_ofi_rkey_pack,
-    .rkey_release = tl_ofi_rkey_release,
-    .rkey_unpack  = tl_ofi_rkey_unpack,
-    .rkey_destroy = tl_ofi_rkey_destroy,
-    .put          = tl_ofi_put,
-    .get          = tl_ofi_get,
-    .flush        = tl_ofi_flush,
 };

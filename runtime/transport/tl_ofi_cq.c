@@ -1,8 +1,8 @@
 /*
  * libfabric transport, completions: reading the completion queue, storing each
  * operation's final status in the caller's request, and what an error completion
- * means (truncation, cancelation, a failed peer). Every operation ends here, which
- * is why flushes, which the provider never sees, are completed here too.
+ * means (truncation, cancelation, a failed peer). Every operation ends here, also
+ * one that never reached the provider (failed or canceled while queued).
  */
 #include "transport/tl_ofi_impl.h"
 #include "log.h"
@@ -17,16 +17,13 @@
 
 /* ---- completion ----------------------------------------------------------------- */
 
-/* Takes op out of its lists, recycles it and stores the final status. */
-static void tl_ofi_finish(fold_tl_t *tl, tl_ofi_op_t *op, int status, size_t length)
+/* Takes op out of its list, recycles it and stores the final status. */
+void tl_ofi_complete(fold_tl_t *tl, tl_ofi_op_t *op, int status, size_t length)
 {
     if (op->state == TL_OFI_OP_QUEUED) {
         tl_ofi_list_remove(tl_ofi_queue_of(tl, op), op);
     } else if (op->state == TL_OFI_OP_POSTED) {
         tl_ofi_list_remove(&tl->posted, op);
-    }
-    if (tl_ofi_is_rma(op)) {
-        tl_ofi_list_remove(&tl->peers[op->peer].rma, op);
     }
     fold_tl_req_t *req = op->req;
     int is_recv = op->kind == TL_OFI_RECV;
@@ -41,23 +38,6 @@ static void tl_ofi_finish(fold_tl_t *tl, tl_ofi_op_t *op, int status, size_t len
         req->length = length;
     }
     req->status = status;
-}
-
-/* Completes the flushes that no longer have an earlier put or get before them. */
-static void tl_ofi_complete_flushes(fold_tl_t *tl, tl_ofi_peer_t *peer)
-{
-    while (peer->rma.head != NULL && peer->rma.head->kind == TL_OFI_FLUSH) {
-        tl_ofi_finish(tl, peer->rma.head, peer->failed ? FOLD_ERR_PEER_FAILED : FOLD_OK, 0);
-    }
-}
-
-void tl_ofi_complete(fold_tl_t *tl, tl_ofi_op_t *op, int status, size_t length)
-{
-    int peer = op->peer, is_rma = tl_ofi_is_rma(op);
-    tl_ofi_finish(tl, op, status, length);
-    if (is_rma) {
-        tl_ofi_complete_flushes(tl, &tl->peers[peer]);
-    }
 }
 
 /* The peer is gone: its queued operations fail, its posted receives (which wait on
@@ -79,13 +59,12 @@ static void tl_ofi_peer_failed(fold_tl_t *tl, int rank, const char *why)
     while ((op = peer->queued_tx.head) != NULL || (op = peer->queued_rx.head) != NULL) {
         tl_ofi_complete(tl, op, FOLD_ERR_PEER_FAILED, 0);
     }
-    for (op = tl->posted.head; op != NULL; op = op->links[TL_OFI_LINK_QUEUE].next) {
+    for (op = tl->posted.head; op != NULL; op = op->next) {
         if (op->peer == rank && op->kind == TL_OFI_RECV) {
             op->peer_failed = 1;
             fi_cancel(&tl->ep->fid, &op->fi_context);
         }
     }
-    tl_ofi_complete_flushes(tl, peer);
 }
 
 /* One error completion: what failed, with which peer, and why. Returns 0 when

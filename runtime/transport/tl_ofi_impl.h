@@ -1,14 +1,14 @@
 /*
  * Private to the libfabric transport: the structures its files share (the instance,
- * a peer, an operation, a bounce buffer, registered memory and keys) and the calls
- * one file makes into another. Nothing outside runtime/transport/tl_ofi*.c includes
- * it; everyone else sees fold_tl_ofi_ops only.
+ * a peer, an operation, a bounce buffer) and the calls one file makes into another.
+ * Nothing outside runtime/transport/tl_ofi*.c includes it; everyone else sees
+ * fold_tl_ofi_ops only.
  *
- *   tl_ofi.c       provider discovery, open and close, peers and addresses
+ *   tl_ofi.c       provider discovery, open and close, peers and addresses, memory
+ *                  registration (for providers that need FI_MR_LOCAL)
  *   tl_ofi_post.c  operations: the pool, posting and per-peer queues, tagged
  *                  sends (inject, bounce buffers) and receives (truncation), cancel
  *   tl_ofi_cq.c    the completion queue: final statuses, errors, failed peers
- *   tl_ofi_rma.c   registered memory, remote keys, put, get and flush
  */
 #ifndef FOLD_TL_OFI_IMPL_H
 #define FOLD_TL_OFI_IMPL_H
@@ -21,7 +21,8 @@
 
 #define TL_OFI_API_VERSION   FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION)
 #define TL_OFI_USER_TAG_MASK ((UINT64_C(1) << FOLD_TL_TAG_BITS) - 1)
-/* The MR requirements this backend knows how to meet. */
+/* The MR requirements this backend knows how to meet (FI_MR_VIRT_ADDR only
+ * concerns remote access to registered memory, which fold never grants). */
 #define TL_OFI_MR_MODES      (FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | \
                               FI_MR_PROV_KEY | FI_MR_ENDPOINT)
 #define TL_OFI_CQ_BATCH      16
@@ -47,7 +48,7 @@ typedef struct tl_ofi_bounce {
 } tl_ofi_bounce_t;
 
 typedef enum tl_ofi_op_kind {
-    TL_OFI_SEND, TL_OFI_RECV, TL_OFI_PUT, TL_OFI_GET, TL_OFI_FLUSH
+    TL_OFI_SEND, TL_OFI_RECV
 } tl_ofi_op_kind_t;
 
 /* What each kind is called in log lines (indexed by tl_ofi_op_kind_t). */
@@ -56,20 +57,11 @@ extern const char *const tl_ofi_op_names[];
 typedef enum tl_ofi_op_state {
     TL_OFI_OP_QUEUED,   /* in its peer's queue, not yet accepted by the provider */
     TL_OFI_OP_POSTED,   /* in tl->posted, owned by the provider until it completes */
-    TL_OFI_OP_MARKER,   /* a flush waiting in its peer's RMA list only */
 } tl_ofi_op_state_t;
 
-/* An op sits in up to two lists: its peer's queue or tl->posted, and its peer's RMA
- * list. */
-enum { TL_OFI_LINK_QUEUE, TL_OFI_LINK_RMA, TL_OFI_NUM_LINKS };
-
-typedef struct tl_ofi_link {
-    tl_ofi_op_t *prev, *next;
-} tl_ofi_link_t;
-
+/* A list of ops in order: a peer's queue or tl->posted (an op is in one at most). */
 typedef struct tl_ofi_list {
     tl_ofi_op_t *head, *tail;
-    int          link;   /* which of the op's links this list uses */
 } tl_ofi_list_t;
 
 struct tl_ofi_op {
@@ -81,12 +73,10 @@ struct tl_ofi_op {
     int                peer_failed;   /* canceled because the peer failed */
     void              *buf;
     size_t             len;
-    uint64_t           wire_tag;      /* send, recv */
-    uint64_t           remote_addr;   /* put, get: as the provider addresses it */
-    uint64_t           remote_key;
+    uint64_t           wire_tag;
     struct fid_mr     *local_mr;      /* FI_MR_LOCAL only */
     tl_ofi_bounce_t   *bounce;        /* owned copy of a send's data */
-    tl_ofi_link_t      links[TL_OFI_NUM_LINKS];
+    tl_ofi_op_t       *prev, *next;   /* in its list; next chains tl->free_ops too */
 };
 
 typedef struct tl_ofi_peer {
@@ -94,9 +84,8 @@ typedef struct tl_ofi_peer {
     fi_addr_t     fi_addr;      /* FI_ADDR_NOTAVAIL until the first operation */
     int           failed;
     int           waiting;      /* listed in tl->waiting_peers */
-    tl_ofi_list_t queued_tx;    /* sends, puts and gets refused with -FI_EAGAIN */
+    tl_ofi_list_t queued_tx;    /* sends refused with -FI_EAGAIN */
     tl_ofi_list_t queued_rx;    /* receives refused with -FI_EAGAIN */
-    tl_ofi_list_t rma;          /* puts, gets and flushes in posting order */
 } tl_ofi_peer_t;
 
 struct fold_tl {
@@ -127,41 +116,22 @@ struct fold_tl {
     int               *waiting_peers; /* peers with queued operations, for progress() */
     int                nwaiting;
     tl_ofi_list_t      posted;
-    tl_ofi_op_t       *free_ops;    /* recycled ops, chained through links[0].next */
+    tl_ofi_op_t       *free_ops;    /* recycled ops, chained through next */
 };
 
-struct fold_tl_mem {
-    struct fid_mr *mr;
-    void          *base;
-    size_t         len;
-};
+/* ---- lists ---------------------------------------------------------------------- */
 
-/* What rkey_pack hands out and rkey_unpack reads back. */
-typedef struct tl_ofi_packed_rkey {
-    uint64_t key;
-    uint64_t base;
-    uint64_t len;
-} tl_ofi_packed_rkey_t;
-
-struct fold_tl_rkey {
-    tl_ofi_packed_rkey_t remote;
-};
-
-/* ---- lists (an op's links, see above) ------------------------------------------- */
-
-static inline void tl_ofi_list_init(tl_ofi_list_t *list, int link)
+static inline void tl_ofi_list_init(tl_ofi_list_t *list)
 {
     list->head = list->tail = NULL;
-    list->link = link;
 }
 
 static inline void tl_ofi_list_push(tl_ofi_list_t *list, tl_ofi_op_t *op)
 {
-    tl_ofi_link_t *l = &op->links[list->link];
-    l->prev = list->tail;
-    l->next = NULL;
+    op->prev = list->tail;
+    op->next = NULL;
     if (list->tail != NULL) {
-        list->tail->links[list->link].next = op;
+        list->tail->next = op;
     } else {
         list->head = op;
     }
@@ -170,18 +140,17 @@ static inline void tl_ofi_list_push(tl_ofi_list_t *list, tl_ofi_op_t *op)
 
 static inline void tl_ofi_list_remove(tl_ofi_list_t *list, tl_ofi_op_t *op)
 {
-    tl_ofi_link_t *l = &op->links[list->link];
-    if (l->prev != NULL) {
-        l->prev->links[list->link].next = l->next;
+    if (op->prev != NULL) {
+        op->prev->next = op->next;
     } else {
-        list->head = l->next;
+        list->head = op->next;
     }
-    if (l->next != NULL) {
-        l->next->links[list->link].prev = l->prev;
+    if (op->next != NULL) {
+        op->next->prev = op->prev;
     } else {
-        list->tail = l->prev;
+        list->tail = op->prev;
     }
-    l->prev = l->next = NULL;
+    op->prev = op->next = NULL;
 }
 
 /* ---- small helpers ------------------------------------------------------------ */
@@ -189,11 +158,6 @@ static inline void tl_ofi_list_remove(tl_ofi_list_t *list, tl_ofi_op_t *op)
 static inline uint64_t tl_ofi_wire_tag(int sender, uint64_t tag)
 {
     return ((uint64_t)sender << FOLD_TL_TAG_BITS) | tag;
-}
-
-static inline int tl_ofi_is_rma(const tl_ofi_op_t *op)
-{
-    return op->kind == TL_OFI_PUT || op->kind == TL_OFI_GET || op->kind == TL_OFI_FLUSH;
 }
 
 /* Where op waits if the provider pushes back. */
@@ -210,20 +174,13 @@ int tl_ofi_status(int fi_err);
 /* Registers memory with the domain, bound to the endpoint when the provider wants. */
 int tl_ofi_register(fold_tl_t *tl, void *buf, size_t len, uint64_t access,
                     struct fid_mr **mr_p);
-int tl_ofi_check_peer(fold_tl_t *tl, int peer);
 /* Puts the peer in the address vector on first use. */
 int tl_ofi_connect(fold_tl_t *tl, int rank);
 
 /* ---- tl_ofi_post.c: operations ------------------------------------------------ */
 
-tl_ofi_op_t *tl_ofi_op_get(fold_tl_t *tl);
+/* Recycles op, releasing its local registration and bounce buffer. */
 void tl_ofi_op_put(fold_tl_t *tl, tl_ofi_op_t *op);
-int  tl_ofi_op_new(fold_tl_t *tl, tl_ofi_op_kind_t kind, int peer, void *buf, size_t len,
-                   tl_ofi_op_t **op_p);
-int  tl_ofi_check_length(fold_tl_t *tl, tl_ofi_op_kind_t kind, int peer, size_t len);
-/* Posts a new operation, or queues it behind earlier ones; fills req once started.
- * On failure op is recycled and req untouched. */
-int  tl_ofi_start(fold_tl_t *tl, tl_ofi_op_t *op, fold_tl_req_t *req);
 
 int  tl_ofi_tag_send(fold_tl_t *tl, int peer, uint64_t tag, const void *buf, size_t len,
                      fold_tl_req_t *req);
@@ -234,24 +191,9 @@ int  tl_ofi_progress(fold_tl_t *tl);
 
 /* ---- tl_ofi_cq.c: completions ------------------------------------------------- */
 
-/* Stores op's final status and recycles it; completes the flushes it held back. */
+/* Takes op out of its list, recycles it and stores its final status. */
 void tl_ofi_complete(fold_tl_t *tl, tl_ofi_op_t *op, int status, size_t length);
 /* Reads completions until the queue is empty; returns how many it handled. */
 int  tl_ofi_read_cq(fold_tl_t *tl);
-
-/* ---- tl_ofi_rma.c: RMA -------------------------------------------------------- */
-
-int  tl_ofi_mem_reg(fold_tl_t *tl, void *buf, size_t len, fold_tl_mem_t **mem_p);
-void tl_ofi_mem_dereg(fold_tl_t *tl, fold_tl_mem_t *mem);
-int  tl_ofi_rkey_pack(fold_tl_t *tl, fold_tl_mem_t *mem, void **rkey_buf, size_t *len);
-void tl_ofi_rkey_release(fold_tl_t *tl, void *rkey_buf);
-int  tl_ofi_rkey_unpack(fold_tl_t *tl, int peer, const void *rkey_buf, size_t len,
-                        fold_tl_rkey_t **rkey_p);
-void tl_ofi_rkey_destroy(fold_tl_t *tl, fold_tl_rkey_t *rkey);
-int  tl_ofi_put(fold_tl_t *tl, int peer, const void *buf, size_t len, uint64_t remote_addr,
-                fold_tl_rkey_t *rkey, fold_tl_req_t *req);
-int  tl_ofi_get(fold_tl_t *tl, int peer, void *buf, size_t len, uint64_t remote_addr,
-                fold_tl_rkey_t *rkey, fold_tl_req_t *req);
-int  tl_ofi_flush(fold_tl_t *tl, int peer, fold_tl_req_t *req);
 
 #endif

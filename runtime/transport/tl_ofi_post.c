@@ -40,24 +40,22 @@
 #include <rdma/fi_domain.h>
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_errno.h>
-#include <rdma/fi_rma.h>
 #include <rdma/fi_tagged.h>
 #include <sys/uio.h>
 #include <stdlib.h>
 #include <string.h>
 
 const char *const tl_ofi_op_names[] = {
-    [TL_OFI_SEND] = "tag send", [TL_OFI_RECV] = "tag receive", [TL_OFI_PUT] = "put",
-    [TL_OFI_GET] = "get", [TL_OFI_FLUSH] = "flush",
+    [TL_OFI_SEND] = "tag send", [TL_OFI_RECV] = "tag receive",
 };
 
 /* ---- the operation pool --------------------------------------------------------- */
 
-tl_ofi_op_t *tl_ofi_op_get(fold_tl_t *tl)
+static tl_ofi_op_t *tl_ofi_op_get(fold_tl_t *tl)
 {
     tl_ofi_op_t *op = tl->free_ops;
     if (op != NULL) {
-        tl->free_ops = op->links[0].next;
+        tl->free_ops = op->next;
     } else if ((op = malloc(sizeof(*op))) == NULL) {
         fold_error("ofi: out of memory for an operation");
         return NULL;
@@ -120,7 +118,7 @@ void tl_ofi_op_put(fold_tl_t *tl, tl_ofi_op_t *op)
         tl_ofi_bounce_put(tl, op->bounce);
         op->bounce = NULL;
     }
-    op->links[0].next = tl->free_ops;
+    op->next = tl->free_ops;
     tl->free_ops = op;
 }
 
@@ -134,11 +132,11 @@ static int tl_ofi_check_tag(uint64_t tag)
     return FOLD_OK;
 }
 
-int tl_ofi_check_length(fold_tl_t *tl, tl_ofi_op_kind_t kind, int peer, size_t len)
+static int tl_ofi_check_length(fold_tl_t *tl, int peer, size_t len)
 {
     if (len > tl->max_msg_size) {
-        fold_error("ofi: %s of %zu bytes with peer %d exceeds the provider's max_msg_size "
-                   "(%zu bytes)", tl_ofi_op_names[kind], len, peer, tl->max_msg_size);
+        fold_error("ofi: tag send of %zu bytes to peer %d exceeds the provider's max_msg_size "
+                   "(%zu bytes)", len, peer, tl->max_msg_size);
         return FOLD_ERR_UNSUPPORTED;
     }
     return FOLD_OK;
@@ -146,13 +144,10 @@ int tl_ofi_check_length(fold_tl_t *tl, tl_ofi_op_kind_t kind, int peer, size_t l
 
 /* A new operation towards peer, with its buffer registered if the provider needs
  * local registration. */
-int tl_ofi_op_new(fold_tl_t *tl, tl_ofi_op_kind_t kind, int peer, void *buf, size_t len,
-                  tl_ofi_op_t **op_p)
+static int tl_ofi_op_new(fold_tl_t *tl, tl_ofi_op_kind_t kind, int peer, void *buf,
+                         size_t len, tl_ofi_op_t **op_p)
 {
-    static const uint64_t local_access[] = {
-        [TL_OFI_SEND] = FI_SEND, [TL_OFI_RECV] = FI_RECV, [TL_OFI_PUT] = FI_WRITE,
-        [TL_OFI_GET] = FI_READ, [TL_OFI_FLUSH] = 0,
-    };
+    static const uint64_t local_access[] = {[TL_OFI_SEND] = FI_SEND, [TL_OFI_RECV] = FI_RECV};
     tl_ofi_op_t *op = tl_ofi_op_get(tl);
     if (op == NULL) {
         return FOLD_ERR_NO_MEMORY;
@@ -161,7 +156,7 @@ int tl_ofi_op_new(fold_tl_t *tl, tl_ofi_op_kind_t kind, int peer, void *buf, siz
     op->peer = peer;
     op->buf  = buf;
     op->len  = len;
-    if ((tl->mr_mode & FI_MR_LOCAL) && len > 0 && kind != TL_OFI_FLUSH) {
+    if ((tl->mr_mode & FI_MR_LOCAL) && len > 0) {
         int status = tl_ofi_register(tl, buf, len, local_access[kind], &op->local_mr);
         if (status != FOLD_OK) {
             tl_ofi_op_put(tl, op);
@@ -209,19 +204,6 @@ static ssize_t tl_ofi_post(fold_tl_t *tl, tl_ofi_op_t *op)
         };
         return fi_trecvmsg(tl->ep, &msg, FI_COMPLETION);
     }
-    case TL_OFI_PUT: {
-        struct iovec iov = {.iov_base = op->buf, .iov_len = op->len};
-        struct fi_rma_iov rma_iov = {.addr = op->remote_addr, .len = op->len,
-                                     .key = op->remote_key};
-        struct fi_msg_rma msg = {
-            .msg_iov = &iov, .desc = &desc, .iov_count = 1, .addr = dest,
-            .rma_iov = &rma_iov, .rma_iov_count = 1, .context = &op->fi_context,
-        };
-        return fi_writemsg(tl->ep, &msg, FI_COMPLETION | FI_DELIVERY_COMPLETE);
-    }
-    case TL_OFI_GET:
-        return fi_read(tl->ep, op->buf, op->len, desc, dest, op->remote_addr, op->remote_key,
-                       &op->fi_context);
     default:
         return -FI_EINVAL;
     }
@@ -229,7 +211,7 @@ static ssize_t tl_ofi_post(fold_tl_t *tl, tl_ofi_op_t *op)
 
 /* Posts a new operation, or queues it behind earlier ones; fills req once started.
  * On failure op is recycled and req untouched. */
-int tl_ofi_start(fold_tl_t *tl, tl_ofi_op_t *op, fold_tl_req_t *req)
+static int tl_ofi_start(fold_tl_t *tl, tl_ofi_op_t *op, fold_tl_req_t *req)
 {
     tl_ofi_list_t *queue = tl_ofi_queue_of(tl, op);
     op->req = op->bounce != NULL ? NULL : req;
@@ -243,9 +225,6 @@ int tl_ofi_start(fold_tl_t *tl, tl_ofi_op_t *op, fold_tl_req_t *req)
         if (!tl_ofi_post_busy(tl, ret)) {
             fold_error("ofi: %s of %zu bytes with peer %d failed to start: %s",
                        tl_ofi_op_names[op->kind], op->len, op->peer, fi_strerror((int)-ret));
-            if (tl_ofi_is_rma(op)) {
-                tl_ofi_list_remove(&tl->peers[op->peer].rma, op);
-            }
             tl_ofi_op_put(tl, op);
             return tl_ofi_status((int)-ret);
         }
@@ -327,7 +306,7 @@ int tl_ofi_tag_send(fold_tl_t *tl, int peer, uint64_t tag, const void *buf, size
         status = tl_ofi_connect(tl, peer);
     }
     if (status == FOLD_OK) {
-        status = tl_ofi_check_length(tl, TL_OFI_SEND, peer, len);
+        status = tl_ofi_check_length(tl, peer, len);
     }
     if (status != FOLD_OK) {
         return status;

@@ -1,5 +1,5 @@
 /*
- * UCP transport: tagged messages and RMA over one UCP worker.
+ * UCP transport: tagged messages over one UCP worker.
  *
  * Endpoints are created lazily, on the first operation towards a peer (receives
  * included, so that a dead sender is noticed), with peer error handling: the error
@@ -69,14 +69,6 @@ struct fold_tl {
     size_t         address_len;
     tl_ucp_peer_t *peers;       /* NULL until set_peers */
     char          *peer_addrs;  /* one block holding every peer's address */
-};
-
-struct fold_tl_mem {
-    ucp_mem_h memh;
-};
-
-struct fold_tl_rkey {
-    ucp_rkey_h rkey;
 };
 
 static int tl_ucp_status(ucs_status_t status)
@@ -336,7 +328,7 @@ static int tl_ucp_open(const fold_tl_params_t *params, fold_tl_t **tl_p)
         .field_mask        = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_REQUEST_SIZE |
                              UCP_PARAM_FIELD_REQUEST_INIT | UCP_PARAM_FIELD_TAG_SENDER_MASK |
                              UCP_PARAM_FIELD_ESTIMATED_NUM_EPS | UCP_PARAM_FIELD_NAME,
-        .features          = UCP_FEATURE_TAG | UCP_FEATURE_RMA,
+        .features          = UCP_FEATURE_TAG,
         .request_size      = sizeof(tl_ucp_op_t),
         .request_init      = tl_ucp_request_init,
         .tag_sender_mask   = TL_UCP_SENDER_MASK,
@@ -486,13 +478,11 @@ static void tl_ucp_close(fold_tl_t *tl)
  * once its buffer is free, and reports an over-long message as truncated. */
 static int tl_ucp_query(fold_tl_t *tl, fold_tl_caps_t *caps)
 {
-    (void)tl;
     *caps = (fold_tl_caps_t){
         .name     = fold_tl_ucp_ops.name,
         .provider = tl->tls[0] ? tl->tls : NULL,
         .fallback = tl->fallback[0] ? tl->fallback : NULL,
-        .flags    = FOLD_TL_CAP_ORDERED | FOLD_TL_CAP_SEND_REUSE | FOLD_TL_CAP_TRUNCATION |
-                    FOLD_TL_CAP_RMA,
+        .flags    = FOLD_TL_CAP_ORDERED | FOLD_TL_CAP_SEND_REUSE | FOLD_TL_CAP_TRUNCATION,
         .tag_bits = FOLD_TL_TAG_BITS,   /* the bits above carry the sender's rank */
     };
     return FOLD_OK;
@@ -601,147 +591,9 @@ static int tl_ucp_progress(fold_tl_t *tl)
     return (int)ucp_worker_progress(tl->worker);
 }
 
-static int tl_ucp_mem_reg(fold_tl_t *tl, void *buf, size_t len, fold_tl_mem_t **mem_p)
-{
-    fold_tl_mem_t *mem = malloc(sizeof(*mem));
-    if (mem == NULL) {
-        fold_error("ucp: out of memory");
-        return FOLD_ERR_NO_MEMORY;
-    }
-
-    ucp_mem_map_params_t params = {
-        .field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH,
-        .address    = buf,
-        .length     = len,
-    };
-    ucs_status_t ucs_status = ucp_mem_map(tl->context, &params, &mem->memh);
-    if (ucs_status != UCS_OK) {
-        fold_error("ucp: cannot register %zu bytes at %p: %s", len, buf,
-                   ucs_status_string(ucs_status));
-        free(mem);
-        return tl_ucp_status(ucs_status);
-    }
-    *mem_p = mem;
-    return FOLD_OK;
-}
-
-static void tl_ucp_mem_dereg(fold_tl_t *tl, fold_tl_mem_t *mem)
-{
-    ucs_status_t ucs_status = ucp_mem_unmap(tl->context, mem->memh);
-    if (ucs_status != UCS_OK) {
-        fold_warn("ucp: ucp_mem_unmap failed: %s", ucs_status_string(ucs_status));
-    }
-    free(mem);
-}
-
-static int tl_ucp_rkey_pack(fold_tl_t *tl, fold_tl_mem_t *mem, void **rkey_buf, size_t *len)
-{
-    void *buf;
-    size_t size;
-    ucs_status_t ucs_status = ucp_rkey_pack(tl->context, mem->memh, &buf, &size);
-    if (ucs_status != UCS_OK) {
-        fold_error("ucp: ucp_rkey_pack failed: %s", ucs_status_string(ucs_status));
-        return tl_ucp_status(ucs_status);
-    }
-    *rkey_buf = buf;
-    *len      = size;
-    return FOLD_OK;
-}
-
-static void tl_ucp_rkey_release(fold_tl_t *tl, void *rkey_buf)
-{
-    (void)tl;
-    ucp_rkey_buffer_release(rkey_buf);
-}
-
-static int tl_ucp_rkey_unpack(fold_tl_t *tl, int peer, const void *rkey_buf, size_t len,
-                              fold_tl_rkey_t **rkey_p)
-{
-    ucp_ep_h ep;
-    int status = tl_ucp_connect(tl, peer, &ep);
-    if (status != FOLD_OK) {
-        return status;
-    }
-
-    fold_tl_rkey_t *rkey = malloc(sizeof(*rkey));
-    if (rkey == NULL) {
-        fold_error("ucp: out of memory");
-        return FOLD_ERR_NO_MEMORY;
-    }
-    ucs_status_t ucs_status = ucp_ep_rkey_unpack(ep, rkey_buf, &rkey->rkey);
-    if (ucs_status != UCS_OK) {
-        fold_error("ucp: cannot unpack a %zu-byte rkey from peer %d: %s", len, peer,
-                   ucs_status_string(ucs_status));
-        free(rkey);
-        return tl_ucp_status(ucs_status);
-    }
-    *rkey_p = rkey;
-    return FOLD_OK;
-}
-
-static void tl_ucp_rkey_destroy(fold_tl_t *tl, fold_tl_rkey_t *rkey)
-{
-    (void)tl;
-    ucp_rkey_destroy(rkey->rkey);
-    free(rkey);
-}
-
-static int tl_ucp_put(fold_tl_t *tl, int peer, const void *buf, size_t len, uint64_t remote_addr,
-                      fold_tl_rkey_t *rkey, fold_tl_req_t *req)
-{
-    ucp_ep_h ep;
-    int status = tl_ucp_connect(tl, peer, &ep);
-    if (status != FOLD_OK) {
-        return status;
-    }
-
-    ucp_request_param_t param = tl_ucp_send_param(req);
-    ucs_status_ptr_t ptr = ucp_put_nbx(ep, buf, len, remote_addr, rkey->rkey, &param);
-    return tl_ucp_posted(tl, peer, 0, ptr, req, "put");
-}
-
-static int tl_ucp_get(fold_tl_t *tl, int peer, void *buf, size_t len, uint64_t remote_addr,
-                      fold_tl_rkey_t *rkey, fold_tl_req_t *req)
-{
-    ucp_ep_h ep;
-    int status = tl_ucp_connect(tl, peer, &ep);
-    if (status != FOLD_OK) {
-        return status;
-    }
-
-    ucp_request_param_t param = tl_ucp_send_param(req);
-    ucs_status_ptr_t ptr = ucp_get_nbx(ep, buf, len, remote_addr, rkey->rkey, &param);
-    return tl_ucp_posted(tl, peer, 0, ptr, req, "get");
-}
-
-static int tl_ucp_flush(fold_tl_t *tl, int peer, fold_tl_req_t *req)
-{
-    int status = tl_ucp_check_peer(tl, peer);
-    if (status != FOLD_OK) {
-        return status;
-    }
-    if (tl->peers[peer].failed) {
-        return FOLD_ERR_PEER_FAILED;
-    }
-    if (tl->peers[peer].ep == NULL) {
-        /* Never connected: nothing was put or got. */
-        req->handle = NULL;
-        req->status = FOLD_OK;
-        return FOLD_OK;
-    }
-
-    ucp_request_param_t param = {
-        .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA,
-        .cb.send      = tl_ucp_send_done,
-        .user_data    = req,
-    };
-    ucs_status_ptr_t ptr = ucp_ep_flush_nbx(tl->peers[peer].ep, &param);
-    return tl_ucp_posted(tl, peer, 0, ptr, req, "flush");
-}
-
 const fold_tl_ops_t fold_tl_ucp_ops = {
     .name         = "ucp",
-    .description  = "UCX UCP: tagged messages and RMA over one worker (UCX_TLS selects transports)",
+    .description  = "UCX UCP: tagged messages over one worker (UCX_TLS selects transports)",
     .open         = tl_ucp_open,
     .close        = tl_ucp_close,
     .query        = tl_ucp_query,
@@ -751,13 +603,4 @@ const fold_tl_ops_t fold_tl_ucp_ops = {
     .tag_recv     = tl_ucp_tag_recv,
     .cancel       = tl_ucp_cancel,
     .progress     = tl_ucp_progress,
-    .mem_reg      = tl_ucp_mem_reg,
-    .mem_dereg    = tl_ucp_mem_dereg,
-    .rkey_pack    = tl_ucp_rkey_pack,
-    .rkey_release = tl_ucp_rkey_release,
-    .rkey_unpack  = tl_ucp_rkey_unpack,
-    .rkey_destroy = tl_ucp_rkey_destroy,
-    .put          = tl_ucp_put,
-    .get          = tl_ucp_get,
-    .flush        = tl_ucp_flush,
 };

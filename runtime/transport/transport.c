@@ -11,7 +11,6 @@ const char *fold_tl_cap_name(unsigned flag)
     case FOLD_TL_CAP_ORDERED:    return "in-order matching of messages with one peer and tag";
     case FOLD_TL_CAP_SEND_REUSE: return "send buffers free for reuse once the send completes";
     case FOLD_TL_CAP_TRUNCATION: return "over-long messages reported as truncated";
-    case FOLD_TL_CAP_RMA:        return "RMA (put, get, flush)";
     default:                     return NULL;
     }
 }

@@ -1,5 +1,6 @@
 /*
- * The transport interface: one ops table per backend (ucp, ofi, loopback).
+ * The transport interface: one ops table per backend (ucp, ofi, loopback), for
+ * tagged messages between the ranks of a context.
  * A transport knows nothing about collectives. Peers are context ranks (0..size-1).
  *
  * Completion: every non-blocking call takes a caller-owned fold_tl_req_t. The call
@@ -43,8 +44,6 @@
 #define FOLD_TL_TAG_BITS 44
 
 typedef struct fold_tl       fold_tl_t;       /* a backend instance (one per context) */
-typedef struct fold_tl_mem   fold_tl_mem_t;   /* registered local memory */
-typedef struct fold_tl_rkey  fold_tl_rkey_t;  /* unpacked remote key */
 
 typedef struct fold_tl_req {
     volatile int status;   /* FOLD_INPROGRESS until the operation completes */
@@ -56,7 +55,6 @@ typedef struct fold_tl_req {
 #define FOLD_TL_CAP_ORDERED    (1u << 0)  /* same peer and tag: k-th send meets k-th receive */
 #define FOLD_TL_CAP_SEND_REUSE (1u << 1)  /* a completed send no longer reads its buffer */
 #define FOLD_TL_CAP_TRUNCATION (1u << 2)  /* an over-long message fails the receive, reported */
-#define FOLD_TL_CAP_RMA        (1u << 3)  /* mem_reg, rkeys, put, get and flush work */
 
 typedef struct fold_tl_caps {
     const char *name;      /* the backend's (its ops table's name) */
@@ -106,22 +104,6 @@ typedef struct fold_tl_ops {
 
     /* Makes progress; returns how many events it handled (0 when idle). */
     int  (*progress)(fold_tl_t *tl);
-
-    /* RMA on registered memory. rkey_pack gives a buffer to send to peers, to be
-     * released with rkey_release. put/get complete locally; flush completes every
-     * earlier put/get to `peer` remotely. */
-    int  (*mem_reg)(fold_tl_t *tl, void *buf, size_t len, fold_tl_mem_t **mem);
-    void (*mem_dereg)(fold_tl_t *tl, fold_tl_mem_t *mem);
-    int  (*rkey_pack)(fold_tl_t *tl, fold_tl_mem_t *mem, void **rkey_buf, size_t *len);
-    void (*rkey_release)(fold_tl_t *tl, void *rkey_buf);
-    int  (*rkey_unpack)(fold_tl_t *tl, int peer, const void *rkey_buf, size_t len,
-                        fold_tl_rkey_t **rkey);
-    void (*rkey_destroy)(fold_tl_t *tl, fold_tl_rkey_t *rkey);
-    int  (*put)(fold_tl_t *tl, int peer, const void *buf, size_t len,
-                uint64_t remote_addr, fold_tl_rkey_t *rkey, fold_tl_req_t *req);
-    int  (*get)(fold_tl_t *tl, int peer, void *buf, size_t len,
-                uint64_t remote_addr, fold_tl_rkey_t *rkey, fold_tl_req_t *req);
-    int  (*flush)(fold_tl_t *tl, int peer, fold_tl_req_t *req);
 } fold_tl_ops_t;
 
 extern const fold_tl_ops_t fold_tl_ucp_ops;
