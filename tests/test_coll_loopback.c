@@ -71,17 +71,25 @@ static void add_case(coll_case_t **cases, size_t *n, size_t *cap, coll_case_t c)
     (*cases)[(*n)++] = c;
 }
 
-/* FOLD_TEST_REDUCED=1 (the sanitizer stage of scripts/test.sh) keeps the large count
- * to a few rank counts: the release stage runs the full matrix. */
+/* FOLD_TEST_REDUCED=1 (the sanitizer stage of scripts/test.sh): the release stage ran
+ * the full matrix, so the large case keeps to a few rank counts and is 2^16 + 3
+ * elements cut into 2 KiB segments, as many segments as the full size's take with
+ * the default segment, at a sixteenth of the bytes the sanitizer checks. */
+static int reduced(void)
+{
+    const char *r = getenv("FOLD_TEST_REDUCED");
+    return r != NULL && strcmp(r, "1") == 0;
+}
+
 static int large_count_wanted(int size)
 {
-    const char *reduced = getenv("FOLD_TEST_REDUCED");
-    return reduced == NULL || strcmp(reduced, "1") != 0 || size <= 5;
+    return !reduced() || size <= 5;
 }
 
 static void build_cases(matrix_t *m, int size)
 {
-    static const size_t counts[] = {0, 1, 7, 1024, LARGE_COUNT};
+    const size_t large = reduced() ? ((size_t)1 << 16) + 3 : LARGE_COUNT;
+    const size_t counts[] = {0, 1, 7, 1024, large};
     size_t ncounts = sizeof(counts) / sizeof(counts[0]) - !large_count_wanted(size);
     size_t cap = 0, rot = 0;
     m->cases  = NULL;
@@ -93,11 +101,11 @@ static void build_cases(matrix_t *m, int size)
             }
             for (size_t k = 0; k < ncounts; k++) {
                 size_t count = counts[k];
-                int large = count == LARGE_COUNT;
+                int is_large = count == large;
                 int roots[64], nroots = 0;
                 if (coll == FOLD_COLL_ALLREDUCE) {
                     roots[nroots++] = 0;
-                } else if (large) {
+                } else if (is_large) {
                     roots[nroots++] = 0;
                     if (size > 2) roots[nroots++] = size / 2;
                     if (size > 1) roots[nroots++] = size - 1;
@@ -109,7 +117,7 @@ static void build_cases(matrix_t *m, int size)
                         const dt_op_t *d = &combos[rot++ % NCOMBOS];
                         coll_case_t c = {fold_alg_all[a], (fold_coll_t)coll, count, roots[ri],
                                          inplace, d->dt, d->op};
-                        if (large && d->dt == FOLD_INT8) {
+                        if (is_large && d->dt == FOLD_INT8) {
                             c.dt = FOLD_FLOAT32;   /* keep big cases on common types */
                         }
                         add_case(&m->cases, &m->ncases, &cap, c);
@@ -117,7 +125,7 @@ static void build_cases(matrix_t *m, int size)
                     /* The non-commutative user op, not in place. */
                     coll_case_t u = {fold_alg_all[a], (fold_coll_t)coll, count, roots[ri], 0,
                                      FOLD_UINT64, m->user_op};
-                    if (!large || ri == 0) {
+                    if (!is_large || ri == 0) {
                         add_case(&m->cases, &m->ncases, &cap, u);
                     }
                 }
@@ -204,6 +212,9 @@ static void run_matrix_nodes(int size, int nnodes)
     memset(&m, 0, sizeof(m));
     pthread_mutex_init(&m.lock, NULL);
     setenv("FOLD_TIMEOUT", "60", 0);
+    if (reduced()) {
+        setenv("FOLD_SEGMENT_SIZE", "2k", 0);   /* see large_count_wanted */
+    }
     cr_assert_eq(fold_op_create(ref_affine_fn, NULL, 0, &m.user_op), FOLD_OK);
     build_cases(&m, size);
     m.expected = malloc(LARGE_COUNT * 8);
