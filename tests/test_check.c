@@ -232,6 +232,56 @@ Test(check, single_copy_catches_what_it_meets)
     free(text);
 }
 
+/* The node schedules (shm_flat above the tiny path, dpml): every node-aware call
+ * publishes its fingerprint at its turn, and a rank waiting on another's flag
+ * compares it, so the ranks that wait on the culprit fail at once: with shm_flat
+ * every rank waits on every other; with dpml on 2 ranks both do. */
+typedef struct sched_case {
+    const char *alg;
+    mistake_t   mistake;
+} sched_case_t;
+
+static int sched_rank(fold_context_t *ctx, int rank, int size, void *arg)
+{
+    const sched_case_t *c = arg;
+    fold_comm_h w = fold_comm_world(ctx);
+    fold_config_set(ctx, "ALLREDUCE_ALG", c->alg);
+    enum { MID = 2048 };   /* 8 KiB, half of it 4 KiB: past the tiny-message path */
+    float in[MID], out[MID];
+    for (int i = 0; i < MID; i++) {
+        in[i] = (float)rank;
+    }
+    int me = rank == size - 1;
+    size_t count = me && c->mistake == WRONG_COUNT ? MID / 2 : MID;
+    fold_dtype_t dt = me && c->mistake == WRONG_DTYPE ? FOLD_INT32 : FOLD_FLOAT32;
+    fold_op_t op = me && c->mistake == WRONG_OP ? FOLD_OP_MAX : FOLD_OP_SUM;
+    int st = fold_allreduce(in, out, count, dt, op, w);
+    if (st != FOLD_ERR_MISMATCH) {
+        fprintf(stderr, "rank %d: %s mistake %d returned %s\n", rank, c->alg, c->mistake,
+                fold_status_string(st));
+        return 1;
+    }
+    return 0;
+}
+
+Test(check, node_schedules_catch_what_they_meet)
+{
+    static const mistake_t mistakes[] = {WRONG_COUNT, WRONG_DTYPE, WRONG_OP};
+    setenv("FOLD_TIMEOUT", "20", 1);
+    for (size_t m = 0; m < sizeof(mistakes) / sizeof(mistakes[0]); m++) {
+        sched_case_t flat = {"shm_flat", mistakes[m]}, dpml = {"dpml", mistakes[m]};
+        cr_expect_eq(lh_run(2, sched_rank, &flat), 0, "shm_flat, 2 ranks, mistake %d",
+                     mistakes[m]);
+        cr_expect_eq(lh_run(3, sched_rank, &flat), 0, "shm_flat, 3 ranks, mistake %d",
+                     mistakes[m]);
+        cr_expect_eq(lh_run(2, sched_rank, &dpml), 0, "dpml, 2 ranks, mistake %d", mistakes[m]);
+    }
+    char *text = logged();
+    cr_assert_not_null(text);
+    cr_expect(strstr(text, "passed datatype int32") != NULL, "log:\n%s", text);
+    free(text);
+}
+
 /* Matching calls pass the check, over many calls and every path. */
 static int agree_rank(fold_context_t *ctx, int rank, int size, void *arg)
 {

@@ -737,6 +737,12 @@ int fold_exec_progress(fold_request_t *req)
         for (size_t k = 0; k < req->nactive;) {
             uint32_t i = req->active[k];
             if (!active_step_done(req, i)) {
+                /* A rank that waits on another's flag need not wait for a call that
+                 * rank was never asked: its fingerprint is there since its turn. */
+                if (req->sched->steps[i].kind == FOLD_STEP_SHM_WAIT &&
+                    (status = shm_wait_check(req, i)) != FOLD_OK) {
+                    return status;
+                }
                 k++;
                 continue;
             }
