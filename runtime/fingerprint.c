@@ -5,22 +5,21 @@
 #include <string.h>
 
 enum { F_COLL, F_COUNT, F_DTYPE, F_OP, F_ROOT, F_INPLACE, F_CALL, F_FIELDS };
+_Static_assert(F_FIELDS == FOLD_FINGERPRINT_FIELDS, "fingerprint.h's field count");
 
 static const char *const field_names[F_FIELDS] = {
     [F_COLL] = "collective", [F_COUNT] = "count", [F_DTYPE] = "datatype", [F_OP] = "op",
     [F_ROOT] = "root", [F_INPLACE] = "in place", [F_CALL] = "call number"};
 
-static int64_t field(const fold_fingerprint_t *f, int which)
+void fold_fingerprint_fields(const fold_fingerprint_t *f, int64_t *v)
 {
-    switch (which) {
-    case F_COLL:    return f->allreduce;
-    case F_COUNT:   return (int64_t)f->count;
-    case F_DTYPE:   return f->dtype;
-    case F_OP:      return f->op;
-    case F_ROOT:    return f->root;
-    case F_INPLACE: return f->inplace;
-    default:        return (int64_t)f->call;
-    }
+    v[F_COLL]    = f->allreduce;
+    v[F_COUNT]   = (int64_t)f->count;
+    v[F_DTYPE]   = f->dtype;
+    v[F_OP]      = f->op;
+    v[F_ROOT]    = f->root;
+    v[F_INPLACE] = f->inplace;
+    v[F_CALL]    = (int64_t)f->call;
 }
 
 static void describe(int which, int64_t v, char *buf, size_t len)
@@ -37,18 +36,21 @@ static void describe(int which, int64_t v, char *buf, size_t len)
 int fold_fingerprint_diff(const fold_fingerprint_t *a, int rank_a, const fold_fingerprint_t *b,
                           int rank_b, char *buf, size_t len)
 {
+    int64_t fa[F_FIELDS], fb[F_FIELDS];
+    fold_fingerprint_fields(a, fa);
+    fold_fingerprint_fields(b, fb);
     size_t at = strlen(buf);
     int differ = 0;
     for (int w = 0; w < F_FIELDS; w++) {
-        if (field(a, w) == field(b, w)) {
+        if (fa[w] == fb[w]) {
             continue;
         }
-        char va[48], vb[48];
-        describe(w, field(a, w), va, sizeof(va));
-        describe(w, field(b, w), vb, sizeof(vb));
+        char ta[48], tb[48];
+        describe(w, fa[w], ta, sizeof(ta));
+        describe(w, fb[w], tb, sizeof(tb));
         if (at < len) {
             at += (size_t)snprintf(buf + at, len - at, "%srank %d passed %s %s, rank %d passed %s",
-                                   differ ? "; " : "", rank_a, field_names[w], va, rank_b, vb);
+                                   differ ? "; " : "", rank_a, field_names[w], ta, rank_b, tb);
         }
         differ++;
     }

@@ -20,6 +20,10 @@ typedef struct fold_fingerprint {
     uint64_t call;        /* the communicator's call number */
 } fold_fingerprint_t;
 
+/* The fields as numbers, in a fixed order (FOLD_CHECK compares them all at once). */
+#define FOLD_FINGERPRINT_FIELDS 7
+void fold_fingerprint_fields(const fold_fingerprint_t *f, int64_t *v);
+
 /* Appends "rank a passed count X, rank b passed Y" for each field where a and b
  * differ ("; " between them) to buf; returns how many fields differ. */
 int fold_fingerprint_diff(const fold_fingerprint_t *a, int rank_a, const fold_fingerprint_t *b,

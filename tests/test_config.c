@@ -23,34 +23,7 @@
 #include <string.h>
 #include <unistd.h>
 
-/* ---- stderr capture (fold logs there) ---------------------------------------- */
-
-static int capture_fd = -1, saved_stderr = -1;
-
-static void capture_begin(void)
-{
-    char path[] = "/tmp/fold_test_config_XXXXXX";
-    fflush(stderr);
-    capture_fd = mkstemp(path);
-    cr_assert_geq(capture_fd, 0);
-    unlink(path);
-    saved_stderr = dup(STDERR_FILENO);
-    dup2(capture_fd, STDERR_FILENO);
-}
-
-/* What was written since capture_begin (malloc'd, NUL-terminated). */
-static char *capture_end(void)
-{
-    fflush(stderr);
-    dup2(saved_stderr, STDERR_FILENO);
-    close(saved_stderr);
-    off_t n = lseek(capture_fd, 0, SEEK_END);
-    char *text = calloc(1, (size_t)n + 1);
-    cr_assert_not_null(text);
-    cr_assert_eq(pread(capture_fd, text, (size_t)n, 0), n);
-    close(capture_fd);
-    return text;
-}
+#include "stderr_capture.h"
 
 #define EXPECT_LOG_HAS(log, fragment) \
     cr_expect(strstr((log), (fragment)) != NULL, "log lacks \"%s\": %s", (fragment), (log))
@@ -270,9 +243,9 @@ Test(config, the_environment_overrides_defaults, .init = clear_fold_environment)
     fold_config_release(&cfg);
 
     setenv("FOLD_SHM_SIZE", "1k", 1);
-    capture_begin();
+    stderr_capture_begin();
     int status = fold_config_load(&cfg);
-    char *log = capture_end();
+    char *log = stderr_capture_end();
     cr_expect_eq(status, FOLD_ERR_INVALID_ARG, "a bad value in the environment fails the load");
     EXPECT_LOG_HAS(log, "FOLD_SHM_SIZE");
     EXPECT_LOG_HAS(log, "'1k'");
@@ -297,9 +270,9 @@ Test(config, bad_values_are_logged_with_the_variable, .init = clear_fold_environ
         cr_assert_geq(row, 0, "%s", bad[i].name);
         fold_config_t before = cfg;
         const char *text_before = cfg.values[row];
-        capture_begin();
+        stderr_capture_begin();
         int status = fold_config_update(&cfg, bad[i].name, bad[i].text);
-        char *log = capture_end();
+        char *log = stderr_capture_end();
         cr_expect_eq(status, FOLD_ERR_INVALID_ARG, "FOLD_%s=%s accepted", bad[i].name,
                      bad[i].text);
         char name[64], quoted[64];
@@ -320,9 +293,9 @@ Test(config, bad_values_are_logged_with_the_variable, .init = clear_fold_environ
             continue;
         }
         const char *name = fold_config_table.fields[i].name;
-        capture_begin();
+        stderr_capture_begin();
         int status = fold_config_update(&cfg, name, "not-a-value");
-        char *log = capture_end();
+        char *log = stderr_capture_end();
         cr_expect_eq(status, FOLD_ERR_INVALID_ARG, "FOLD_%s took garbage", name);
         char full[64];
         snprintf(full, sizeof(full), "FOLD_%s", name);
@@ -330,9 +303,9 @@ Test(config, bad_values_are_logged_with_the_variable, .init = clear_fold_environ
         EXPECT_LOG_HAS(log, "'not-a-value'");
         free(log);
     }
-    capture_begin();
+    stderr_capture_begin();
     int status = fold_config_update(&cfg, "BOGUS", "1");
-    char *log = capture_end();
+    char *log = stderr_capture_end();
     cr_expect_eq(status, FOLD_ERR_NOT_FOUND);
     EXPECT_LOG_HAS(log, "unknown configuration variable 'BOGUS'");
     free(log);
@@ -363,9 +336,9 @@ Test(config, set_and_get_round_trip_on_a_context, .init = clear_fold_environment
     cr_expect_str_eq(value, "32k");
     cr_expect_eq(ctx->config.segment_size, 32768);
 
-    capture_begin();
+    stderr_capture_begin();
     int status = fold_config_set(ctx, "SEGMENT_SIZE", "12q");
-    char *log = capture_end();
+    char *log = stderr_capture_end();
     cr_expect_eq(status, FOLD_ERR_INVALID_ARG);
     EXPECT_LOG_HAS(log, "FOLD_SEGMENT_SIZE");
     EXPECT_LOG_HAS(log, "'12q'");
@@ -374,9 +347,9 @@ Test(config, set_and_get_round_trip_on_a_context, .init = clear_fold_environment
     cr_expect_str_eq(value, "32k", "a refused value leaves the old one");
 
     /* Selection refuses what the table accepts as text; the old value stays. */
-    capture_begin();
+    stderr_capture_begin();
     status = fold_config_set(ctx, "ALLREDUCE_ALG", "no_such_alg");
-    log = capture_end();
+    log = stderr_capture_end();
     cr_expect_eq(status, FOLD_ERR_NOT_FOUND);
     EXPECT_LOG_HAS(log, "no_such_alg");
     free(log);
@@ -385,9 +358,9 @@ Test(config, set_and_get_round_trip_on_a_context, .init = clear_fold_environment
     cr_expect_str_eq(ctx->config.allreduce_alg, "auto");
 
     /* Settings the transport read at init cannot change. */
-    capture_begin();
+    stderr_capture_begin();
     status = fold_config_set(ctx, "TRANSPORT", "ofi");
-    log = capture_end();
+    log = stderr_capture_end();
     cr_expect_eq(status, FOLD_ERR_INVALID_ARG);
     EXPECT_LOG_HAS(log, "FOLD_TRANSPORT cannot change after fold_init");
     free(log);
@@ -449,9 +422,9 @@ Test(shim_config, bad_values_keep_the_default_and_rank_0_says_so,
     setenv("FOLD_MPI_REDUCE_MAX", "12q", 1);
     setenv("FOLD_MPI_VERBOSE", "7", 1);
     shim_config_t c;
-    capture_begin();
+    stderr_capture_begin();
     shim_config_load(&c, 0);
-    char *log = capture_end();
+    char *log = stderr_capture_end();
     EXPECT_LOG_HAS(log, "FOLD_MPI_VERBOSE");
     EXPECT_LOG_HAS(log, "'7'");
     EXPECT_LOG_HAS(log, "an integer from 0 to 2");
@@ -468,9 +441,9 @@ Test(shim_config, bad_values_keep_the_default_and_rank_0_says_so,
     cr_expect_eq(c.max_bytes[SHIM_REDUCE], SHIM_SIZE_AUTO);
     cr_expect_eq(shim_config_range(&c, SHIM_REDUCE, &lo, &hi), 0);
 
-    capture_begin();
+    stderr_capture_begin();
     shim_config_load(&c, 1);
-    log = capture_end();
+    log = stderr_capture_end();
     cr_expect_str_eq(log, "", "only rank 0 warns");
     free(log);
 }

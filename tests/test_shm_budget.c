@@ -11,6 +11,7 @@
 
 #include "coll_reference.h"
 #include "loopback_harness.h"
+#include "stderr_capture.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -242,22 +243,9 @@ static int flat_rank(fold_context_t *ctx, int rank, int size, void *arg)
 /* stderr into a file for the span of a test; fold logs there. */
 static char *run_capturing_stderr(int (*run)(void *), void *arg, int *result)
 {
-    char path[] = "/tmp/fold_test_shm_budget_XXXXXX";
-    fflush(stderr);
-    int fd = mkstemp(path), saved = dup(STDERR_FILENO);
-    cr_assert_geq(fd, 0);
-    unlink(path);
-    dup2(fd, STDERR_FILENO);
+    stderr_capture_begin();
     *result = run(arg);
-    fflush(stderr);
-    dup2(saved, STDERR_FILENO);
-    close(saved);
-    off_t n = lseek(fd, 0, SEEK_END);
-    char *text = calloc(1, (size_t)n + 1);
-    cr_assert_not_null(text);
-    cr_assert_eq(pread(fd, text, (size_t)n, 0), n);
-    close(fd);
-    return text;
+    return stderr_capture_end();
 }
 
 static int count_of(const char *text, const char *what)

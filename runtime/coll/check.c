@@ -18,7 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-enum { FP_COLL, FP_COUNT, FP_DTYPE, FP_OP, FP_ROOT, FP_INPLACE, FP_CALL, FP_FIELDS };
+#define FP_FIELDS FOLD_FINGERPRINT_FIELDS
 
 static fold_fingerprint_t fingerprint_of(const fold_comm_t *comm, const fold_call_t *call)
 {
@@ -27,18 +27,6 @@ static fold_fingerprint_t fingerprint_of(const fold_comm_t *comm, const fold_cal
         .allreduce = allreduce, .count = call->count, .dtype = call->dtype, .op = call->op,
         .root = allreduce ? 0 : call->root, .inplace = allreduce ? call->inplace : 0,
         .call = comm->check_calls};
-}
-
-/* The fingerprint as the fields the allreduce compares. */
-static void fields_of(const fold_fingerprint_t *f, int64_t *v)
-{
-    v[FP_COLL] = f->allreduce;
-    v[FP_COUNT] = (int64_t)f->count;
-    v[FP_DTYPE] = f->dtype;
-    v[FP_OP] = f->op;
-    v[FP_ROOT] = f->root;
-    v[FP_INPLACE] = f->inplace;
-    v[FP_CALL] = (int64_t)f->call;
 }
 
 /* A blocking allreduce(MAX) of int64 over comm, as selection picks it (on one node,
@@ -90,7 +78,7 @@ int fold_coll_check(fold_comm_t *comm, const fold_call_t *call)
     comm->check_calls++;   /* calls are numbered from 1 in the messages */
     fold_fingerprint_t mine = fingerprint_of(comm, call);
     int64_t in[2 * FP_FIELDS], spread[2 * FP_FIELDS];
-    fields_of(&mine, in);
+    fold_fingerprint_fields(&mine, in);
     for (int i = 0; i < FP_FIELDS; i++) {
         in[FP_FIELDS + i] = -in[i];
     }

@@ -85,29 +85,12 @@ static int peer_copy(const fold_node_t *node, int local, void *mine, uint64_t th
     return FOLD_OK;
 }
 
-/* Where the peer's buffer lies in this call; the builder waited for its post. */
-static int peer_addr(const fold_node_t *node, int local, uint64_t epoch, int from_out,
-                     uint64_t *addr, char *why, size_t whylen)
-{
-    const peer_line_t *l = line(node, local);
-    uint64_t e = atomic_load_explicit(&l->epoch, memory_order_acquire);
-    if (e != epoch) {
-        snprintf(why, whylen, "local rank %d published call %llu's buffers, not call %llu's",
-                 local, (unsigned long long)e, (unsigned long long)epoch);
-        return FOLD_ERR_PEER_FAILED;
-    }
-    int status = fold_node_peer_check(node, local, epoch, why, whylen);
-    *addr = from_out ? l->out : l->in;
-    return status;
-}
-
-int fold_node_peer_check(const fold_node_t *node, int local, uint64_t epoch, char *why,
+/* FOLD_ERR_MISMATCH, with why naming both ranks and the field, when line l (local
+ * rank `local`'s, of this very call) says it was asked something else. */
+static int compare_calls(const fold_node_t *node, const peer_line_t *l, int local, char *why,
                          size_t whylen)
 {
-    const peer_line_t *l = line(node, local), *mine = line(node, node->local_rank);
-    if (atomic_load_explicit(&l->epoch, memory_order_acquire) != epoch) {
-        return FOLD_OK;   /* gone on to its next call already: nothing left to compare */
-    }
+    const peer_line_t *mine = line(node, node->local_rank);
     if (l->count == mine->count && l->call == mine->call) {
         return FOLD_OK;
     }
@@ -120,6 +103,31 @@ int fold_node_peer_check(const fold_node_t *node, int local, uint64_t epoch, cha
     fold_fingerprint_diff(&theirs, fold_topo_rank(t, t->node_of[node->comm_rank], local), &own,
                           node->comm_rank, why, whylen);
     return FOLD_ERR_MISMATCH;
+}
+
+/* Where the peer's buffer lies in this call; the builder waited for its post. */
+static int peer_addr(const fold_node_t *node, int local, uint64_t epoch, int from_out,
+                     uint64_t *addr, char *why, size_t whylen)
+{
+    const peer_line_t *l = line(node, local);
+    uint64_t e = atomic_load_explicit(&l->epoch, memory_order_acquire);
+    if (e != epoch) {
+        snprintf(why, whylen, "local rank %d published call %llu's buffers, not call %llu's",
+                 local, (unsigned long long)e, (unsigned long long)epoch);
+        return FOLD_ERR_PEER_FAILED;
+    }
+    *addr = from_out ? l->out : l->in;
+    return compare_calls(node, l, local, why, whylen);
+}
+
+int fold_node_peer_check(const fold_node_t *node, int local, uint64_t epoch, char *why,
+                         size_t whylen)
+{
+    const peer_line_t *l = line(node, local);
+    if (atomic_load_explicit(&l->epoch, memory_order_acquire) != epoch) {
+        return FOLD_OK;   /* not at this call, or gone on to its next: nothing to compare */
+    }
+    return compare_calls(node, l, local, why, whylen);
 }
 
 int fold_node_peer_read(const fold_node_t *node, int local, uint64_t epoch, int from_out,

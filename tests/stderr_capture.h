@@ -1,0 +1,13 @@
+/*
+ * stderr into a temporary file for a span of a test, to check what fold logged there.
+ * One capture at a time per process.
+ */
+#ifndef FOLD_TEST_STDERR_CAPTURE_H
+#define FOLD_TEST_STDERR_CAPTURE_H
+
+void  stderr_capture_begin(void);
+/* What was written since stderr_capture_begin (malloc'd, NUL-terminated); stderr is
+ * the terminal's again. */
+char *stderr_capture_end(void);
+
+#endif
