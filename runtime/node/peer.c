@@ -56,6 +56,10 @@ void fold_node_peer_publish(fold_node_t *node, uint64_t epoch, const void *in, v
     peer_line_t *me = line(node, node->local_rank);
     fold_fingerprint_t rest = *call;
     rest.count = 0;
+    /* Epoch 0 while the line changes: a rank comparing calls while it waits on this
+     * rank's flags (fold_node_peer_check) may read it as this rank moves on. */
+    atomic_store_explicit(&me->epoch, 0, memory_order_relaxed);
+    atomic_thread_fence(memory_order_release);
     me->in    = (uint64_t)(uintptr_t)in;
     me->out   = (uint64_t)(uintptr_t)out;
     me->count = call->count;
@@ -85,18 +89,18 @@ static int peer_copy(const fold_node_t *node, int local, void *mine, uint64_t th
     return FOLD_OK;
 }
 
-/* FOLD_ERR_MISMATCH, with why naming both ranks and the field, when line l (local
- * rank `local`'s, of this very call) says it was asked something else. */
-static int compare_calls(const fold_node_t *node, const peer_line_t *l, int local, char *why,
-                         size_t whylen)
+/* FOLD_ERR_MISMATCH, with why naming both ranks and the field, when local rank
+ * `local` published (count, call) for this very call and was asked something else. */
+static int compare_calls(const fold_node_t *node, uint64_t count, uint64_t call, int local,
+                         char *why, size_t whylen)
 {
     const peer_line_t *mine = line(node, node->local_rank);
-    if (l->count == mine->count && l->call == mine->call) {
+    if (count == mine->count && call == mine->call) {
         return FOLD_OK;
     }
-    fold_fingerprint_t theirs = fold_fingerprint_unpack(l->call);
+    fold_fingerprint_t theirs = fold_fingerprint_unpack(call);
     fold_fingerprint_t own = fold_fingerprint_unpack(mine->call);
-    theirs.count = l->count;
+    theirs.count = count;
     own.count = mine->count;
     const fold_topo_t *t = node->topo;
     why[0] = '\0';
@@ -117,7 +121,7 @@ static int peer_addr(const fold_node_t *node, int local, uint64_t epoch, int fro
         return FOLD_ERR_PEER_FAILED;
     }
     *addr = from_out ? l->out : l->in;
-    return compare_calls(node, l, local, why, whylen);
+    return compare_calls(node, l->count, l->call, local, why, whylen);
 }
 
 int fold_node_peer_check(const fold_node_t *node, int local, uint64_t epoch, char *why,
@@ -127,7 +131,12 @@ int fold_node_peer_check(const fold_node_t *node, int local, uint64_t epoch, cha
     if (atomic_load_explicit(&l->epoch, memory_order_acquire) != epoch) {
         return FOLD_OK;   /* not at this call, or gone on to its next: nothing to compare */
     }
-    return compare_calls(node, l, local, why, whylen);
+    uint64_t count = l->count, call = l->call;
+    atomic_thread_fence(memory_order_acquire);
+    if (atomic_load_explicit(&l->epoch, memory_order_relaxed) != epoch) {
+        return FOLD_OK;   /* it moved on while this rank read (see the publish) */
+    }
+    return compare_calls(node, count, call, local, why, whylen);
 }
 
 int fold_node_peer_read(const fold_node_t *node, int local, uint64_t epoch, int from_out,
