@@ -175,21 +175,43 @@ void fold_context_set_measured(fold_context_t *ctx, double cma_gbs, double cma_u
              cma_us);
 }
 
-/* What fold_init measured, agreed by every rank: single copy's rate (the slowest
- * rank's) and cost per call (the dearest), where every rank could measure it. */
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The median of n values (sorts them). */
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof(*v), cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* What fold_init measured, agreed by every rank where every rank could measure
+ * it: single copy's rate and cost per call, the medians over the ranks, so that
+ * one rank caught by noise while it measured does not decide for all. */
 static void agree_measured(fold_context_t *ctx, const locality_record_t *all)
 {
-    double gbs = 0, us = 0;
-    int ok = 1;
-    for (int r = 0; r < ctx->bs.size; r++) {
+    int p = ctx->bs.size, ok = 1;
+    double *v = malloc(2 * (size_t)p * sizeof(double)), gbs = 0, us = 0;
+    for (int r = 0; r < p; r++) {
         ok &= all[r].single_copy;
-        gbs = r == 0 || all[r].cma_gbs < gbs ? all[r].cma_gbs : gbs;
-        us  = all[r].cma_us > us ? all[r].cma_us : us;
     }
+    if (v != NULL && ok) {
+        for (int r = 0; r < p; r++) {
+            v[r]     = all[r].cma_gbs;
+            v[p + r] = all[r].cma_us;
+        }
+        gbs = median(v, p);
+        us  = median(v + p, p);
+    }
+    free(v);
     ctx->measured[0] = '\0';
     if (ok && gbs > 0) {
         fold_context_set_measured(ctx, gbs, us);
     }
+    fold_debug("single copy calibrated: %s", ok ? ctx->measured : "not available");
 }
 
 /* Checks that every rank configured itself and would select alike. */
@@ -227,6 +249,8 @@ static int context_locality(fold_context_t *ctx, int config_status)
     mine.select_hash = config_status == FOLD_OK ? selection_hash(ctx) : 0;
     if (ctx->bs.size > 1) {
         mine.single_copy = fold_node_peer_calibrate(&mine.cma_gbs, &mine.cma_us);
+        fold_debug("single copy measured here: %.4g GB/s, %.4g us per call", mine.cma_gbs,
+                   mine.cma_us);
     }
     locality_record_t *all = malloc((size_t)p * sizeof(*all));
     int *node_of = malloc((size_t)p * sizeof(int));

@@ -171,8 +171,16 @@ int fold_node_peer_probe(int64_t pid, uint64_t addr, uint64_t expect)
     return 1;
 }
 
-/* Best of a few timed reads of this process's own memory through the kernel: the
- * copy rate of the single-copy path, and its cost per call (pinning, the syscall). */
+/* Best of timed reads of this process's own memory through the kernel: the copy
+ * rate of the single-copy path, and its cost per call (pinning, the syscall). Best
+ * of many over at least CALIBRATE_MIN_S: on this project's virtual machine one run
+ * in seven measured memory at a third of its speed for a few milliseconds of
+ * fold_init (memcpy too), and the best of 4 reads over 0.3 ms then made selection
+ * run the two-copy algorithms for the whole job; over 10 ms, 110 runs of 110
+ * measured it right. */
+#define CALIBRATE_MIN_READS 8
+#define CALIBRATE_MAX_READS 512
+#define CALIBRATE_MIN_S     10e-3
 int fold_node_peer_calibrate(double *gbs, double *call_us)
 {
     const size_t big = 1 << 20, small = 64;
@@ -184,7 +192,10 @@ int fold_node_peer_calibrate(double *gbs, double *call_us)
         memset(dst, 0, big);
     }
     pid_t self = getpid();
-    for (int i = 0; ok && i < 4; i++) {
+    double start = fold_util_time_now();
+    for (int i = 0; ok && i < CALIBRATE_MAX_READS &&
+                    (i < CALIBRATE_MIN_READS || fold_util_time_now() - start < CALIBRATE_MIN_S);
+         i++) {
         struct iovec l = {dst, big}, r = {src, big};
         double t0 = fold_util_time_now();
         ok = process_vm_readv(self, &l, 1, &r, 1, 0) == (ssize_t)big;
