@@ -120,7 +120,7 @@ void fold_comm_destroy(fold_comm_t *comm)
     fold_comm_ids_release(&comm->ctx->comm_ids, comm->id);
     for (int i = 0; i < FOLD_SCHED_CACHE_SIZE; i++) {
         fold_sched_cleanup(&comm->cache[i].sched);
-        free(comm->cache[i].spare);
+        fold_exec_request_free(comm->cache[i].spare);
         free(comm->cache[i].peer_dense);
     }
     for (size_t i = 0; i < sizeof(comm->scratch) / sizeof(comm->scratch[0]); i++) {

@@ -80,7 +80,7 @@ static int args_equal(const fold_coll_args_t *a, const fold_coll_args_t *b)
 static void entry_clear(fold_sched_entry_t *e)
 {
     fold_sched_cleanup(&e->sched);
-    free(e->spare);
+    fold_exec_request_free(e->spare);
     free(e->peer_dense);
     memset(e, 0, sizeof(*e));
 }
@@ -174,14 +174,16 @@ static fold_request_t *request_alloc(size_t nsteps)
 {
     size_t n = nsteps ? nsteps : 1;
     size_t bytes = sizeof(fold_request_t) +
-                   n * (sizeof(fold_tl_req_t) + sizeof(fold_codec_stats_t) +
+                   n * (sizeof(fold_tl_req_t) + sizeof(fold_exec_fp_t) +
+                        sizeof(fold_codec_stats_t) +
                         sizeof(fold_wire_buf_t *) + 3 * sizeof(uint32_t) + 1);
     fold_request_t *req = calloc(1, bytes);
     if (req == NULL) {
         return NULL;
     }
     req->tlreq      = (fold_tl_req_t *)(req + 1);
-    req->stats      = (fold_codec_stats_t *)(req->tlreq + n);
+    req->fp         = (fold_exec_fp_t *)(req->tlreq + n);
+    req->stats      = (fold_codec_stats_t *)(req->fp + n);
     req->staging    = (fold_wire_buf_t **)(req->stats + n);
     req->pending    = (uint32_t *)(req->staging + n);
     req->queue      = req->pending + n;
@@ -189,6 +191,14 @@ static fold_request_t *request_alloc(size_t nsteps)
     req->soft       = (uint8_t *)(req->active + n);
     req->nsteps_cap = n;
     return req;
+}
+
+void fold_exec_request_free(fold_request_t *req)
+{
+    if (req != NULL) {
+        free(req->fp_arena);
+        free(req);
+    }
 }
 
 static void queue_push(fold_request_t *req, uint32_t step)
@@ -258,7 +268,7 @@ int fold_exec_start(fold_comm_t *comm, const fold_exec_args_t *args, fold_reques
     fold_scratch_t *scratch;
     status = scratch_acquire(comm, s->tmp_count * esize, &scratch);
     if (status != FOLD_OK) {
-        free(req);
+        fold_exec_request_free(req);
         return status;
     }
 
@@ -289,6 +299,13 @@ int fold_exec_start(fold_comm_t *comm, const fold_exec_args_t *args, fold_reques
     req->turn       = (fold_node_turn_t){0};
     req->peer_published = 0;
     fold_wire_request_init(req, args);
+    if ((status = fold_exec_fp_init(req)) != FOLD_OK) {
+        if (scratch != NULL) {
+            scratch->busy = 0;
+        }
+        fold_exec_request_free(req);
+        return status;
+    }
     req->soft_left = s->nsoft;
     if (s->nsoft != 0) {
         memset(req->soft, SOFT_WAITING, s->nsteps);
@@ -350,7 +367,7 @@ void fold_exec_release(fold_request_t *req)
     if (req->entry->spare == NULL) {
         req->entry->spare = req;
     } else {
-        free(req);
+        fold_exec_request_free(req);
     }
 }
 
@@ -406,7 +423,10 @@ static int request_fail(fold_request_t *req, int status, size_t step, const char
         if (req->sched->steps[req->active[k]].kind == FOLD_STEP_SHM_WAIT) {
             req->active[k] = req->active[--req->nactive];   /* nothing to cancel */
         } else {
-            ctx->tl_ops->cancel(ctx->tl, &req->tlreq[req->active[k]]);
+            if (req->tlreq[req->active[k]].status == FOLD_INPROGRESS) {
+                ctx->tl_ops->cancel(ctx->tl, &req->tlreq[req->active[k]]);
+            }
+            fold_exec_fp_cancel(req, req->active[k]);
             k++;
         }
     }
@@ -415,7 +435,10 @@ static int request_fail(fold_request_t *req, int status, size_t step, const char
     while (req->nactive > 0 && fold_util_time_now() < deadline) {
         ctx->tl_ops->progress(ctx->tl);
         for (size_t k = 0; k < req->nactive;) {
-            if (req->tlreq[req->active[k]].status != FOLD_INPROGRESS) {
+            uint32_t a = req->active[k];
+            if (req->tlreq[a].status != FOLD_INPROGRESS &&
+                (req->fp[a].mode == FOLD_EXEC_FP_NONE ||
+                 req->fp[a].beside.status != FOLD_INPROGRESS)) {
                 req->active[k] = req->active[--req->nactive];
             } else {
                 k++;
@@ -488,6 +511,21 @@ static int shm_wait_check(fold_request_t *req, uint32_t i)
     return FOLD_OK;
 }
 
+/* A receive that failed (status, why): where the peer's fingerprint shows that the
+ * calls differ, that is the error to report. */
+static int recv_failure(fold_request_t *req, uint32_t i, int status, char *why, size_t whylen)
+{
+    if (req->sched->steps[i].kind != FOLD_STEP_RECV || status == FOLD_ERR_CANCELED) {
+        return status;
+    }
+    char text[256];
+    if (fold_exec_fp_explain(req, i, text, sizeof(text)) == FOLD_ERR_MISMATCH) {
+        snprintf(why, whylen, "%s", text);
+        return FOLD_ERR_MISMATCH;
+    }
+    return status;
+}
+
 static int check_transfer(fold_request_t *req, uint32_t i)
 {
     const fold_step_t *st = &req->sched->steps[i];
@@ -495,26 +533,34 @@ static int check_transfer(fold_request_t *req, uint32_t i)
     if (st->kind == FOLD_STEP_SHM_WAIT) {
         return shm_wait_check(req, i);
     }
+    if (req->fp[i].mode != FOLD_EXEC_FP_NONE) {
+        char why[256];
+        int status = fold_exec_fp_check(req, i, why, sizeof(why));
+        if (status != FOLD_OK) {
+            return request_fail(req, status, i, why);
+        }
+    }
     if (t->status != FOLD_OK) {
-        char why[96];
+        char why[256];
         snprintf(why, sizeof(why), "the transport reported '%s'", fold_status_string(t->status));
-        return request_fail(req, t->status, i, why);
+        return request_fail(req, recv_failure(req, i, t->status, why, sizeof(why)), i, why);
     }
     if (st->kind == FOLD_STEP_SEND) {
         fold_wire_send_done(req, i);
         return FOLD_OK;
     }
-    if (st->kind == FOLD_STEP_RECV && !fold_wire_length_ok(req, i, t->length)) {
-        char why[128];
+    if (!fold_wire_length_ok(req, i, t->length)) {
+        char why[256];
         snprintf(why, sizeof(why), "rank %d sent %zu bytes where %zu were expected "
                  "(mismatched calls?)", st->peer, t->length, st->count * req->esize);
-        return request_fail(req, FOLD_ERR_TRUNCATED, i, why);
+        return request_fail(req, recv_failure(req, i, FOLD_ERR_TRUNCATED, why, sizeof(why)), i,
+                            why);
     }
     if (st->kind == FOLD_STEP_RECV) {
         char why[256];
         int status = fold_wire_recv_done(req, i, why, sizeof(why));
         if (status != FOLD_OK) {
-            return request_fail(req, status, i, why);
+            return request_fail(req, recv_failure(req, i, status, why, sizeof(why)), i, why);
         }
         if (req->soft_left != 0 && t->length == st->count * req->esize) {
             drop_soft_waits(req, i);
@@ -545,7 +591,8 @@ static int active_step_done(const fold_request_t *req, uint32_t i)
     if (st->kind == FOLD_STEP_SHM_WAIT) {
         return shm_wait_done(req, st);
     }
-    return __atomic_load_n(&req->tlreq[i].status, __ATOMIC_ACQUIRE) != FOLD_INPROGRESS;
+    return __atomic_load_n(&req->tlreq[i].status, __ATOMIC_ACQUIRE) != FOLD_INPROGRESS &&
+           (req->fp[i].mode == FOLD_EXEC_FP_NONE || fold_exec_fp_done(req, i));
 }
 
 static int start_step(fold_request_t *req, uint32_t i)
@@ -563,19 +610,28 @@ static int start_step(fold_request_t *req, uint32_t i)
         fold_tl_req_t *t = &req->tlreq[i];
         t->status = FOLD_INPROGRESS;
         t->length = 0;
+        int fp = req->fp[i].mode != FOLD_EXEC_FP_NONE;
         if (st->kind == FOLD_STEP_SEND) {
             const void *p;
             size_t len;
             fold_wire_send_data(req, i, &p, &len);
-            status = ctx->tl_ops->tag_send(ctx->tl, peer, tag, p, len, t);
+            status = fp ? fold_exec_fp_send(req, i, peer, tag, p, len)
+                        : ctx->tl_ops->tag_send(ctx->tl, peer, tag, p, len, t);
         } else {
             void *p = st->count ? step_ptr(req, st->dst) : NULL;
-            status = ctx->tl_ops->tag_recv(ctx->tl, peer, tag, p, st->count * req->esize, t);
+            size_t len = st->count * req->esize;
+            status = fp ? fold_exec_fp_recv(req, i, peer, tag, p, len)
+                        : ctx->tl_ops->tag_recv(ctx->tl, peer, tag, p, len, t);
         }
         if (status < 0) {
+            if (fp) {
+                fold_exec_fp_cancel(req, i);   /* a fingerprint message may be under way */
+                req->active[req->nactive++] = i;
+                req->tlreq[i].status = status;
+            }
             return request_fail(req, status, i, "the transport refused the operation");
         }
-        if (t->status == FOLD_INPROGRESS) {
+        if (!active_step_done(req, i)) {
             req->active[req->nactive++] = i;
             return FOLD_OK;
         }
@@ -701,11 +757,7 @@ static int shm_turn(fold_request_t *req)
     if (node->seg.base != NULL) {
         /* Where this call's buffers are (single copy reads them) and what it was asked
          * to do (every wait on another rank's flag compares it: shm_wait_check). */
-        const fold_coll_args_t *a = &req->entry->args;
-        fold_fingerprint_t call = {
-            .allreduce = req->coll == FOLD_COLL_ALLREDUCE, .count = a->count,
-            .dtype = req->dtype, .op = req->op, .root = req->coll == FOLD_COLL_ALLREDUCE ? 0
-                                                                                       : a->root};
+        fold_fingerprint_t call = fold_exec_fingerprint(req);
         fold_node_peer_publish(node, req->turn.epoch, req->buf[FOLD_BUF_IN],
                                req->buf[FOLD_BUF_OUT], &call);
         req->peer_published = 1;

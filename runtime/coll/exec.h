@@ -9,6 +9,7 @@
 #include "context.h"
 #include "coll/sched.h"
 #include "node/node.h"
+#include "fingerprint.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -34,6 +35,14 @@ typedef struct fold_wire_buf {
     int    busy;
 } fold_wire_buf_t;
 #define FOLD_WIRE_POOL 32
+
+/* The call's fingerprint on a first message to a peer (exec_fp.c). */
+#define FOLD_EXEC_FP_NONE 0
+typedef struct fold_exec_fp {
+    fold_tl_req_t beside;   /* a large message's fingerprint, sent beside it */
+    size_t        off;      /* its bytes in the request's arena */
+    uint8_t       mode;     /* FOLD_EXEC_FP_NONE: the step carries none */
+} fold_exec_fp_t;
 
 typedef struct fold_scratch {
     void  *buf;
@@ -63,6 +72,9 @@ struct fold_request {
     fold_tl_req_t      *tlreq;        /* per step */
     struct fold_codec_stats *stats;   /* per step: density a reduction counted */
     fold_wire_buf_t   **staging;      /* per step: the encoded message a send holds */
+    fold_exec_fp_t     *fp;           /* per step: the call's fingerprint it carries */
+    char               *fp_arena;     /* their bytes (kept with the request) */
+    size_t              fp_arena_size;
     int                 codec_accept; /* encoded messages are valid for this op/dtype */
     int                 codec_mask;   /* codecs this request's sends may use */
     size_t              ndone;
@@ -99,6 +111,8 @@ int  fold_exec_run(fold_comm_t *comm, const fold_exec_args_t *args);
 int  fold_exec_progress(fold_request_t *req);
 int  fold_exec_wait(fold_request_t *req);
 void fold_exec_release(fold_request_t *req);
+/* Frees a request the executor allocated (NULL: nothing). */
+void fold_exec_request_free(fold_request_t *req);
 /* FOLD_OK when a transport with these caps keeps what the executor relies on;
  * otherwise logs each missing guarantee and returns FOLD_ERR_UNSUPPORTED. */
 int  fold_exec_check_caps(const fold_tl_caps_t *caps);
@@ -111,6 +125,23 @@ int  fold_wire_length_ok(const fold_request_t *req, uint32_t i, size_t len);
 int  fold_wire_recv_done(fold_request_t *req, uint32_t i, char *why, size_t whylen);
 int  fold_wire_reduce(fold_request_t *req, uint32_t i, char *why, size_t whylen);
 void fold_wire_pool_free(fold_comm_t *comm);
+
+/* exec_fp.c: the call's fingerprint on the first message to each peer (see there). */
+fold_fingerprint_t fold_exec_fingerprint(const fold_request_t *req);
+int  fold_exec_fp_init(fold_request_t *req);
+int  fold_exec_fp_send(fold_request_t *req, uint32_t i, int peer, uint64_t tag, const void *data,
+                       size_t len);
+int  fold_exec_fp_recv(fold_request_t *req, uint32_t i, int peer, uint64_t tag, void *data,
+                       size_t len);
+/* 0 while the step's fingerprint message is still under way (1 for other steps). */
+int  fold_exec_fp_done(const fold_request_t *req, uint32_t i);
+void fold_exec_fp_cancel(fold_request_t *req, uint32_t i);
+/* After the transfer: compares (a receive's inline fingerprint: strips it and puts
+ * the data where the step wants it); FOLD_ERR_MISMATCH and why when they differ. */
+int  fold_exec_fp_check(fold_request_t *req, uint32_t i, char *why, size_t whylen);
+/* A receive from a peer failed its checks: FOLD_ERR_MISMATCH and why where the
+ * peer's fingerprint of this call shows the calls differ, else FOLD_OK. */
+int  fold_exec_fp_explain(fold_request_t *req, uint32_t i, char *why, size_t whylen);
 
 /* plan.c: a selection's choice -> the executor's arguments (node-aware fields
  * included, setting up the node state on first use). */
