@@ -151,7 +151,7 @@ static void expect_logged(const char *words)
 
 static void setup(void)
 {
-    if (!getenv("NOREDIR")) cr_redirect_stderr();
+    cr_redirect_stderr();
     setenv("FOLD_TIMEOUT", "1", 1);   /* ranks that never meet the culprit wait this long */
 }
 
