@@ -74,6 +74,7 @@ struct fold_request {
     fold_wire_buf_t   **staging;      /* per step: the encoded message a send holds */
     fold_exec_fp_t     *fp;           /* per step: the call's fingerprint it carries */
     char               *fp_arena;     /* their bytes (kept with the request) */
+    uint64_t            fp_wire[4];   /* this call's fingerprint as it travels (exec_fp.c) */
     size_t              fp_arena_size;
     int                 codec_accept; /* encoded messages are valid for this op/dtype */
     int                 codec_mask;   /* codecs this request's sends may use */
