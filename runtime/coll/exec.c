@@ -645,6 +645,10 @@ static int start_step(fold_request_t *req, uint32_t i)
         if (req->codec_accept) {
             char why[256];
             status = fold_wire_reduce(req, i, why, sizeof(why));
+            if (status != FOLD_OK && st->link != FOLD_STEP_NONE) {
+                /* It decoded a received message: the sender's call may differ. */
+                status = recv_failure(req, st->link, status, why, sizeof(why));
+            }
             if (status != FOLD_OK) {
                 return request_fail(req, status, i, why);
             }

@@ -133,6 +133,7 @@ int fold_exec_fp_init(fold_request_t *req)
         const fold_step_t *st = &s->steps[i];
         fold_exec_fp_t *fp = &req->fp[i];
         fp->mode = FP_NONE;
+        fp->beside.status = FOLD_ERR_CANCELED;   /* not posted (yet) in this call */
         last_seq = st->seq > last_seq && st->seq != FOLD_STEP_NONE ? st->seq : last_seq;
         if (!reduction || st->seq != 0 ||
             (st->kind != FOLD_STEP_SEND && st->kind != FOLD_STEP_RECV)) {
@@ -335,7 +336,8 @@ int fold_exec_fp_explain(fold_request_t *req, uint32_t i, char *why, size_t whyl
         while (fp->beside.status == FOLD_INPROGRESS && fold_util_time_now() < until) {
             ctx->tl_ops->progress(ctx->tl);
         }
-        if (fp->beside.status == FOLD_OK && from_wire(got, &theirs)) {
+        if (fp->beside.status == FOLD_OK && fp->beside.length == FP_BYTES &&
+            from_wire(got, &theirs)) {
             return mismatch(req, &theirs, st->peer, why, whylen);
         }
         return FOLD_OK;
