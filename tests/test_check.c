@@ -9,6 +9,7 @@
 #include <criterion/redirect.h>
 
 #include "loopback_harness.h"
+#include "util/clock.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -309,4 +310,97 @@ static int agree_rank(fold_context_t *ctx, int rank, int size, void *arg)
 Test(check, matching_calls_pass)
 {
     cr_expect_eq(lh_run(3, agree_rank, NULL), 0);
+}
+
+/* Calls that take different paths on a node never meet in the same slots or flags:
+ * one rank on the tiny-message path (a blocking call of at most 2 KiB), the other on
+ * the node's schedules (a larger call, or a nonblocking one). Each looks for the
+ * other on the other path while it waits, so both fail at once with
+ * FOLD_ERR_MISMATCH, not after FOLD_TIMEOUT. */
+typedef enum { PATH_COUNT, PATH_NONBLOCKING } path_mistake_t;
+
+static int path_rank(fold_context_t *ctx, int rank, int size, void *arg)
+{
+    (void)size;
+    const path_mistake_t *m = arg;
+    fold_comm_h w = fold_comm_world(ctx);
+    enum { MID = 2048 };
+    float in[MID], out[MID];
+    for (int i = 0; i < MID; i++) {
+        in[i] = (float)rank;
+    }
+    double t0 = fold_util_time_now();
+    int st;
+    if (rank == 1 && *m == PATH_COUNT) {
+        st = fold_allreduce(in, out, MID, FOLD_FLOAT32, FOLD_OP_SUM, w);   /* 8 KiB */
+    } else if (rank == 1) {
+        fold_request_h req;
+        st = fold_iallreduce(in, out, 16, FOLD_FLOAT32, FOLD_OP_SUM, w, &req);
+        if (st == FOLD_OK) {
+            st = fold_wait(req);
+            fold_request_free(req);
+        }
+    } else {
+        st = fold_allreduce(in, out, 16, FOLD_FLOAT32, FOLD_OP_SUM, w);   /* 64 B */
+    }
+    double took = fold_util_time_now() - t0;
+    if (st != FOLD_ERR_MISMATCH || took > 5) {
+        fprintf(stderr, "rank %d: path mistake %d returned %s after %.1f s\n", rank, *m,
+                fold_status_string(st), took);
+        return 1;
+    }
+    return 0;
+}
+
+Test(check, different_paths_meet)
+{
+    setenv("FOLD_TIMEOUT", "20", 1);
+    static const path_mistake_t mistakes[] = {PATH_COUNT, PATH_NONBLOCKING};
+    for (size_t m = 0; m < 2; m++) {
+        cr_expect_eq(lh_run(2, path_rank, (void *)&mistakes[m]), 0, "path mistake %zu", m);
+    }
+    char *text = logged();
+    cr_assert_not_null(text);
+    cr_expect(strstr(text, "passed count 2048") != NULL, "log:\n%s", text);
+    cr_expect(strstr(text, "a nonblocking one") != NULL, "log:\n%s", text);
+    free(text);
+}
+
+/* Matching calls that alternate between the paths (tiny blocking, larger, tiny
+ * nonblocking, reduces to every root) never look mismatched, however far one rank
+ * runs ahead of another. */
+static int mixed_rank(fold_context_t *ctx, int rank, int size, void *arg)
+{
+    (void)arg;
+    fold_comm_h w = fold_comm_world(ctx);
+    enum { MID = 2048 };
+    float in[MID], out[MID];
+    for (int i = 0; i < MID; i++) {
+        in[i] = (float)(rank + 1);
+    }
+    const float sum = (float)(size * (size + 1) / 2);
+    int bad = 0;
+    for (int it = 0; it < 300 && !bad; it++) {
+        size_t n = it % 3 == 1 ? MID : 16;
+        bad |= fold_allreduce(in, out, n, FOLD_FLOAT32, FOLD_OP_SUM, w) != FOLD_OK ||
+               out[n - 1] != sum;
+        fold_request_h req;
+        bad |= fold_iallreduce(in, out, 16, FOLD_FLOAT32, FOLD_OP_SUM, w, &req) != FOLD_OK;
+        bad |= !bad && (fold_wait(req) != FOLD_OK || fold_request_free(req) != FOLD_OK ||
+                        out[15] != sum);
+        int root = it % size;
+        bad |= fold_reduce(in, rank == root ? out : NULL, n, FOLD_FLOAT32, FOLD_OP_SUM, root,
+                           w) != FOLD_OK || (rank == root && out[0] != sum);
+    }
+    if (bad) {
+        fprintf(stderr, "rank %d: matching calls on mixed paths failed\n", rank);
+    }
+    return bad;
+}
+
+Test(check, mixed_paths_pass)
+{
+    setenv("FOLD_TIMEOUT", "20", 1);
+    cr_expect_eq(lh_run(2, mixed_rank, NULL), 0);
+    cr_expect_eq(lh_run(3, mixed_rank, NULL), 0);
 }

@@ -526,6 +526,40 @@ static int recv_failure(fold_request_t *req, uint32_t i, int status, char *why, 
     return status;
 }
 
+/* A rank this one waits on posted a tiny-message call this rank has not made (on
+ * the node's fast path, which never takes a turn): it will not reach this call's
+ * flag. Read its slot first, then its flag again: a rank that posted the flag
+ * before going on to that call is not caught (others may still be behind). */
+static int shm_wait_other_path(fold_request_t *req, uint32_t i)
+{
+    const fold_step_t *st = &req->sched->steps[i];
+    const fold_node_t *node = req->comm->node;
+    for (int l = st->local >= 0 ? st->local : 0; l < node->seg.local_size; l++) {
+        fold_fingerprint_t theirs;
+        if (l != node->local_rank && fold_node_fast_peer_ahead(node, l, &theirs) &&
+            !fold_shm_flag_reached(&node->seg, l, st->flag, shm_value(req, st))) {
+            fold_fingerprint_t mine = fold_exec_fingerprint(req);
+            int peer = fold_topo_rank(node->topo, node->topo->node_of[req->comm->rank], l);
+            char why[320] = "";
+            theirs.call    = mine.call;
+            theirs.inplace = mine.inplace;   /* the tiny path does not record it */
+            if (fold_fingerprint_diff(&theirs, peer, &mine, req->comm->rank, why,
+                                      sizeof(why)) == 0) {
+                snprintf(why, sizeof(why), "rank %d runs a blocking call, rank %d a "
+                         "nonblocking one", peer, req->comm->rank);
+            }
+            size_t at = strlen(why);
+            snprintf(why + at, sizeof(why) - at, " (rank %d on the node's tiny-message path, "
+                     "rank %d on its schedules)", peer, req->comm->rank);
+            return request_fail(req, FOLD_ERR_MISMATCH, i, why);
+        }
+        if (st->local >= 0) {
+            break;
+        }
+    }
+    return FOLD_OK;
+}
+
 static int check_transfer(fold_request_t *req, uint32_t i)
 {
     const fold_step_t *st = &req->sched->steps[i];
@@ -796,7 +830,8 @@ int fold_exec_progress(fold_request_t *req)
                 /* A rank that waits on another's flag need not wait for a call that
                  * rank was never asked: its fingerprint is there since its turn. */
                 if (req->sched->steps[i].kind == FOLD_STEP_SHM_WAIT &&
-                    (status = shm_wait_check(req, i)) != FOLD_OK) {
+                    ((status = shm_wait_check(req, i)) != FOLD_OK ||
+                     (status = shm_wait_other_path(req, i)) != FOLD_OK)) {
                     return status;
                 }
                 k++;

@@ -38,6 +38,7 @@
 
 #include <sched.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <string.h>
 
 #define SLOT_BYTES (FOLD_FAST_MAX_BYTES + 64)   /* seq + data, whole lines */
@@ -81,14 +82,40 @@ static void finish(fast_rank_t *me, uint64_t k)
     }
 }
 
-/* Waits until *word >= value; FOLD_ERR_TIMEOUT after the call's timeout. */
+/* A rank this one waits for has started a node-aware call instead (a larger or a
+ * nonblocking one): it will never post this call's input. */
+static int other_path(fold_node_t *node, const fold_node_call_t *call, _Atomic uint64_t *word,
+                      uint64_t value, int peer, const fold_fingerprint_t *mine)
+{
+    fold_fingerprint_t theirs;
+    if (mine == NULL || !fold_node_peer_started(node, node->topo->local_of[peer], &theirs) ||
+        atomic_load_explicit(word, memory_order_acquire) >= value) {
+        return 0;   /* (the input read after the epoch: posted before that call if at all) */
+    }
+    char line[256] = "";
+    theirs.inplace = mine->inplace;   /* not recorded here */
+    if (fold_fingerprint_diff(&theirs, peer, mine, node->comm_rank, line, sizeof(line)) == 0) {
+        snprintf(line, sizeof(line), "rank %d runs a nonblocking call, rank %d a blocking one",
+                 peer, node->comm_rank);
+    }
+    fold_error("%s on comm %u: %s (rank %d on the node's schedules, rank %d on its tiny-message "
+               "path)", call->coll_name, node->comm_id, line, peer, node->comm_rank);
+    node->broken = 1;   /* its slot holds a call the others never join */
+    return 1;
+}
+
+/* Waits until *word >= value; FOLD_ERR_TIMEOUT after the call's timeout. With `mine`,
+ * fails with FOLD_ERR_MISMATCH if the peer went on to the node's schedules. */
 static int wait_for(fold_node_t *node, const fold_node_call_t *call, _Atomic uint64_t *word,
-                    uint64_t value, int peer, const char *what)
+                    uint64_t value, int peer, const char *what, const fold_fingerprint_t *mine)
 {
     double start = 0;
     for (unsigned long polls = 0;; polls++) {
         if (atomic_load_explicit(word, memory_order_acquire) >= value) {
             return FOLD_OK;
+        }
+        if ((polls & 255) == 255 && other_path(node, call, word, value, peer, mine)) {
+            return FOLD_ERR_MISMATCH;
         }
         if ((long)polls > call->spin_count) {
             sched_yield();
@@ -116,6 +143,17 @@ int fold_node_fast_eligible(const fold_node_t *node, size_t bytes)
            !node->broken && node->topo->nnodes == 1 && node->seg.local_size == node->comm_size;
 }
 
+int fold_node_fast_peer_ahead(const fold_node_t *node, int local, fold_fingerprint_t *theirs)
+{
+    const uint64_t next = node->fast_calls + 1;
+    const fast_slot_t *slot = &region(node, local)->slot[next % FOLD_FAST_SLOTS];
+    if (atomic_load_explicit(&slot->seq, memory_order_acquire) != next) {
+        return 0;
+    }
+    *theirs = fold_fingerprint_unpack(slot->call);
+    return 1;
+}
+
 int fold_node_fast_reduction(fold_node_t *node, const fold_node_call_t *call)
 {
     const fold_topo_t *topo = node->topo;
@@ -137,7 +175,7 @@ int fold_node_fast_reduction(fold_node_t *node, const fold_node_call_t *call)
         for (int r = 0; r < size && status == FOLD_OK; r++) {
             if (r != me_rank && (readers < 0 || readers == r)) {
                 _Atomic uint64_t *done = &region(node, topo->local_of[r])->done;
-                status = wait_for(node, call, done, reused, r, "reading of call");
+                status = wait_for(node, call, done, reused, r, "reading of call", NULL);
                 /* A root usually is a call ahead: remember, and skip the next look. */
                 node->fast_done_rank = r;
                 node->fast_done_seen = atomic_load_explicit(done, memory_order_acquire);
@@ -174,7 +212,8 @@ int fold_node_fast_reduction(fold_node_t *node, const fold_node_call_t *call)
     for (int r = 0; r < size; r++) {
         fast_rank_t *peer = region(node, topo->local_of[r]);
         if (r != me_rank &&
-            (status = wait_for(node, call, &peer->slot[b].seq, k, r, "input of call")) != FOLD_OK) {
+            (status = wait_for(node, call, &peer->slot[b].seq, k, r, "input of call", &mine)) !=
+                FOLD_OK) {
             return status;
         }
     }

@@ -144,6 +144,10 @@ int    fold_node_peer_read(const fold_node_t *node, int local, uint64_t epoch, i
  * `local` published a different call for this epoch; FOLD_OK otherwise. */
 int    fold_node_peer_check(const fold_node_t *node, int local, uint64_t epoch, char *why,
                             size_t whylen);
+/* Whether local rank `local` has started a node-aware call this rank has not (its
+ * published epoch is past this rank's): 1 and what it was asked to do. */
+int    fold_node_peer_started(const fold_node_t *node, int local,
+                              struct fold_fingerprint *theirs);
 int    fold_node_peer_write(const fold_node_t *node, int local, uint64_t epoch,
                             size_t off_bytes, const void *src, size_t len, char *why,
                             size_t whylen);
@@ -173,5 +177,9 @@ size_t fold_node_fast_region_bytes(int local_size);
 /* Whether a call of `bytes` can take the fast path on this node. */
 int    fold_node_fast_eligible(const fold_node_t *node, size_t bytes);
 int    fold_node_fast_reduction(fold_node_t *node, const fold_node_call_t *call);
+/* Whether local rank `local` has posted a tiny-message call this rank has not made:
+ * 1 and what it was asked to do (its count only below 2^20, which is all it takes). */
+int    fold_node_fast_peer_ahead(const fold_node_t *node, int local,
+                                 struct fold_fingerprint *theirs);
 
 #endif

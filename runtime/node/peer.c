@@ -139,6 +139,23 @@ int fold_node_peer_check(const fold_node_t *node, int local, uint64_t epoch, cha
     return compare_calls(node, count, call, local, why, whylen);
 }
 
+int fold_node_peer_started(const fold_node_t *node, int local, fold_fingerprint_t *theirs)
+{
+    const peer_line_t *l = line(node, local);
+    uint64_t e = atomic_load_explicit(&l->epoch, memory_order_acquire);
+    if (e <= node->epoch) {
+        return 0;   /* no call this rank has not started too (0: it is rewriting it) */
+    }
+    uint64_t count = l->count, call = l->call;
+    atomic_thread_fence(memory_order_acquire);
+    if (atomic_load_explicit(&l->epoch, memory_order_relaxed) != e) {
+        return 0;   /* moved on while read: the next look tells */
+    }
+    *theirs = fold_fingerprint_unpack(call);
+    theirs->count = count;
+    return 1;
+}
+
 int fold_node_peer_read(const fold_node_t *node, int local, uint64_t epoch, int from_out,
                         size_t off_bytes, void *dst, size_t len, char *why, size_t whylen)
 {
