@@ -831,7 +831,8 @@ int fold_exec_progress(fold_request_t *req)
                  * rank was never asked: its fingerprint is there since its turn. */
                 if (req->sched->steps[i].kind == FOLD_STEP_SHM_WAIT &&
                     ((status = shm_wait_check(req, i)) != FOLD_OK ||
-                     (status = shm_wait_other_path(req, i)) != FOLD_OK)) {
+                     ((req->idle_polls & 15) == 15 &&
+                      (status = shm_wait_other_path(req, i)) != FOLD_OK))) {
                     return status;
                 }
                 k++;
