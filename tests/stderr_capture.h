@@ -10,4 +10,7 @@ void  stderr_capture_begin(void);
  * the terminal's again. */
 char *stderr_capture_end(void);
 
+/* How many times `what` stands in `text` (not overlapping). */
+int stderr_count(const char *text, const char *what);
+
 #endif

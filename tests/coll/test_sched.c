@@ -1,7 +1,7 @@
 /*
- * Schedule finalisation (derived dependencies, message numbering) and the algorithm
- * registry (the selection rules are in test_select.c, the configuration in
- * test_config.c).
+ * Schedule finalisation (coll/sched.c): derived dependencies, message numbering,
+ * segmented helpers. The executor's plan of a schedule is test_exec_plan.c's, the
+ * algorithm registry test_alg_table.c's.
  */
 #include <criterion/criterion.h>
 
@@ -91,20 +91,4 @@ Test(sched, segmented_receive_reduce_rotates_slots)
     cr_expect_eq(s.steps[1].src.buf, FOLD_BUF_TMP);  /* peer on the left */
     cr_expect(depends_on(&s, 4, 1));       /* slot 0 reused only after its reduce */
     fold_sched_cleanup(&s);
-}
-
-Test(registry, every_named_algorithm_is_registered)
-{
-    static const char *const names[] = {"binomial", "rabenseifner", "ring", "chain", "bintree",
-                                        "greedy", "recursive_doubling"};
-    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-        const fold_alg_t *a = fold_alg_find(names[i]);
-        cr_assert_not_null(a, "%s", names[i]);
-        cr_expect(a->allreduce || a->reduce, "%s builds nothing", names[i]);
-        cr_expect_not_null(a->description);
-    }
-    cr_expect_null(fold_alg_find("no_such_algorithm"));
-    cr_expect_not_null(fold_alg_find("ring")->allreduce);
-    cr_expect_not_null(fold_alg_find("recursive_doubling")->allreduce);
-    cr_expect_not_null(fold_alg_find("rabenseifner")->reduce);
 }
