@@ -5,13 +5,10 @@
 #ifndef FOLD_TEST_CONFIG_CHECK_H
 #define FOLD_TEST_CONFIG_CHECK_H
 
+#include "stderr_capture.h"   /* EXPECT_LOG_HAS */
 #include "util/config_table.h"
 
-#include <criterion/criterion.h>
 #include <string.h>
-
-#define EXPECT_LOG_HAS(log, fragment) \
-    cr_expect(strstr((log), (fragment)) != NULL, "log lacks \"%s\": %s", (fragment), (log))
 
 /* Whether every row's field holds the same bytes in a and b (padding aside). */
 static inline int fields_equal(const fold_util_config_table_t *t, const void *a, const void *b)

@@ -9,7 +9,7 @@
  *
  *   readiness   a step becomes ready when the last of its predecessors (the
  *               dependencies fold_sched_finalize derived) is done; steps without
- *               predecessors are ready at 0. Soft waits (sched.h) are left out:
+ *               predecessors are ready at 0. Soft waits (exec_plan.h) are left out:
  *               the model assumes dense data, and the executor drops a soft wait
  *               as soon as the message its answer derives from arrives dense.
  *   CPU         each rank has one CPU timeline. A ready step takes it for step_us

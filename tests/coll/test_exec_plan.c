@@ -5,30 +5,13 @@
 #include <criterion/criterion.h>
 
 #include "comm.h"
-
-static fold_coll_args_t args_for(fold_coll_t coll, int rank)
-{
-    fold_coll_args_t a = {.coll = coll, .rank = rank, .size = 4, .root = 0, .count = 100,
-                          .seg_count = 10, .depth = 2, .commutative = 1};
-    return a;
-}
-
-static int depends_on(const fold_sched_t *s, uint32_t later, uint32_t earlier)
-{
-    const fold_step_t *st = &s->steps[earlier];
-    for (uint32_t k = 0; k < st->nsucc; k++) {
-        if (s->succ[st->succ_off + k] == later) {
-            return 1;
-        }
-    }
-    return 0;
-}
+#include "sched_check.h"
 
 Test(exec_plan, codec_links)
 {
     /* recv into TMP read by one reduce: decoded inside it; its result only sent on:
      * counted (and, in TMP, encodable straight for the send). */
-    fold_coll_args_t a = args_for(FOLD_COLL_REDUCE, 1);
+    fold_coll_args_t a = args_for(FOLD_COLL_REDUCE, 1, 0);
     fold_sched_t s;
     fold_wire_plan_t p;
     fold_sched_init(&s, &a);
@@ -67,7 +50,7 @@ Test(exec_plan, answers_to_remote_peers_wait_softly_for_own_sends)
     static const int nodes1[4] = {0, 1, 0, 0};   /* peer 1 on another node */
     fold_remote_nodes_t on_nodes;
     const fold_remote_t *remote1 = fold_remote_nodes(&on_nodes, nodes1, 0);
-    fold_coll_args_t a = args_for(FOLD_COLL_ALLREDUCE, 0);
+    fold_coll_args_t a = args_for(FOLD_COLL_ALLREDUCE, 0, 0);
     a.size = 2;
     fold_sched_t s;
     fold_wire_plan_t p;

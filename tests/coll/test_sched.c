@@ -6,24 +6,7 @@
 #include <criterion/criterion.h>
 
 #include "comm.h"
-
-static fold_coll_args_t args_for(fold_coll_t coll, int rank, int inplace)
-{
-    fold_coll_args_t a = {.coll = coll, .rank = rank, .size = 4, .root = 0, .count = 100,
-                          .seg_count = 10, .depth = 2, .inplace = inplace, .commutative = 1};
-    return a;
-}
-
-static int depends_on(const fold_sched_t *s, uint32_t later, uint32_t earlier)
-{
-    const fold_step_t *st = &s->steps[earlier];
-    for (uint32_t k = 0; k < st->nsucc; k++) {
-        if (s->succ[st->succ_off + k] == later) {
-            return 1;
-        }
-    }
-    return 0;
-}
+#include "sched_check.h"
 
 Test(sched, dependencies_follow_buffer_conflicts)
 {

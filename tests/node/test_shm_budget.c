@@ -236,26 +236,13 @@ static int flat_rank(fold_context_t *ctx, int rank, int size, void *arg)
     return bad;
 }
 
-/* stderr into a file for the span of a test; fold logs there. */
-static char *run_capturing_stderr(int (*run)(void *), void *arg, int *result)
-{
-    stderr_capture_begin();
-    *result = run(arg);
-    return stderr_capture_end();
-}
-
-static int run_flat(void *arg)
-{
-    return lh_run(3, flat_rank, arg);
-}
-
 Test(shm_budget, communicator_without_room_runs_flat_and_says_so_once)
 {
     setenv("FOLD_SHM_RESERVE", "1024G", 1);   /* no /dev/shm has room beyond that */
     flat_run_t run;
     memset(&run, 0, sizeof(run));
     int result;
-    char *log = run_capturing_stderr(run_flat, &run, &result);
+    char *log = lh_run_logged(3, flat_rank, &run, &result);
     unsetenv("FOLD_SHM_RESERVE");
     cr_expect_eq(result, 0, "%s", log);
     cr_expect_eq(stderr_count(log, "warn "), 1, "one warning in all: %s", log);
