@@ -54,7 +54,7 @@ void shim_config_load(shim_config_t *config, int rank)
     fold_util_config_release(&shim_config_table, shim_values);
     if (fold_util_config_init(&shim_config_table, config, shim_values, why, sizeof(why)) !=
         FOLD_OK) {
-        /* Out of memory (the defaults parse: tests/test_config.c): leave fold off. */
+        /* Out of memory (the defaults parse: tests/api/test_config.c): leave fold off. */
         fprintf(stderr, "fold-mpi: %s; fold stays off\n", why);
         config->enable = 0;
         return;

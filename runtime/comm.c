@@ -33,8 +33,8 @@ static int comm_map_init(fold_comm_t *comm, const int *ctx_ranks)
     return status;
 }
 
-/* Whether comm rank `peer` runs on another node than this rank: schedules order
- * their sends to those (sched.h), the wire codecs weigh the path. */
+/* Whether comm rank `peer` runs on another node than this rank: the executor's plan
+ * holds answers to those softly (coll/exec_plan.h), the wire codecs weigh the path. */
 static int peer_other_node(void *arg, int peer)
 {
     fold_comm_t *comm = arg;

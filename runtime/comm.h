@@ -43,7 +43,7 @@ struct fold_comm {
 };
 
 /* Whether comm rank `rank` runs on another node than this rank: the one answer
- * the schedules' send order and the wire codecs both use. */
+ * the executor's plan (soft waits, coll/exec_plan.h) and the wire codecs both use. */
 static inline int fold_comm_peer_remote(const fold_comm_t *comm, int rank)
 {
     return fold_remote_peer(comm->remote, rank);

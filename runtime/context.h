@@ -35,7 +35,8 @@ typedef struct fold_wire_counters {
     uint64_t sent_bytes;     /* bytes they took */
     uint64_t fused;          /* reductions that decoded a message while reducing */
     uint64_t direct;         /* reductions that wrote their result encoded for a send */
-    uint64_t held;           /* answers that waited for an own send to go first (sched.h) */
+    uint64_t held;           /* answers that waited for an own send to go first
+                                (coll/exec_plan.h) */
 } fold_wire_counters_t;
 
 struct fold_context {

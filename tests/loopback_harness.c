@@ -1,4 +1,5 @@
 #include "loopback_harness.h"
+#include "stderr_capture.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -74,6 +75,13 @@ int lh_run_nodes(int nranks, int nnodes, lh_rank_fn fn, void *arg)
     free(threads);
     free(tids);
     return failed ? -1 : 0;
+}
+
+char *lh_run_logged(int nranks, lh_rank_fn fn, void *arg, int *result)
+{
+    stderr_capture_begin();
+    *result = lh_run(nranks, fn, arg);
+    return stderr_capture_end();
 }
 
 void lh_barrier(fold_context_t *ctx)

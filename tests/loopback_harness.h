@@ -17,6 +17,10 @@ int lh_run(int nranks, lh_rank_fn fn, void *arg);
  * each node its own segment). */
 int lh_run_nodes(int nranks, int nnodes, lh_rank_fn fn, void *arg);
 
+/* lh_run with stderr captured (stderr_capture.h): returns what fold logged
+ * (malloc'd), lh_run's result in *result. */
+char *lh_run_logged(int nranks, lh_rank_fn fn, void *arg, int *result);
+
 /* A barrier across the ranks of the current lh_run (through the bootstrap). */
 void lh_barrier(fold_context_t *ctx);
 

@@ -3,6 +3,7 @@
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 static int capture_fd = -1, saved_stderr = -1;
@@ -29,4 +30,13 @@ char *stderr_capture_end(void)
     cr_assert_eq(pread(capture_fd, text, (size_t)n, 0), n);
     close(capture_fd);
     return text;
+}
+
+int stderr_count(const char *text, const char *what)
+{
+    int n = 0;
+    for (const char *p = text; (p = strstr(p, what)) != NULL; p += strlen(what)) {
+        n++;
+    }
+    return n;
 }

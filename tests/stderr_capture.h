@@ -5,9 +5,19 @@
 #ifndef FOLD_TEST_STDERR_CAPTURE_H
 #define FOLD_TEST_STDERR_CAPTURE_H
 
+#include <criterion/criterion.h>
+#include <string.h>
+
 void  stderr_capture_begin(void);
 /* What was written since stderr_capture_begin (malloc'd, NUL-terminated); stderr is
  * the terminal's again. */
 char *stderr_capture_end(void);
+
+/* How many times `what` stands in `text` (not overlapping). */
+int stderr_count(const char *text, const char *what);
+
+/* Expects `fragment` in the captured `log`, and shows the log where it is missing. */
+#define EXPECT_LOG_HAS(log, fragment) \
+    cr_expect(strstr((log), (fragment)) != NULL, "log lacks \"%s\": %s", (fragment), (log))
 
 #endif

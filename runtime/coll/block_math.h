@@ -1,7 +1,7 @@
 /*
  * Peer and offset maths of the block-based algorithms (recursive doubling,
  * Rabenseifner, ring): pure functions of (rank, size, count), no buffers, no
- * transport, so each rule is unit-tested on its own (tests/test_block_math.c).
+ * transport, so each rule is unit-tested on its own (tests/coll/test_block_math.c).
  *
  * Blocks: `count` elements split into `nblocks` contiguous blocks whose sizes differ
  * by at most one (the first count % nblocks blocks are the larger ones).

@@ -71,8 +71,7 @@ static int args_equal(const fold_coll_args_t *a, const fold_coll_args_t *b)
     return a->coll == b->coll && a->rank == b->rank && a->size == b->size &&
            a->root == b->root && a->count == b->count && a->seg_count == b->seg_count &&
            a->depth == b->depth && a->inplace == b->inplace &&
-           a->commutative == b->commutative && a->remote == b->remote &&
-           a->topo == b->topo &&
+           a->commutative == b->commutative && a->topo == b->topo &&
            a->leaders == b->leaders && a->root_weight == b->root_weight &&
            a->shm_count == b->shm_count && a->inter == b->inter;
 }
@@ -80,6 +79,7 @@ static int args_equal(const fold_coll_args_t *a, const fold_coll_args_t *b)
 static void entry_clear(fold_sched_entry_t *e)
 {
     fold_sched_cleanup(&e->sched);
+    fold_wire_plan_free(&e->plan);
     fold_exec_request_free(e->spare);
     free(e->peer_dense);
     memset(e, 0, sizeof(*e));
@@ -111,6 +111,9 @@ static int sched_lookup(fold_comm_t *comm, const fold_exec_args_t *args,
     int status = args->build(&args->cargs, &victim->sched);
     if (status == FOLD_OK) {
         status = fold_sched_finalize(&victim->sched);
+    }
+    if (status == FOLD_OK) {
+        status = fold_wire_plan_build(&victim->plan, &victim->sched, comm->remote);
     }
     if (status != FOLD_OK) {
         fold_error("%s (%s): building the schedule for rank %d of %d, count %zu failed: %s",
@@ -206,7 +209,7 @@ static void queue_push(fold_request_t *req, uint32_t step)
     req->queue[req->qtail++] = step;
 }
 
-/* The state of an answer's soft wait (sched.h). */
+/* The state of an answer's soft wait (exec_plan.h). */
 enum { SOFT_WAITING, SOFT_DROPPED, SOFT_MET };
 
 /* A schedule that uses the node segment needs one big enough, not left broken. */
@@ -276,6 +279,7 @@ int fold_exec_start(fold_comm_t *comm, const fold_exec_args_t *args, fold_reques
     req->comm     = comm;
     req->entry    = entry;
     req->sched    = s;
+    req->plan     = &entry->plan;
     req->scratch  = scratch;
     req->buf[FOLD_BUF_IN]  = (char *)(args->cargs.inplace ? args->out : args->in);
     req->buf[FOLD_BUF_OUT] = args->out;
@@ -306,13 +310,15 @@ int fold_exec_start(fold_comm_t *comm, const fold_exec_args_t *args, fold_reques
         fold_exec_request_free(req);
         return status;
     }
-    req->soft_left = s->nsoft;
-    if (s->nsoft != 0) {
+    const fold_wire_plan_t *plan = req->plan;
+    req->soft_left = plan->nsoft;
+    if (plan->nsoft != 0) {
         memset(req->soft, SOFT_WAITING, s->nsteps);
     }
     for (size_t i = 0; i < s->nsteps; i++) {
-        req->pending[i] = s->steps[i].npred;
-        if (s->steps[i].npred == 0) {
+        /* A soft wait counts as one more predecessor until it is met or dropped. */
+        req->pending[i] = s->steps[i].npred + (plan->steps[i].soft != FOLD_STEP_NONE);
+        if (req->pending[i] == 0) {
             queue_push(req, (uint32_t)i);
         }
     }
@@ -457,18 +463,23 @@ static char *step_ptr(const fold_request_t *req, fold_ref_t ref)
 static void step_done(fold_request_t *req, uint32_t i)
 {
     const fold_sched_t *s = req->sched;
+    const fold_plan_step_t *ps = req->plan->steps;
     const fold_step_t *st = &s->steps[i];
     const uint32_t *succ = &s->succ[st->succ_off];
     for (uint32_t k = 0; k < st->nsucc; k++) {
         uint32_t j = succ[k];
-        if (s->nsoft != 0 && s->steps[j].soft == i) {
-            if (req->soft[j] == SOFT_DROPPED) {
-                continue;   /* the wait was dropped: already counted down */
-            }
-            req->soft[j] = SOFT_MET;
-            req->soft_left--;
-            req->comm->ctx->wire.held += req->pending[j] == 1;
+        if (--req->pending[j] == 0) {
+            queue_push(req, j);
         }
+    }
+    /* The answers waiting softly for this send (exec_plan.h). */
+    for (uint32_t j = ps[i].soft_first; j != FOLD_STEP_NONE; j = ps[j].soft_next) {
+        if (req->soft[j] == SOFT_DROPPED) {
+            continue;   /* the wait was dropped: already counted down */
+        }
+        req->soft[j] = SOFT_MET;
+        req->soft_left--;
+        req->comm->ctx->wire.held += req->pending[j] == 1;
         if (--req->pending[j] == 0) {
             queue_push(req, j);
         }
@@ -477,13 +488,13 @@ static void step_done(fold_request_t *req, uint32_t i)
 }
 
 /* Receive `recv` brought a dense message: its sender was not ahead of this rank, so
- * the answers derived from it need not wait for this rank's own sends (sched.h). */
+ * the answers derived from it need not wait for this rank's own sends (exec_plan.h). */
 static void drop_soft_waits(fold_request_t *req, uint32_t recv)
 {
-    const fold_sched_t *s = req->sched;
-    for (size_t k = 0; k < s->nsoft && req->soft_left != 0; k++) {
-        uint32_t j = s->soft_steps[k];
-        if (s->steps[j].soft_src == recv && req->soft[j] == SOFT_WAITING) {
+    const fold_wire_plan_t *plan = req->plan;
+    for (size_t k = 0; k < plan->nsoft && req->soft_left != 0; k++) {
+        uint32_t j = plan->soft_steps[k];
+        if (plan->steps[j].soft_src == recv && req->soft[j] == SOFT_WAITING) {
             req->soft[j] = SOFT_DROPPED;
             req->soft_left--;
             if (--req->pending[j] == 0) {
@@ -679,9 +690,10 @@ static int start_step(fold_request_t *req, uint32_t i)
         if (req->codec_accept) {
             char why[256];
             status = fold_wire_reduce(req, i, why, sizeof(why));
-            if (status != FOLD_OK && st->link != FOLD_STEP_NONE) {
+            uint32_t wire_recv = req->plan->steps[i].link;
+            if (status != FOLD_OK && wire_recv != FOLD_STEP_NONE) {
                 /* It decoded a received message: the sender's call may differ. */
-                status = recv_failure(req, st->link, status, why, sizeof(why));
+                status = recv_failure(req, wire_recv, status, why, sizeof(why));
             }
             if (status != FOLD_OK) {
                 return request_fail(req, status, i, why);

@@ -7,6 +7,7 @@
 #define FOLD_EXEC_H
 
 #include "context.h"
+#include "coll/exec_plan.h"
 #include "coll/sched.h"
 #include "node/node.h"
 #include "fingerprint.h"
@@ -20,6 +21,7 @@ typedef struct fold_sched_entry {
     fold_coll_args_t  args;
     const fold_alg_t *alg;        /* NULL for internal collectives */
     fold_sched_t      sched;
+    fold_wire_plan_t  plan;       /* the executor's decisions about it (exec_plan.h) */
     uint64_t          last_use;
     int               refs;       /* requests running it */
     fold_request_t   *spare;      /* a finished request kept for reuse */
@@ -55,6 +57,7 @@ struct fold_request {
     fold_comm_t        *comm;
     fold_sched_entry_t *entry;
     const fold_sched_t *sched;
+    const fold_wire_plan_t *plan;     /* entry->plan */
     size_t              nsteps_cap;   /* arrays below are sized for this many steps */
     char               *buf[FOLD_BUF_COUNT];  /* IN, OUT, TMP, SHM */
     fold_scratch_t     *scratch;
@@ -66,7 +69,7 @@ struct fold_request {
     uint32_t           *queue;        /* ready steps (FIFO) */
     size_t              qhead, qtail;
     uint32_t           *active;       /* posted transport steps */
-    uint8_t            *soft;         /* per step with a soft wait (sched.h): SOFT_* */
+    uint8_t            *soft;         /* per step with a soft wait (exec_plan.h): SOFT_* */
     size_t              soft_left;    /* soft waits neither met nor dropped */
     size_t              nactive;
     fold_tl_req_t      *tlreq;        /* per step */

@@ -7,8 +7,9 @@
  * agreement with the sender beyond the collective's op and datatype, and each send
  * decides alone, per segment and per hop, from its own data:
  *
- *   - the reduction that produced the data counted its density (step->counts), or a
- *     few samples rule the data out as too dense, or one counting pass measures it;
+ *   - the reduction that produced the data counted its density (the plan's counts,
+ *     exec_plan.h), or a few samples rule the data out as too dense, or one
+ *     counting pass measures it;
  *   - the codec with the fewest bytes wins if it saves enough for the path
  *     (wire_path below: across nodes 1/8 of the bytes; within a node more, the
  *     larger the collective, and never to a peer that sends this rank dense data);
@@ -16,8 +17,8 @@
  *     with no buffer free it goes dense.
  *
  * An encoded message that lands in a TMP slot read by exactly one reduction stays
- * there, and that reduction decodes it while reducing (step->wire); anywhere else
- * it is decoded in place of the dense data as soon as it arrives.
+ * there, and that reduction decodes it while reducing (the plan's wire); anywhere
+ * else it is decoded in place of the dense data as soon as it arrives.
  */
 #include "comm.h"
 #include "log.h"
@@ -224,8 +225,9 @@ void fold_wire_send_data(fold_request_t *req, uint32_t i, const void **data, siz
         return;   /* nothing would be worth it: not even a look */
     }
     fold_codec_stats_t counted, *stats = NULL;
-    if (st->link != FOLD_STEP_NONE && req->stats[st->link].count == st->count) {
-        stats = &req->stats[st->link];
+    uint32_t link = req->plan->steps[i].link;
+    if (link != FOLD_STEP_NONE && req->stats[link].count == st->count) {
+        stats = &req->stats[link];
     } else {
         /* Dense data must cost next to nothing: a handful of loads rule it out. */
         double density = fold_codec_sample_density(req->dtype, *data, st->count,
@@ -269,7 +271,7 @@ int fold_wire_recv_done(fold_request_t *req, uint32_t i, char *why, size_t whyle
     if (req->codec_accept && dense >= WIRE_MIN_BYTES && !peer_is_remote(req, st->peer)) {
         note_peer_density(req, st, len);
     }
-    if (len == dense || st->wire) {
+    if (len == dense || req->plan->steps[i].wire) {
         return FOLD_OK;   /* dense, or decoded by the reduction that reads it */
     }
     /* The encoded bytes sit at the start of the destination: move them aside. */
@@ -333,15 +335,16 @@ static int reduce_encoded(fold_request_t *req, uint32_t i, int *status, char *wh
                           size_t whylen)
 {
     const fold_step_t *st = &req->sched->steps[i];
-    const fold_step_t *snd = &req->sched->steps[st->fwd];
+    const fold_plan_step_t *ps = &req->plan->steps[i];
+    const fold_step_t *snd = &req->sched->steps[ps->fwd];
     size_t dense = st->count * req->esize;
     wire_path_t path = wire_path(req, snd->peer);
     if (worth(dense, path) == 0) {
         return 0;
     }
-    const void *a = ref_ptr(req, st->wire == 2 ? st->src2 : st->src);
-    const void *b = ref_ptr(req, st->wire == 2 ? st->src : st->src2);
-    size_t wire_len = st->wire ? req->tlreq[st->link].length : dense;
+    const void *a = ref_ptr(req, ps->wire == 2 ? st->src2 : st->src);
+    const void *b = ref_ptr(req, ps->wire == 2 ? st->src : st->src2);
+    size_t wire_len = ps->wire ? req->tlreq[ps->link].length : dense;
 
     double da = wire_len != dense ? (double)wire_len / (double)dense
                                   : fold_codec_sample_density(req->dtype, a, st->count,
@@ -364,7 +367,7 @@ static int reduce_encoded(fold_request_t *req, uint32_t i, int *status, char *wh
         if (*status != FOLD_OK) {
             buf->busy = 0;
             snprintf(why, whylen, "rank %d sent a malformed encoded message (%zu bytes for "
-                     "%zu elements): %s", req->sched->steps[st->link].peer, wire_len,
+                     "%zu elements): %s", req->sched->steps[ps->link].peer, wire_len,
                      st->count, fold_codec_error_detail());
             return 1;
         }
@@ -377,7 +380,7 @@ static int reduce_encoded(fold_request_t *req, uint32_t i, int *status, char *wh
         return 0;
     }
     buf->len = n;
-    req->staging[st->fwd] = buf;
+    req->staging[ps->fwd] = buf;
     fold_wire_counters_t *counters = &req->comm->ctx->wire;
     counters->msgs[codec]++;
     counters->dense_bytes += dense;
@@ -391,29 +394,30 @@ static int reduce_encoded(fold_request_t *req, uint32_t i, int *status, char *wh
 int fold_wire_reduce(fold_request_t *req, uint32_t i, char *why, size_t whylen)
 {
     const fold_step_t *st = &req->sched->steps[i];
+    const fold_plan_step_t *ps = &req->plan->steps[i];
     const fold_context_t *ctx = req->comm->ctx;
-    fold_codec_stats_t *stats = st->counts ? &req->stats[i] : NULL;
+    fold_codec_stats_t *stats = ps->counts ? &req->stats[i] : NULL;
     size_t dense = st->count * req->esize;
 
     if (stats != NULL) {
         stats->count = 0;   /* not counted unless this pass counts */
     }
     int status;
-    if (st->counts == 2 && req->codec_mask != 0 && dense >= WIRE_MIN_BYTES &&
+    if (ps->counts == 2 && req->codec_mask != 0 && dense >= WIRE_MIN_BYTES &&
         reduce_encoded(req, i, &status, why, whylen)) {
         return status;
     }
-    if (st->wire != 0) {
-        size_t len = req->tlreq[st->link].length;
+    if (ps->wire != 0) {
+        size_t len = req->tlreq[ps->link].length;
         if (len != dense) {
-            const void *wire  = ref_ptr(req, st->wire == 1 ? st->src : st->src2);
-            const void *other = ref_ptr(req, st->wire == 1 ? st->src2 : st->src);
+            const void *wire  = ref_ptr(req, ps->wire == 1 ? st->src : st->src2);
+            const void *other = ref_ptr(req, ps->wire == 1 ? st->src2 : st->src);
             status = fold_codec_reduce_wire(req->op, req->dtype, wire, len, other,
                                             ref_ptr(req, st->dst), st->count, stats);
             req->comm->ctx->wire.fused++;
             if (status != FOLD_OK) {
                 snprintf(why, whylen, "rank %d sent a malformed encoded message (%zu bytes "
-                         "for %zu elements): %s", req->sched->steps[st->link].peer, len,
+                         "for %zu elements): %s", req->sched->steps[ps->link].peer, len,
                          st->count, fold_codec_error_detail());
             }
             return status;
@@ -423,7 +427,7 @@ int fold_wire_reduce(fold_request_t *req, uint32_t i, char *why, size_t whylen)
      * operands say the result may be sparse enough to encode. */
     if (stats != NULL && req->codec_mask != 0 && dense < ctx->config.thread_threshold &&
         dense >= WIRE_MIN_BYTES) {
-        wire_path_t path = wire_path(req, req->sched->steps[st->fwd].peer);
+        wire_path_t path = wire_path(req, req->sched->steps[ps->fwd].peer);
         double da = 1.0, db = 1.0;
         if (worth(dense, path) != 0) {
             size_t samples = wire_samples(req, st->count);

@@ -9,7 +9,7 @@
  *
  *   readiness   a step becomes ready when the last of its predecessors (the
  *               dependencies fold_sched_finalize derived) is done; steps without
- *               predecessors are ready at 0. Soft waits (sched.h) are left out:
+ *               predecessors are ready at 0. Soft waits (exec_plan.h) are left out:
  *               the model assumes dense data, and the executor drops a soft wait
  *               as soon as the message its answer derives from arrives dense.
  *   CPU         each rank has one CPU timeline. A ready step takes it for step_us
@@ -386,14 +386,6 @@ static void prog_note_footprint(model_prog_t *g, int rank, const fold_sched_t *s
     g->has_out[rank]    = (uint8_t)(s->has_out != 0);
 }
 
-/* Whether the edge from step i to its successor j is a soft wait (sched.h). The
- * executor drops those when the message the answer derives from arrives dense, as
- * the model assumes every message does. */
-static int soft_edge(const fold_sched_t *s, size_t i, uint32_t j)
-{
-    return s->nsoft != 0 && s->steps[j].soft == (uint32_t)i;
-}
-
 /* Appends rank `rank`'s finalized schedule; ranks come in order 0, 1, ... */
 static int prog_append(model_prog_t *g, int rank, const fold_sched_t *s, size_t esize)
 {
@@ -415,12 +407,11 @@ static int prog_append(model_prog_t *g, int rank, const fold_sched_t *s, size_t 
     for (size_t i = 0; i < s->nsteps; i++) {
         const fold_step_t *st = &s->steps[i];
         const int shm = st->kind == FOLD_STEP_SHM_POST || st->kind == FOLD_STEP_SHM_WAIT;
-        const int soft = s->nsoft != 0 && st->soft != FOLD_STEP_NONE;
         model_step_t *to = &g->steps[base + i];
         *to = (model_step_t){
             .amount   = shm ? st->value : (uint64_t)st->count * (uint64_t)esize,
             .peer     = st->kind == FOLD_STEP_SHM_WAIT ? st->local : st->peer,
-            .npred    = st->npred - (uint32_t)soft,
+            .npred    = st->npred,
             .link     = st->seq,
             .succ_off = (uint32_t)g->nsucc,
             .kind     = st->kind,
@@ -430,12 +421,12 @@ static int prog_append(model_prog_t *g, int rank, const fold_sched_t *s, size_t 
                          (st->src.buf == FOLD_BUF_SHM ||
                           (st->kind == FOLD_STEP_REDUCE && st->src2.buf == FOLD_BUF_SHM)),
         };
+        /* The executor's soft waits (exec_plan.h) are no edges of the schedule:
+         * it drops them when the message an answer derives from arrives dense, as
+         * the model assumes every message does. */
         for (uint32_t k = 0; k < st->nsucc; k++) {
-            uint32_t j = s->succ[st->succ_off + k];
-            if (!soft_edge(s, i, j)) {
-                g->succ[g->nsucc++] = (uint32_t)(base + j);
-                to->nsucc++;
-            }
+            g->succ[g->nsucc++] = (uint32_t)(base + s->succ[st->succ_off + k]);
+            to->nsucc++;
         }
         g->nrecvs += st->kind == FOLD_STEP_RECV;
     }
@@ -1261,11 +1252,8 @@ static int build_rank(const fold_topo_t *topo, const fold_model_query_t *q,
                       fold_alg_build_fn build, int r, model_prog_t *pg)
 {
     fold_coll_args_t args = q->proto;
-    fold_remote_nodes_t remote;   /* as the communicator would answer */
     args.rank   = r;
     args.size   = topo->size;
-    args.remote = topo->nnodes > 1 ? fold_remote_nodes(&remote, topo->node_of, topo->node_of[r])
-                                   : NULL;
     args.topo   = (q->alg->flags & FOLD_ALG_NODE_AWARE) ? topo : NULL;
     fold_sched_t s;
     fold_sched_init(&s, &args);

@@ -69,7 +69,7 @@ void fold_model_print(const fold_model_params_t *p, const char *prefix, void *fi
 /*
  * What to predict: `proto` carries everything but the rank (coll, size, root,
  * count, seg_count, depth, inplace, commutative and, for node-aware algorithms,
- * leaders, shm_count and inter); the evaluator fills rank, remote and topo for each
+ * leaders, shm_count and inter); the evaluator fills rank and topo for each
  * rank of `topo` itself. proto.size is topo->size (or 0). esize is the element size
  * in bytes.
  */

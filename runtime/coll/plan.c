@@ -74,7 +74,7 @@ int fold_coll_plan(fold_comm_t *comm, const fold_call_t *call, const fold_choice
                   .seg_count = fold_select_seg_count(ctx, call->count * esize, esize),
                   .depth = (int)ctx->config.pipeline_depth,
                   .inplace = call->out != NULL && call->inplace,
-                  .commutative = fold_op_is_commutative(call->op), .remote = comm->remote,
+                  .commutative = fold_op_is_commutative(call->op),
                   .leaders = choice->leaders, .inter = choice->inter,
                   .root_weight = choice->root_weight},
         .in    = call->in,

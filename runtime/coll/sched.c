@@ -8,23 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int node_differs(void *arg, int peer)
-{
-    const fold_remote_nodes_t *r = arg;
-    return r->node_of[peer] != r->node;
-}
-
-const fold_remote_t *fold_remote_nodes(fold_remote_nodes_t *r, const int *node_of, int node)
-{
-    *r = (fold_remote_nodes_t){{node_differs, r}, node_of, node};
-    return &r->remote;
-}
-
 void fold_sched_init(fold_sched_t *s, const fold_coll_args_t *args)
 {
     memset(s, 0, sizeof(*s));
     s->inplace = args->inplace;
-    s->remote  = args->remote;
     s->has_out = !(args->coll == FOLD_COLL_REDUCE && args->rank != args->root) &&
                  args->coll != FOLD_COLL_BARRIER;
 }
@@ -33,7 +20,6 @@ void fold_sched_cleanup(fold_sched_t *s)
 {
     free(s->steps);
     free(s->succ);
-    free(s->soft_steps);
     memset(s, 0, sizeof(*s));
 }
 
@@ -592,83 +578,6 @@ static int sched_number_messages(fold_sched_t *s)
     return FOLD_OK;
 }
 
-/* A send to a peer on another node that answers it, its data derived from a message
- * the peer sent, waits (softly: see sched.h) until this rank's latest earlier send to
- * that peer of data not derived from its messages is done. Otherwise, where the
- * peer's message came early (small: sparse data, encoded), the answer would share
- * the link with the message the peer needs first, and the peer would wait for both.
- * Sends of the same kind keep their overlap (pipelines stay full), and peers on this
- * node are left alone: a rank pulls their messages in the order it needs them. */
-static void order_answers_to(fold_sched_t *s, dep_map_t *m, int32_t peer, uint32_t *source,
-                             size_t nedges)
-{
-    /* source[i]: the latest receive from the peer that step i derives from. */
-    size_t n = s->nsteps;
-    for (size_t i = 0; i < n; i++) {
-        const fold_step_t *st = &s->steps[i];
-        source[i] = (st->kind == FOLD_STEP_RECV && st->peer == peer) ? (uint32_t)i
-                                                                      : FOLD_STEP_NONE;
-    }
-    for (size_t e = 0; e < nedges; e++) {   /* in order of their target step */
-        uint32_t from = source[m->edges[e][0]], *to = &source[m->edges[e][1]];
-        if (from != FOLD_STEP_NONE && (*to == FOLD_STEP_NONE || from > *to)) {
-            *to = from;
-        }
-    }
-    int64_t own = -1;
-    for (size_t i = 0; i < n && m->status == FOLD_OK; i++) {
-        fold_step_t *st = &s->steps[i];
-        if (st->kind != FOLD_STEP_SEND || st->peer != peer) {
-            continue;
-        }
-        if (source[i] == FOLD_STEP_NONE) {
-            own = (int64_t)i;
-        } else if (own >= 0) {
-            add_pred(m, own, (uint32_t)i);
-            st->soft     = (uint32_t)own;
-            st->soft_src = source[i];
-            s->soft_steps[s->nsoft++] = (uint32_t)i;
-        }
-    }
-}
-
-static void order_answers(fold_sched_t *s, dep_map_t *m)
-{
-    size_t n = s->nsteps, nedges = m->nedges;   /* the derived edges, by target step */
-    s->nsoft = 0;
-    for (size_t i = 0; i < n; i++) {
-        s->steps[i].soft = s->steps[i].soft_src = FOLD_STEP_NONE;
-    }
-    if (s->remote == NULL) {
-        return;
-    }
-    free(s->soft_steps);
-    if ((s->soft_steps = malloc((n + 1) * sizeof(*s->soft_steps))) == NULL) {
-        m->status = FOLD_ERR_NO_MEMORY;
-        return;
-    }
-    uint32_t *source = NULL;
-    for (size_t i = 0; i < n && m->status == FOLD_OK; i++) {
-        const fold_step_t *st = &s->steps[i];
-        if (st->kind != FOLD_STEP_SEND || !fold_remote_peer(s->remote, st->peer)) {
-            continue;
-        }
-        int seen = 0;   /* the first send to each remote peer orders them all */
-        for (size_t k = 0; k < i && !seen; k++) {
-            seen = s->steps[k].kind == FOLD_STEP_SEND && s->steps[k].peer == st->peer;
-        }
-        if (seen) {
-            continue;
-        }
-        if (source == NULL && (source = malloc((n + 1) * sizeof(*source))) == NULL) {
-            m->status = FOLD_ERR_NO_MEMORY;
-            break;
-        }
-        order_answers_to(s, m, st->peer, source, nedges);
-    }
-    free(source);
-}
-
 int fold_sched_finalize(fold_sched_t *s)
 {
     if (s->status != FOLD_OK) {
@@ -702,9 +611,6 @@ int fold_sched_finalize(fold_sched_t *s)
         for (int k = 0; k < a.nwrites; k++) {
             record_write(&m, &a.writes[k], (uint32_t)j);
         }
-    }
-    if (m.status == FOLD_OK) {
-        order_answers(s, &m);
     }
     if ((status = m.status) != FOLD_OK) {
         goto out;
@@ -740,7 +646,6 @@ int fold_sched_finalize(fold_sched_t *s)
     for (size_t i = 0; i < n; i++) {
         s->uses_tl |= s->steps[i].kind == FOLD_STEP_SEND || s->steps[i].kind == FOLD_STEP_RECV;
     }
-    fold_sched_mark_wire(s);
 
 out:
     dep_map_free(&m);

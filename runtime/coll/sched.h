@@ -17,12 +17,11 @@
  * write-after-read, write-after-write), directly or through a chain of such steps
  * (it records the last writer and the readers since, per element range). So a builder emits steps in the order they
  * would run sequentially, and reuses a scratch slot simply by naming it again.
- * One rule is not about buffers. A send to a peer on another node whose data derives
- * from a message that peer sent (an answer) may wait for this rank's latest earlier
- * send to it of data not derived from its messages (step->soft), so the link carries
- * first what the peer needs first. The wait is soft: the executor drops it when the
- * peer's message the answer derives from (step->soft_src) arrives dense, for then the
- * peer was not ahead of this rank and the overlap costs nothing.
+ * Every edge is about buffers: a schedule is steps, their dependencies and the
+ * buffers they use. What the executor decides beyond that (which messages a codec
+ * may fuse with a reduction, which answers to a peer on another node wait for this
+ * rank's own sends) is its plan, computed from the finished schedule
+ * (coll/exec_plan.h).
  *
  * Message matching: the k-th send from rank a to rank b matches the k-th receive
  * posted by b from a (finalize numbers them). Both sides must therefore emit their
@@ -104,20 +103,6 @@ typedef struct fold_step {
     fold_ref_t src;       /* send: data; copy: source; reduce: left (lower-rank) operand */
     fold_ref_t src2;      /* reduce: right operand */
     fold_ref_t dst;       /* recv: target; copy, reduce: destination; shm post/wait: range */
-    /* Sparse codecs (set by finalize, see fold_sched_mark_wire): */
-    uint8_t    wire;      /* recv: 1 when the reduce that consumes it decodes it;
-                             reduce: which operand is that receive's wire image
-                             (1 src, 2 src2, 0 none) */
-    uint8_t    counts;    /* reduce: a send forwards the result, so count its density;
-                             2: only that send reads it, in TMP, so the reduction may
-                             write it encoded straight for the send */
-    uint32_t   link;      /* reduce with a wire operand: the recv step; send: the
-                             reduce that counted its data; FOLD_STEP_NONE otherwise */
-    uint32_t   fwd;       /* reduce with counts: the send forwarding its result */
-    uint32_t   soft;      /* send: the own send this answer waits for while its peer
-                             looks ahead (see the top); FOLD_STEP_NONE otherwise */
-    uint32_t   soft_src;  /* send with a soft wait: the latest receive from its peer
-                             that its data derives from */
     uint32_t   npred;     /* steps this one waits for (set by finalize) */
     uint32_t   succ_off;  /* its successors: succ[succ_off .. succ_off + nsucc) */
     uint32_t   nsucc;
@@ -127,28 +112,6 @@ typedef enum fold_coll {
     FOLD_COLL_ALLREDUCE, FOLD_COLL_REDUCE, FOLD_COLL_BCAST, FOLD_COLL_BARRIER,
     FOLD_COLL_ALLGATHER, FOLD_COLL_COUNT
 } fold_coll_t;
-
-/* Which peers run on another node than this rank, asked per peer: a communicator
- * answers from its rank map and the node layout, so it keeps no byte per rank. */
-typedef struct fold_remote {
-    int  (*other_node)(void *arg, int peer);
-    void  *arg;
-} fold_remote_t;
-
-static inline int fold_remote_peer(const fold_remote_t *remote, int peer)
-{
-    return remote != NULL && remote->other_node(remote->arg, peer);
-}
-
-/* The answer from a node index per peer (the cost model's topologies, tests). */
-typedef struct fold_remote_nodes {
-    fold_remote_t remote;
-    const int    *node_of;   /* node of every peer */
-    int           node;      /* this rank's */
-} fold_remote_nodes_t;
-
-/* Fills r and returns &r->remote. */
-const fold_remote_t *fold_remote_nodes(fold_remote_nodes_t *r, const int *node_of, int node);
 
 /* Everything a schedule may depend on: builders are pure functions of this. */
 typedef struct fold_coll_args {
@@ -161,9 +124,6 @@ typedef struct fold_coll_args {
     int    depth;         /* segments in flight per stream (scratch slots), >= 1 */
     int    inplace;       /* IN is OUT */
     int    commutative;   /* 0: keep the rank order x0 op x1 op ... op x(p-1) */
-    const fold_remote_t *remote; /* peers on another node than this one (NULL: all on
-                                    this node); the communicator's, so stable per
-                                    schedule */
     /* Node-aware algorithms only (zero for the others), filled by the executor: */
     const struct fold_topo *topo;   /* who shares a node, leader order */
     int    leaders;               /* leaders per node */
@@ -186,9 +146,6 @@ typedef struct fold_sched {
     int          uses_peer;   /* has peer reads or writes */
     int          uses_tl;     /* has sends or receives (set by finalize) */
     int          inplace;
-    const fold_remote_t *remote;   /* args->remote, read while finalizing */
-    uint32_t    *soft_steps;  /* the steps with a soft wait, nsoft of them */
-    size_t       nsoft;
     int          has_out;     /* 0: OUT must not be referenced */
     int          status;      /* sticky: first error while building */
 } fold_sched_t;
@@ -247,16 +204,8 @@ void fold_sched_peer_write(fold_sched_t *s, fold_ref_t src, int peer, int local,
 void fold_sched_embed(fold_sched_t *s, const fold_sched_t *inner, fold_ref_t in,
                       fold_ref_t out, size_t tmp_base, const int *peers);
 
-/* Derives dependencies and message numbers, then marks the codec links; returns
- * s->status. */
+/* Derives dependencies and message numbers; returns s->status. */
 int fold_sched_finalize(fold_sched_t *s);
-
-/* Finds, from the dependencies, the steps the executor may fuse with a codec
- * (sched_wire.c): a receive into TMP whose only reader is one reduction that reads
- * exactly what it received (the reduction decodes it while reducing), and a
- * reduction whose result a send forwards unchanged (it counts the density the send
- * chooses a codec by, or encodes its result for the send directly). */
-void fold_sched_mark_wire(fold_sched_t *s);
 
 const char *fold_step_kind_name(int kind);
 const char *fold_coll_name(fold_coll_t coll);

@@ -188,11 +188,8 @@ int fold_select_topos(fold_comm_t *comm)
 static size_t rank0_steps(const fold_topo_t *topo, const fold_model_query_t *q)
 {
     fold_coll_args_t a = q->proto;
-    fold_remote_nodes_t remote;
     a.rank   = 0;
     a.size   = topo->size;
-    a.remote = topo->nnodes > 1 ? fold_remote_nodes(&remote, topo->node_of, topo->node_of[0])
-                                : NULL;
     a.topo   = (q->alg->flags & FOLD_ALG_NODE_AWARE) ? topo : NULL;
     fold_sched_t s;
     fold_sched_init(&s, &a);

@@ -1,7 +1,7 @@
 /*
  * Peer and offset maths for the tree- and pipeline-shaped reductions. Pure
  * functions of (rank, size, root, ...): no schedule, no transport, unit tested in
- * tests/test_tree_math.c.
+ * tests/coll/test_tree_math.c.
  *
  * A virtual rank (vrank) renumbers the ranks so that a chosen rank is 0; every
  * shape below is described over vranks (or, for the binary tree, positions) and

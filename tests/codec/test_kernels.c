@@ -1,8 +1,9 @@
 /*
- * Local reduction kernels, half-precision conversions, the user-op registry and the
- * datatype/op names. Every kernel result is checked against a scalar reference
- * written here from the rules in fold.h (it shares no code with the kernels: even
- * float16/bfloat16 are decoded and rounded with frexp/ldexp/rint).
+ * Local reduction kernels (with user ops) and half-precision conversions; the user-op
+ * registry and the datatype/op names are tests/api/test_dtype_op.c's. Every kernel
+ * result is checked against a scalar reference written here from the rules in fold.h
+ * (it shares no code with the kernels: even float16/bfloat16 are decoded and rounded
+ * with frexp/ldexp/rint).
  */
 #include <criterion/criterion.h>
 
@@ -13,7 +14,6 @@
 
 #include <float.h>
 #include <math.h>
-#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -981,147 +981,4 @@ Test(user_ops, matrix_product_keeps_order)
     free(right);
     free(dst);
     free(want);
-}
-
-Test(user_ops, create_and_free_errors, .init = quiet_logs)
-{
-    fold_op_t op;
-    cr_assert_eq(fold_op_create(NULL, NULL, 1, &op), FOLD_ERR_INVALID_ARG);
-    cr_assert_eq(fold_op_create(matmul2, NULL, 1, NULL), FOLD_ERR_INVALID_ARG);
-    cr_assert_eq(fold_op_free(FOLD_OP_SUM), FOLD_ERR_INVALID_ARG);
-    cr_assert_eq(fold_op_free(FOLD_OP_LXOR), FOLD_ERR_INVALID_ARG);
-    cr_assert_eq(fold_op_free((fold_op_t)-5), FOLD_ERR_INVALID_ARG);
-    cr_assert_eq(fold_op_free(FOLD_OP_USER_FIRST), FOLD_ERR_INVALID_ARG);   /* never made */
-    cr_assert_eq(fold_op_free((fold_op_t)(FOLD_OP_USER_FIRST + 100000)), FOLD_ERR_INVALID_ARG);
-
-    cr_assert_eq(fold_op_create(matmul2, NULL, 1, &op), FOLD_OK);
-    cr_assert_eq(fold_op_free(op), FOLD_OK);
-    cr_assert_eq(fold_op_free(op), FOLD_ERR_INVALID_ARG);                   /* twice */
-    cr_assert_str_eq(fold_op_name(op), "unknown");
-    cr_assert_not(fold_op_is_commutative(op));
-
-    fold_user_op_fn fn = NULL;
-    void *arg = NULL;
-    int commutative = 7;
-    cr_assert_neq(fold_user_op_lookup(op, &fn, &arg, &commutative), FOLD_OK);
-    cr_assert(fn == NULL && commutative == 7, "lookup wrote outputs on failure");
-}
-
-Test(user_ops, table_fills_and_slots_are_reused, .init = quiet_logs)
-{
-    enum { MAX_TRY = 4096 };
-    static fold_op_t ops[MAX_TRY];
-    int made = 0, rc = FOLD_OK;
-    while (made < MAX_TRY && (rc = fold_op_create(matmul2, NULL, 0, &ops[made])) == FOLD_OK) {
-        for (int i = 0; i < made; i++) {
-            cr_assert_neq(ops[i], ops[made], "op value handed out twice");
-        }
-        made++;
-    }
-    cr_assert(made >= 64 && made < MAX_TRY, "made %d ops", made);
-    cr_assert_eq(rc, FOLD_ERR_NO_MEMORY);
-
-    fold_op_t freed = ops[made / 2];
-    cr_assert_eq(fold_op_free(freed), FOLD_OK);
-    cr_assert_eq(fold_op_create(times_ten_plus, NULL, 1, &ops[made / 2]), FOLD_OK);
-    cr_assert_eq(ops[made / 2], freed, "a freed slot is reused");
-    cr_assert(fold_op_is_commutative(freed), "the reused slot has the new op's flags");
-    for (int i = 0; i < made; i++) {
-        cr_assert_eq(fold_op_free(ops[i]), FOLD_OK);
-    }
-}
-
-static void *create_many(void *arg)
-{
-    fold_op_t *ops = arg;
-    for (int i = 0; i < 50; i++) {
-        if (fold_op_create(times_ten_plus, NULL, i & 1, &ops[i]) != FOLD_OK) {
-            ops[i] = (fold_op_t)-1;
-        }
-    }
-    return NULL;
-}
-
-Test(user_ops, concurrent_create)
-{
-    enum { THREADS = 4, EACH = 50 };
-    static fold_op_t ops[THREADS][EACH];
-    pthread_t threads[THREADS];
-    for (int t = 0; t < THREADS; t++) {
-        cr_assert_eq(pthread_create(&threads[t], NULL, create_many, ops[t]), 0);
-    }
-    for (int t = 0; t < THREADS; t++) {
-        pthread_join(threads[t], NULL);
-    }
-    fold_op_t *all = &ops[0][0];
-    for (int i = 0; i < THREADS * EACH; i++) {
-        cr_assert_geq(all[i], FOLD_OP_USER_FIRST, "create failed under contention");
-        for (int j = 0; j < i; j++) {
-            cr_assert_neq(all[i], all[j], "two threads got the same op");
-        }
-    }
-    for (int i = 0; i < THREADS * EACH; i++) {
-        cr_assert_eq(fold_op_free(all[i]), FOLD_OK);
-    }
-}
-
-/* ---- Names and sizes --------------------------------------------------------- */
-
-Test(names, dtypes)
-{
-    const size_t sizes[FOLD_DTYPE_COUNT] = {1, 2, 4, 8, 1, 2, 4, 8, 2, 2, 4, 8};
-    const char *const names[FOLD_DTYPE_COUNT] = {
-        "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-        "float16", "bfloat16", "float32", "float64"};
-    for (int i = 0; i < FOLD_DTYPE_COUNT; i++) {
-        fold_dtype_t dt = (fold_dtype_t)-1;
-        cr_assert_eq(fold_dtype_size((fold_dtype_t)i), sizes[i]);
-        cr_assert_str_eq(fold_dtype_name((fold_dtype_t)i), names[i]);
-        cr_assert_eq(fold_dtype_from_name(names[i], &dt), FOLD_OK);
-        cr_assert_eq(dt, i);
-    }
-    const struct { const char *name; fold_dtype_t dt; } aliases[] = {
-        {"float", FOLD_FLOAT32}, {"double", FOLD_FLOAT64}, {"half", FOLD_FLOAT16},
-        {"bf16", FOLD_BFLOAT16}, {"int", FOLD_INT32}, {"FLOAT32", FOLD_FLOAT32},
-        {"Double", FOLD_FLOAT64}};
-    for (size_t i = 0; i < sizeof(aliases) / sizeof(aliases[0]); i++) {
-        fold_dtype_t dt;
-        cr_assert_eq(fold_dtype_from_name(aliases[i].name, &dt), FOLD_OK, "%s", aliases[i].name);
-        cr_assert_eq(dt, aliases[i].dt, "%s", aliases[i].name);
-    }
-    fold_dtype_t dt = FOLD_INT8;
-    cr_assert_eq(fold_dtype_from_name("float128", &dt), FOLD_ERR_NOT_FOUND);
-    cr_assert_eq(fold_dtype_from_name("", &dt), FOLD_ERR_NOT_FOUND);
-    cr_assert_eq(dt, FOLD_INT8, "output written on failure");
-    cr_assert_eq(fold_dtype_from_name(NULL, &dt), FOLD_ERR_INVALID_ARG);
-    cr_assert_eq(fold_dtype_from_name("int8", NULL), FOLD_ERR_INVALID_ARG);
-    cr_assert_eq(fold_dtype_size((fold_dtype_t)99), 0);
-    cr_assert_eq(fold_dtype_size((fold_dtype_t)-1), 0);
-    cr_assert_str_eq(fold_dtype_name((fold_dtype_t)99), "unknown");
-    cr_assert_str_eq(fold_dtype_name(FOLD_DTYPE_COUNT), "unknown");
-}
-
-Test(names, ops)
-{
-    const char *const names[FOLD_OP_PREDEFINED_COUNT] = {
-        "sum", "prod", "min", "max", "band", "bor", "bxor", "land", "lor", "lxor"};
-    for (int i = 0; i < FOLD_OP_PREDEFINED_COUNT; i++) {
-        fold_op_t op = (fold_op_t)-1;
-        cr_assert_str_eq(fold_op_name((fold_op_t)i), names[i]);
-        cr_assert_eq(fold_op_from_name(names[i], &op), FOLD_OK);
-        cr_assert_eq(op, i);
-        cr_assert(fold_op_is_commutative(op));
-    }
-    fold_op_t op = FOLD_OP_SUM;
-    cr_assert_eq(fold_op_from_name("MAX", &op), FOLD_OK);
-    cr_assert_eq(op, FOLD_OP_MAX);
-    cr_assert_eq(fold_op_from_name("user", &op), FOLD_ERR_NOT_FOUND);
-    cr_assert_eq(fold_op_from_name("avg", &op), FOLD_ERR_NOT_FOUND);
-    cr_assert_eq(op, FOLD_OP_MAX, "output written on failure");
-    cr_assert_eq(fold_op_from_name(NULL, &op), FOLD_ERR_INVALID_ARG);
-    cr_assert_eq(fold_op_from_name("sum", NULL), FOLD_ERR_INVALID_ARG);
-    cr_assert_str_eq(fold_op_name(FOLD_OP_PREDEFINED_COUNT), "unknown");
-    cr_assert_str_eq(fold_op_name((fold_op_t)-3), "unknown");
-    cr_assert_str_eq(fold_op_name(FOLD_OP_USER_FIRST), "unknown");
-    cr_assert_not(fold_op_is_commutative(FOLD_OP_USER_FIRST));
 }

@@ -10,7 +10,7 @@
  *     sparse (1% non-zero), and one of 8 MiB or more only when sparser still
  *     (0.1%); across nodes the same data goes encoded when it saves bytes;
  *   - across nodes, answers never wait for this rank's own sends when the peer's
- *     messages arrive dense (sched.h: the wait is dropped).
+ *     messages arrive dense (coll/exec_plan.h: the wait is dropped).
  * Every call's result is checked against the sum computed here.
  */
 #include <criterion/criterion.h>

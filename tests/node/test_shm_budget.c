@@ -172,15 +172,11 @@ Test(shm_budget, segments_are_reserved_at_creation)
 
 /* ---- communicators without node shared memory ----------------------------------- */
 
+/* Whether the registry (coll/alg_table.c) says alg needs the node. */
 static int node_aware(const char *alg)
 {
-    static const char *const names[] = {"shm_flat", "dpml", "dpml_pipelined", "cma"};
-    for (size_t i = 0; alg != NULL && i < sizeof(names) / sizeof(names[0]); i++) {
-        if (strcmp(alg, names[i]) == 0) {
-            return 1;
-        }
-    }
-    return 0;
+    const fold_alg_t *a = fold_alg_find(alg);
+    return a != NULL && (a->flags & FOLD_ALG_NODE_AWARE);
 }
 
 /* One allreduce and one reduce (root size-1) of count elements, checked. */
@@ -240,39 +236,17 @@ static int flat_rank(fold_context_t *ctx, int rank, int size, void *arg)
     return bad;
 }
 
-/* stderr into a file for the span of a test; fold logs there. */
-static char *run_capturing_stderr(int (*run)(void *), void *arg, int *result)
-{
-    stderr_capture_begin();
-    *result = run(arg);
-    return stderr_capture_end();
-}
-
-static int count_of(const char *text, const char *what)
-{
-    int n = 0;
-    for (const char *p = text; (p = strstr(p, what)) != NULL; p += strlen(what)) {
-        n++;
-    }
-    return n;
-}
-
-static int run_flat(void *arg)
-{
-    return lh_run(3, flat_rank, arg);
-}
-
 Test(shm_budget, communicator_without_room_runs_flat_and_says_so_once)
 {
     setenv("FOLD_SHM_RESERVE", "1024G", 1);   /* no /dev/shm has room beyond that */
     flat_run_t run;
     memset(&run, 0, sizeof(run));
     int result;
-    char *log = run_capturing_stderr(run_flat, &run, &result);
+    char *log = lh_run_logged(3, flat_rank, &run, &result);
     unsetenv("FOLD_SHM_RESERVE");
     cr_expect_eq(result, 0, "%s", log);
-    cr_expect_eq(count_of(log, "warn "), 1, "one warning in all: %s", log);
-    cr_expect_eq(count_of(log, "runs the node-unaware algorithms"), 1, "%s", log);
+    cr_expect_eq(stderr_count(log, "warn "), 1, "one warning in all: %s", log);
+    cr_expect_eq(stderr_count(log, "runs the node-unaware algorithms"), 1, "%s", log);
     cr_expect_not_null(strstr(log, "FOLD_SHM_RESERVE"), "%s", log);
     cr_expect_not_null(strstr(run.why[0], FOLD_SHM_DIR), "why: %s", run.why[0]);
     cr_expect_not_null(strstr(run.why[0], "bytes"), "why: %s", run.why[0]);

@@ -114,7 +114,16 @@ static const struct { fold_dtype_t dt; fold_op_t op; } combos[] = {
 
 static void build_cases(dmatrix_t *m, int size)
 {
-    static const char *const algs[] = {"dpml", "dpml_pipelined", "shm_flat"};
+    /* The registry's node-aware algorithms that span nodes (single copy does not). */
+    const char *algs[16];
+    int nalgs = 0;
+    for (int a = 0; fold_alg_all[a] != NULL && nalgs < 16; a++) {
+        unsigned f = fold_alg_all[a]->flags;
+        if ((f & FOLD_ALG_NODE_AWARE) && !(f & FOLD_ALG_SINGLE_COPY)) {
+            algs[nalgs++] = fold_alg_all[a]->name;
+        }
+    }
+    cr_assert_geq(nalgs, 3);
     static const size_t counts[] = {1, 7, 1000, 65537, 300003};
     static const char *const leaders[] = {"auto", "1", "2", "3"};
     /* FOLD_TEST_REDUCED=1 (the sanitizer stage of scripts/test.sh) skips the largest. */
@@ -124,7 +133,7 @@ static void build_cases(dmatrix_t *m, int size)
     size_t cap = 4096, rot = 0;
     m->cases  = malloc(cap * sizeof(*m->cases));
     m->ncases = 0;
-    for (int a = 0; a < 3; a++) {
+    for (int a = 0; a < nalgs; a++) {
         for (int coll = FOLD_COLL_ALLREDUCE; coll <= FOLD_COLL_REDUCE; coll++) {
             for (size_t k = 0; k < ncounts; k++) {
                 int large = counts[k] > 1000;

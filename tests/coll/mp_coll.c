@@ -1,13 +1,18 @@
 /*
- * Every algorithm over the real transport, in real processes launched by mpirun
- * (PMIx bootstrap): counts {0,1,7,1024,2^20+3}, every root, in place and not,
- * a rotation of datatype x op pairs and the non-commutative user op, checked
- * against the independent reference. Also split, bcast, barrier and a non-blocking
- * pair, and sparse inputs through every codec (which must have sent messages
- * encoded). Exits non-zero on any failure.
+ * Every algorithm of the registry over a real transport, in real processes launched
+ * by mpirun (PMIx bootstrap), checked against the independent reference. The full
+ * matrix (tests/coll_matrix.h) runs once, on the loopback transport at every rank
+ * count (test_coll_loopback.c); here each run takes a slice of it by default: every
+ * algorithm and collective at counts {0,1,7,1024,2^16+3}, root, in place and
+ * datatype x op rotating from a start that depends on the job size, and the user op
+ * at 7 and the large count. `mp_coll full` runs the whole matrix with 2^20+3
+ * elements. Also split, bcast, barrier and a non-blocking pair, and sparse inputs
+ * through the codecs (each algorithm one codec in turn; `full`: every codec), which
+ * must have sent messages encoded. Exits non-zero on any failure.
  */
 #include <fold/fold.h>
 
+#include "coll_matrix.h"
 #include "coll_reference.h"
 #include "comm.h"   /* the context's codec counters */
 
@@ -16,13 +21,7 @@
 #include <string.h>
 
 #define LARGE_COUNT ((size_t)(1u << 20) + 3)
-
-static const struct { fold_dtype_t dt; fold_op_t op; } combos[] = {
-    {FOLD_FLOAT32, FOLD_OP_SUM}, {FOLD_INT32, FOLD_OP_SUM},   {FOLD_FLOAT64, FOLD_OP_MIN},
-    {FOLD_INT64, FOLD_OP_PROD},  {FOLD_UINT16, FOLD_OP_BAND}, {FOLD_FLOAT16, FOLD_OP_MAX},
-    {FOLD_BFLOAT16, FOLD_OP_SUM}, {FOLD_INT8, FOLD_OP_LOR},
-};
-#define NCOMBOS (sizeof(combos) / sizeof(combos[0]))
+#define SLICE_LARGE_COUNT ((size_t)(1u << 16) + 3)
 
 static int rank, size, passed, failed;
 static char *expected;
@@ -80,31 +79,22 @@ static void run_case(fold_context_h ctx, const char *alg, int allreduce, size_t 
     free(copy);
 }
 
-static void run_matrix(fold_context_h ctx, fold_op_t affine)
+/* The matrix (tests/coll_matrix.h), or a slice of it: one case per algorithm,
+ * collective and count, each job size its own rotation. */
+static void run_matrix(fold_context_h ctx, fold_op_t affine, int slice)
 {
-    static const char *const allreduce_algs[] = {"recursive_doubling", "rabenseifner", "ring",
-                                                 "dpml", "dpml_pipelined", "shm_flat", "cma", NULL};
-    static const char *const reduce_algs[] = {"rabenseifner", "ring", "binomial", "chain",
-                                              "bintree", "greedy", "dpml", "dpml_pipelined",
-                                              "shm_flat", "cma", NULL};
-    static const size_t counts[] = {0, 1, 7, 1024, LARGE_COUNT};
-    size_t rot = 0;
-    for (int allreduce = 0; allreduce <= 1; allreduce++) {
-        const char *const *algs = allreduce ? allreduce_algs : reduce_algs;
-        for (size_t a = 0; algs[a] != NULL; a++) {
-            for (size_t k = 0; k < sizeof(counts) / sizeof(counts[0]); k++) {
-                int nroots = allreduce ? 1 : size;
-                for (int root = 0; root < nroots; root++) {
-                    for (int inplace = 0; inplace <= 1; inplace++) {
-                        size_t c = rot++ % NCOMBOS;
-                        run_case(ctx, algs[a], allreduce, counts[k], root, inplace,
-                                 combos[c].dt, combos[c].op);
-                    }
-                    run_case(ctx, algs[a], allreduce, counts[k], root, 0, FOLD_UINT64, affine);
-                }
-            }
-        }
+    const size_t counts[] = {0, 1, 7, 1024, slice ? SLICE_LARGE_COUNT : LARGE_COUNT};
+    coll_matrix_spec_t spec = {.size = size, .counts = counts, .ncounts = 5,
+                               .large = counts[4], .slice = slice,
+                               .rot = slice ? (size_t)size * 5 : 0, .user_op = affine};
+    size_t ncases;
+    coll_case_t *cases = coll_matrix_build(&spec, &ncases);
+    for (size_t k = 0; k < ncases; k++) {
+        const coll_case_t *c = &cases[k];
+        run_case(ctx, c->alg->name, c->coll == FOLD_COLL_ALLREDUCE, c->count, c->root,
+                 c->inplace, c->dt, c->op);
     }
+    free(cases);
 }
 
 /* Rank r's sparse input at i: ~1% small integers at random positions, plus a block of
@@ -162,25 +152,28 @@ static void sparse_case(fold_context_h ctx, const char *alg, const char *codec, 
     free(want);
 }
 
-/* Every algorithm on sparse data with each codec; the codecs must have been used. */
-static void run_sparse(fold_context_h ctx)
+/* Every algorithm on sparse data with each codec (slice: one codec each, in turn);
+ * the codecs must have been used. */
+static void run_sparse(fold_context_h ctx, int slice)
 {
-    static const char *const allreduce_algs[] = {"recursive_doubling", "rabenseifner", "ring",
-                                                 "dpml", "dpml_pipelined", "shm_flat", "cma", NULL};
-    static const char *const reduce_algs[] = {"rabenseifner", "ring", "binomial", "chain",
-                                              "bintree", "greedy", "dpml", "dpml_pipelined",
-                                              "shm_flat", "cma", NULL};
     static const char *const codecs[] = {"auto", "bits", "idx", "rle"};
     static const fold_dtype_t dts[] = {FOLD_FLOAT32, FOLD_FLOAT64, FOLD_INT32};
     fold_wire_counters_t before = ctx->wire;
     size_t rot = 0;
     for (int allreduce = 0; allreduce <= 1; allreduce++) {
-        const char *const *algs = allreduce ? allreduce_algs : reduce_algs;
-        for (size_t a = 0; algs[a] != NULL; a++) {
-            for (size_t k = 0; k < 4; k++, rot++) {
-                size_t n = k % 2 ? 100003 : (1u << 20) + 3;
-                sparse_case(ctx, algs[a], codecs[k], allreduce, n, (int)(rot % (size_t)size),
-                            dts[rot % 3]);
+        fold_coll_t coll = allreduce ? FOLD_COLL_ALLREDUCE : FOLD_COLL_REDUCE;
+        for (int a = 0; fold_alg_all[a] != NULL; a++) {
+            if (fold_alg_builder(fold_alg_all[a], coll) == NULL) {
+                continue;
+            }
+            for (size_t k = slice ? rot % 4 : 0; k < 4; k++, rot++) {
+                size_t n = k % 2 ? 100003 : (slice ? SLICE_LARGE_COUNT : (1u << 20) + 3);
+                sparse_case(ctx, fold_alg_all[a]->name, codecs[k], allreduce, n,
+                            (int)(rot % (size_t)size), dts[rot % 3]);
+                if (slice) {
+                    rot++;
+                    break;
+                }
             }
         }
     }
@@ -236,8 +229,9 @@ static void run_others(fold_context_h ctx)
     free(buf);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    int slice = !(argc > 1 && strcmp(argv[1], "full") == 0);
     fold_context_h ctx;
     int st = fold_init(NULL, &ctx);
     if (st != FOLD_OK) {
@@ -250,8 +244,8 @@ int main(void)
     fold_op_create(ref_affine_fn, NULL, 0, &affine);
     expected = malloc(LARGE_COUNT * 8);
 
-    run_matrix(ctx, affine);
-    run_sparse(ctx);
+    run_matrix(ctx, affine, slice);
+    run_sparse(ctx, slice);
     run_others(ctx);
 
     free(expected);
@@ -259,7 +253,8 @@ int main(void)
     st = fold_finalize(ctx);
     check(st == FOLD_OK, "finalize");
     if (rank == 0 || failed) {
-        printf("mp_coll rank %d of %d: %d passed, %d failed\n", rank, size, passed, failed);
+        printf("mp_coll rank %d of %d (%s): %d passed, %d failed\n", rank, size,
+               slice ? "slice" : "full matrix", passed, failed);
     }
     return failed ? 1 : 0;
 }

@@ -7,6 +7,7 @@
  */
 #include <criterion/criterion.h>
 
+#include "coll/exec_plan.h"
 #include "coll/model.h"
 #include "node/topo.h"
 
@@ -74,8 +75,6 @@ static fold_topo_t *topo_blocks(int size, int ppn)
 typedef struct hand {
     int           size;
     fold_topo_t  *topo;
-    int           node_key[HAND_MAX];
-    fold_remote_nodes_t remote[HAND_MAX];     /* as the communicator answers each rank */
     fold_sched_t  s[HAND_MAX];
     fold_sched_t *ps[HAND_MAX];
 } hand_t;
@@ -87,15 +86,8 @@ static void hand_init_coll(hand_t *h, int size, const int *node_key, fold_coll_t
     h->size = size;
     h->topo = topo_from_keys(size, node_key);
     for (int r = 0; r < size; r++) {
-        h->node_key[r] = node_key[r];
-    }
-    for (int r = 0; r < size; r++) {
         fold_coll_args_t a = {.coll = coll, .rank = r, .size = size, .root = root,
-                              .count = 1, .seg_count = 1, .depth = 1, .commutative = 1,
-                              .remote = h->topo->nnodes > 1
-                                            ? fold_remote_nodes(&h->remote[r], h->node_key,
-                                                                node_key[r])
-                                            : NULL};
+                              .count = 1, .seg_count = 1, .depth = 1, .commutative = 1};
         fold_sched_init(&h->s[r], &a);
         h->ps[r] = &h->s[r];
     }
@@ -208,9 +200,9 @@ Test(model_hand, soft_waits_are_dropped_for_dense_data)
     /* Rank 0 sends 20000 bytes to rank 1 on another node (rendezvous: it moves at
      * 2, once rank 1 posts, holds the link until 42 and arrives at 47), receives
      * 40 bytes from rank 1 (arriving at 6.08) and answers with 40 bytes derived from
-     * them. finalize makes the answer wait softly for the big send; with dense data
-     * the executor drops that wait, so the answer is posted at 8.1, queues for the
-     * link until 42 and arrives at 47.08 (waiting would have made it 53.08). */
+     * them. The executor's plan makes the answer wait softly for the big send; with
+     * dense data the executor drops that wait, so the answer is posted at 8.1, queues
+     * for the link until 42 and arrives at 47.08 (waiting would have made it 53.08). */
     int keys[2] = {0, 1};
     fold_model_params_t p = round_params();
     hand_t h;
@@ -224,8 +216,13 @@ Test(model_hand, soft_waits_are_dropped_for_dense_data)
     fold_sched_recv(&h.s[1], 0, fold_ref_tmp(0), 5000);
     fold_sched_recv(&h.s[1], 0, fold_ref_tmp(5000), 10);
     cr_assert_eq(hand_replay(&h, &p, &res), FOLD_OK);
-    cr_assert_eq(h.s[0].nsoft, 1, "the answer waits softly");
-    cr_assert_eq(h.s[0].steps[3].soft, 0);
+    fold_remote_nodes_t remote;
+    fold_wire_plan_t plan;
+    cr_assert_eq(fold_wire_plan_build(&plan, &h.s[0], fold_remote_nodes(&remote, keys, 0)),
+                 FOLD_OK);
+    cr_assert_eq(plan.nsoft, 1, "the executor's answer waits softly");
+    cr_assert_eq(plan.steps[3].soft, 0);
+    fold_wire_plan_free(&plan);
     cr_expect_float_eq(res.time_us, 47.08, EPS);
     hand_free(&h);
 }

@@ -11,6 +11,7 @@
 
 #include "coll_reference.h"
 #include "loopback_harness.h"
+#include "stderr_capture.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -141,5 +142,11 @@ static int absent_rank(fold_context_t *ctx, int rank, int size, void *arg)
 
 Test(shm_fast, absent_rank_times_out)
 {
-    cr_expect_eq(lh_run(2, absent_rank, NULL), 0);
+    int result;
+    char *log = lh_run_logged(2, absent_rank, NULL, &result);
+    cr_expect_eq(result, 0, "%s", log);
+    EXPECT_LOG_HAS(log, "rank 0 of 2: no progress for 1.0 s (FOLD_TIMEOUT=1) waiting for "
+                        "rank 1's input of call 2");
+    EXPECT_LOG_HAS(log, "its flags are out of step, so this communicator cannot use it again");
+    free(log);
 }

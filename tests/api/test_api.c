@@ -1,13 +1,15 @@
 /*
  * The public API on loopback ranks: bad input gets a clear error and no crash,
  * handles after finalize are refused, split/bcast/barrier/non-blocking calls work,
- * a collective that never completes times out naming the peer, mismatched
- * counts are caught, and a rank whose transport fails to open fails every rank's
- * context creation instead of leaving the others waiting.
+ * a collective that never completes times out naming the peer, mismatched counts
+ * are caught naming the other rank (both checked in what fold logs), and a rank
+ * whose transport fails to open fails every rank's context creation instead of
+ * leaving the others waiting.
  */
 #include <criterion/criterion.h>
 
 #include "loopback_harness.h"
+#include "stderr_capture.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -227,7 +229,16 @@ static int timeout_rank(fold_context_t *ctx, int rank, int size, void *arg)
 
 Test(api, stuck_collective_times_out)
 {
-    cr_assert_eq(lh_run(3, timeout_rank, NULL), 0);
+    int result;
+    char *log = lh_run_logged(3, timeout_rank, NULL, &result);
+    cr_expect_eq(result, 0, "%s", log);
+    /* Both waiting ranks say how long, the setting, and the step they were on: rank 2
+     * names rank 1, whose message never came. */
+    cr_expect_eq(stderr_count(log, "no progress for"), 2, "%s", log);
+    cr_expect_eq(stderr_count(log, "(FOLD_TIMEOUT=0.5)"), 2, "%s", log);
+    EXPECT_LOG_HAS(log, "allreduce (ring) on comm 0, rank 2 of 3");
+    EXPECT_LOG_HAS(log, "while on recv from rank 1 (message 0");
+    free(log);
 }
 
 /* Rank 0 passes a larger count than the others: the error names the mismatch. */
@@ -245,7 +256,15 @@ static int mismatch(fold_context_t *ctx, int rank, int size, void *arg)
 
 Test(api, mismatched_counts_fail)
 {
-    cr_assert_eq(lh_run(2, mismatch, NULL), 0);
+    int result;
+    char *log = lh_run_logged(2, mismatch, NULL, &result);
+    cr_expect_eq(result, 0, "%s", log);
+    /* Rank 1 gets more bytes than it expects (a truncation); rank 0 fewer, and the
+     * fingerprint behind them says why: each names the other. */
+    EXPECT_LOG_HAS(log, "rank 1 of 2: the transport reported 'message truncated "
+                        "(mismatched calls)' while on recv from rank 0");
+    EXPECT_LOG_HAS(log, "rank 0 of 2: rank 1 passed count 4, rank 0 passed 8");
+    free(log);
 }
 
 static int user_ops(fold_context_t *ctx, int rank, int size, void *arg)

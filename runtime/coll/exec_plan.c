@@ -1,0 +1,282 @@
+/*
+ * The executor's plan of a finalized schedule (exec_plan.h): codec links and soft
+ * waits, read off the schedule's steps and dependencies.
+ *
+ * Codec links. The executor may send any message encoded
+ * (runtime/codec/codec.h): a receiver tells an encoded message from a dense one by
+ * its length. What this file finds are the places where the codec work can ride
+ * on a reduction pass instead of costing one of its own:
+ *
+ *   recv TMP[a..b) from q  ->  reduce(TMP[a..b), mine -> dst)
+ *       the reduction reads the encoded message straight from the slot and decodes
+ *       while it reduces (a_C op b -> a); nothing else may read the slot before it
+ *       is written again, and dst must not overlap it.
+ *
+ *   reduce(..., -> X[a..b))  ->  send X[a..b) to q
+ *       the reduction counts the density of its result, so the send picks its
+ *       codec without another pass over the data; where X is TMP and nothing else
+ *       reads X[a..b), the reduction may instead write its result encoded, straight
+ *       into the send's staging buffer (a op b -> a_C, a_C op b -> a_C).
+ *
+ * Every reader of a range has an edge from the range's last writer, and every later
+ * writer an edge from the readers since, so both patterns can be read off the
+ * successor lists.
+ */
+#include "coll/exec_plan.h"
+
+#include <fold/fold_status.h>
+#include <stdlib.h>
+
+static int node_differs(void *arg, int peer)
+{
+    const fold_remote_nodes_t *r = arg;
+    return r->node_of[peer] != r->node;
+}
+
+const fold_remote_t *fold_remote_nodes(fold_remote_nodes_t *r, const int *node_of, int node)
+{
+    *r = (fold_remote_nodes_t){{node_differs, r}, node_of, node};
+    return &r->remote;
+}
+
+/* ---- codec links --------------------------------------------------------------- */
+
+static uint8_t alias_of(const fold_sched_t *s, uint8_t buf)
+{
+    return (s->inplace && buf == FOLD_BUF_IN) ? FOLD_BUF_OUT : buf;
+}
+
+static int same_range(const fold_sched_t *s, fold_ref_t a, fold_ref_t b)
+{
+    return alias_of(s, a.buf) == alias_of(s, b.buf) && a.off == b.off;
+}
+
+static int overlaps(const fold_sched_t *s, fold_ref_t a, size_t na, fold_ref_t b, size_t nb)
+{
+    return na != 0 && nb != 0 && alias_of(s, a.buf) == alias_of(s, b.buf) &&
+           a.off < b.off + nb && b.off < a.off + na;
+}
+
+/* Whether step st reads the range [r, r + n). */
+static int reads_range(const fold_sched_t *s, const fold_step_t *st, fold_ref_t r, size_t n)
+{
+    switch (st->kind) {
+    case FOLD_STEP_SEND:
+    case FOLD_STEP_COPY:
+        return overlaps(s, st->src, st->count, r, n);
+    case FOLD_STEP_REDUCE:
+        return overlaps(s, st->src, st->count, r, n) || overlaps(s, st->src2, st->count, r, n);
+    default:
+        return 0;
+    }
+}
+
+static int writes_range(const fold_sched_t *s, const fold_step_t *st, fold_ref_t r, size_t n)
+{
+    return st->kind != FOLD_STEP_SEND && overlaps(s, st->dst, st->count, r, n);
+}
+
+static int is_successor(const fold_sched_t *s, uint32_t from, uint32_t to)
+{
+    const fold_step_t *st = &s->steps[from];
+    for (uint32_t k = 0; k < st->nsucc; k++) {
+        if (s->succ[st->succ_off + k] == to) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* The one reduction that may decode receive i's message, or FOLD_STEP_NONE. */
+static uint32_t wire_consumer(const fold_sched_t *s, uint32_t i)
+{
+    const fold_step_t *rv = &s->steps[i];
+    uint32_t consumer = FOLD_STEP_NONE;
+
+    if (rv->dst.buf != FOLD_BUF_TMP || rv->count == 0) {
+        return FOLD_STEP_NONE;   /* user and node-shared memory must hold plain data */
+    }
+    for (uint32_t k = 0; k < rv->nsucc; k++) {
+        uint32_t j = s->succ[rv->succ_off + k];
+        const fold_step_t *st = &s->steps[j];
+        if (!reads_range(s, st, rv->dst, rv->count)) {
+            continue;
+        }
+        if (consumer != FOLD_STEP_NONE || st->kind != FOLD_STEP_REDUCE ||
+            st->count != rv->count ||
+            !(same_range(s, st->src, rv->dst) || same_range(s, st->src2, rv->dst)) ||
+            overlaps(s, st->dst, st->count, rv->dst, rv->count)) {
+            return FOLD_STEP_NONE;
+        }
+        consumer = j;
+    }
+    if (consumer == FOLD_STEP_NONE) {
+        return FOLD_STEP_NONE;
+    }
+    /* A later write into the slot must come after the consumer has read it. */
+    for (uint32_t k = 0; k < rv->nsucc; k++) {
+        uint32_t w = s->succ[rv->succ_off + k];
+        if (w != consumer && writes_range(s, &s->steps[w], rv->dst, rv->count) &&
+            !is_successor(s, consumer, w)) {
+            return FOLD_STEP_NONE;
+        }
+    }
+    return consumer;
+}
+
+/* Finds the steps the executor may fuse with a codec: a receive into TMP whose only
+ * reader is one reduction that reads exactly what it received (the reduction
+ * decodes it while reducing), and a reduction whose result a send forwards
+ * unchanged (it counts the density the send chooses a codec by, or encodes its
+ * result for the send directly). */
+static void plan_codec_links(fold_wire_plan_t *plan, const fold_sched_t *s)
+{
+    for (uint32_t i = 0; i < s->nsteps; i++) {
+        const fold_step_t *st = &s->steps[i];
+        fold_plan_step_t *ps = &plan->steps[i];
+        if (st->kind == FOLD_STEP_RECV) {
+            uint32_t j = wire_consumer(s, i);
+            if (j != FOLD_STEP_NONE) {
+                fold_plan_step_t *red = &plan->steps[j];
+                ps->wire  = 1;
+                red->wire = same_range(s, s->steps[j].src, st->dst) ? 1 : 2;
+                red->link = i;
+            }
+        } else if (st->kind == FOLD_STEP_REDUCE) {
+            int readers = 0;
+            for (uint32_t k = 0; k < st->nsucc; k++) {
+                uint32_t j = s->succ[st->succ_off + k];
+                const fold_step_t *snd = &s->steps[j];
+                readers += reads_range(s, snd, st->dst, st->count);
+                if (snd->kind == FOLD_STEP_SEND && snd->count == st->count &&
+                    same_range(s, snd->src, st->dst) && ps->fwd == FOLD_STEP_NONE) {
+                    ps->counts = 1;
+                    ps->fwd    = j;
+                    plan->steps[j].link = i;
+                }
+            }
+            if (ps->counts && readers == 1 && st->dst.buf == FOLD_BUF_TMP) {
+                ps->counts = 2;
+            }
+        }
+    }
+}
+
+/* ---- soft waits ---------------------------------------------------------------- */
+
+/* A send to a peer on another node that answers it, its data derived from a message
+ * the peer sent, waits (softly: see exec_plan.h) until this rank's latest earlier
+ * send to that peer of data not derived from its messages is done. Otherwise, where
+ * the peer's message came early (small: sparse data, encoded), the answer would
+ * share the link with the message the peer needs first, and the peer would wait for
+ * both. Sends of the same kind keep their overlap (pipelines stay full), and peers
+ * on this node are left alone: a rank pulls their messages in the order it needs
+ * them. */
+static void plan_answers_to(fold_wire_plan_t *plan, const fold_sched_t *s, int32_t peer,
+                            uint32_t *source)
+{
+    /* source[i]: the latest receive from the peer that step i derives from, carried
+     * along the dependencies (every edge goes to a later step). */
+    size_t n = s->nsteps;
+    for (size_t i = 0; i < n; i++) {
+        const fold_step_t *st = &s->steps[i];
+        source[i] = (st->kind == FOLD_STEP_RECV && st->peer == peer) ? (uint32_t)i
+                                                                      : FOLD_STEP_NONE;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const fold_step_t *st = &s->steps[i];
+        uint32_t from = source[i];
+        for (uint32_t k = 0; k < st->nsucc && from != FOLD_STEP_NONE; k++) {
+            uint32_t *to = &source[s->succ[st->succ_off + k]];
+            if (*to == FOLD_STEP_NONE || from > *to) {
+                *to = from;
+            }
+        }
+    }
+    int64_t own = -1;
+    for (size_t i = 0; i < n; i++) {
+        const fold_step_t *st = &s->steps[i];
+        if (st->kind != FOLD_STEP_SEND || st->peer != peer) {
+            continue;
+        }
+        if (source[i] == FOLD_STEP_NONE) {
+            own = (int64_t)i;
+        } else if (own >= 0) {
+            plan->steps[i].soft     = (uint32_t)own;
+            plan->steps[i].soft_src = source[i];
+            plan->soft_steps[plan->nsoft++] = (uint32_t)i;
+        }
+    }
+}
+
+static int plan_answers(fold_wire_plan_t *plan, const fold_sched_t *s,
+                        const fold_remote_t *remote)
+{
+    size_t n = s->nsteps;
+    if (remote == NULL) {
+        return FOLD_OK;
+    }
+    uint32_t *source = NULL;
+    for (size_t i = 0; i < n; i++) {
+        const fold_step_t *st = &s->steps[i];
+        if (st->kind != FOLD_STEP_SEND || !fold_remote_peer(remote, st->peer)) {
+            continue;
+        }
+        int seen = 0;   /* the first send to each remote peer orders them all */
+        for (size_t k = 0; k < i && !seen; k++) {
+            seen = s->steps[k].kind == FOLD_STEP_SEND && s->steps[k].peer == st->peer;
+        }
+        if (seen) {
+            continue;
+        }
+        if (source == NULL && (source = malloc((n + 1) * sizeof(*source))) == NULL) {
+            return FOLD_ERR_NO_MEMORY;
+        }
+        plan_answers_to(plan, s, st->peer, source);
+    }
+    free(source);
+    /* Each own send's waiters, in step order (the order they become ready in). */
+    for (size_t k = plan->nsoft; k-- > 0;) {
+        uint32_t j = plan->soft_steps[k];
+        fold_plan_step_t *own = &plan->steps[plan->steps[j].soft];
+        plan->steps[j].soft_next = own->soft_first;
+        own->soft_first = j;
+    }
+    return FOLD_OK;
+}
+
+/* ---- the plan ------------------------------------------------------------------ */
+
+int fold_wire_plan_build(fold_wire_plan_t *plan, const fold_sched_t *s,
+                         const fold_remote_t *remote)
+{
+    size_t n = s->nsteps;
+    plan->nsteps     = n;
+    plan->nsoft      = 0;
+    plan->steps      = malloc((n + 1) * sizeof(*plan->steps));
+    plan->soft_steps = malloc((n + 1) * sizeof(*plan->soft_steps));
+    if (plan->steps == NULL || plan->soft_steps == NULL) {
+        fold_wire_plan_free(plan);
+        return FOLD_ERR_NO_MEMORY;
+    }
+    for (size_t i = 0; i < n; i++) {
+        plan->steps[i] = (fold_plan_step_t){.link = FOLD_STEP_NONE, .fwd = FOLD_STEP_NONE,
+                                            .soft = FOLD_STEP_NONE,
+                                            .soft_src = FOLD_STEP_NONE,
+                                            .soft_first = FOLD_STEP_NONE,
+                                            .soft_next = FOLD_STEP_NONE};
+    }
+    plan_codec_links(plan, s);
+    int status = plan_answers(plan, s, remote);
+    if (status != FOLD_OK) {
+        fold_wire_plan_free(plan);
+    }
+    return status;
+}
+
+void fold_wire_plan_free(fold_wire_plan_t *plan)
+{
+    free(plan->steps);
+    free(plan->soft_steps);
+    *plan = (fold_wire_plan_t){0};
+}

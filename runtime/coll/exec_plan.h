@@ -1,0 +1,80 @@
+/*
+ * The executor's plan for one cached schedule: the decisions about the wire that
+ * the executor takes from a finished schedule (its steps and dependencies) and the
+ * communicator's node layout, kept beside the schedule, not in its steps. A
+ * schedule says what moves where and after what; the plan says where codec work
+ * may ride on a reduction (exec_wire.c) and which answers wait, softly, for this
+ * rank's own sends (exec.c). Built once per cached schedule (exec_plan.c).
+ *
+ * Soft waits. A send to a peer on another node whose data derives from a message
+ * that peer sent (an answer) waits for this rank's latest earlier send to it of data
+ * not derived from its messages (soft), so the link carries first what the peer
+ * needs first. The wait is soft: the executor drops it when the peer's message the
+ * answer derives from (soft_src) arrives dense, for then the peer was not ahead of
+ * this rank and the overlap costs nothing. A soft wait is not an edge of the
+ * schedule: the executor counts it on top of the step's predecessors.
+ */
+#ifndef FOLD_EXEC_PLAN_H
+#define FOLD_EXEC_PLAN_H
+
+#include "coll/sched.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Which peers run on another node than this rank, asked per peer: a communicator
+ * answers from its rank map and the node layout, so it keeps no byte per rank. */
+typedef struct fold_remote {
+    int  (*other_node)(void *arg, int peer);
+    void  *arg;
+} fold_remote_t;
+
+static inline int fold_remote_peer(const fold_remote_t *remote, int peer)
+{
+    return remote != NULL && remote->other_node(remote->arg, peer);
+}
+
+/* The answer from a node index per peer (tests, tools). */
+typedef struct fold_remote_nodes {
+    fold_remote_t remote;
+    const int    *node_of;   /* node of every peer */
+    int           node;      /* this rank's */
+} fold_remote_nodes_t;
+
+/* Fills r and returns &r->remote. */
+const fold_remote_t *fold_remote_nodes(fold_remote_nodes_t *r, const int *node_of, int node);
+
+typedef struct fold_plan_step {
+    /* Sparse codecs (see exec_plan.c): */
+    uint8_t  wire;        /* recv: 1 when the reduce that consumes it decodes it;
+                             reduce: which operand is that receive's wire image
+                             (1 src, 2 src2, 0 none) */
+    uint8_t  counts;      /* reduce: a send forwards the result, so count its density;
+                             2: only that send reads it, in TMP, so the reduction may
+                             write it encoded straight for the send */
+    uint32_t link;        /* reduce with a wire operand: the recv step; send: the
+                             reduce that counted its data; FOLD_STEP_NONE otherwise */
+    uint32_t fwd;         /* reduce with counts: the send forwarding its result */
+    /* Soft waits (see the top): */
+    uint32_t soft;        /* send: the own send this answer waits for while its peer
+                             looks ahead; FOLD_STEP_NONE otherwise */
+    uint32_t soft_src;    /* send with a soft wait: the latest receive from its peer
+                             that its data derives from */
+    uint32_t soft_first;  /* own send: the first answer softly waiting for it */
+    uint32_t soft_next;   /* answer: the next one waiting for the same own send */
+} fold_plan_step_t;
+
+typedef struct fold_wire_plan {
+    fold_plan_step_t *steps;       /* one per schedule step */
+    size_t            nsteps;
+    uint32_t         *soft_steps;  /* the steps with a soft wait, in order */
+    size_t            nsoft;
+} fold_wire_plan_t;
+
+/* Builds the plan of a finalized schedule; remote says which peers are on another
+ * node (NULL: none). FOLD_OK or FOLD_ERR_NO_MEMORY (plan then empty). */
+int  fold_wire_plan_build(fold_wire_plan_t *plan, const fold_sched_t *s,
+                          const fold_remote_t *remote);
+void fold_wire_plan_free(fold_wire_plan_t *plan);
+
+#endif

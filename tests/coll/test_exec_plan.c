@@ -1,0 +1,130 @@
+/*
+ * The executor's plan of a schedule (coll/exec_plan.h): codec links read off the
+ * dependencies, and the soft waits of answers to peers on another node.
+ */
+#include <criterion/criterion.h>
+
+#include "comm.h"
+#include "sched_check.h"
+
+Test(exec_plan, codec_links)
+{
+    /* recv into TMP read by one reduce: decoded inside it; its result only sent on:
+     * counted (and, in TMP, encodable straight for the send). */
+    fold_coll_args_t a = args_for(FOLD_COLL_REDUCE, 1, 0);
+    fold_sched_t s;
+    fold_wire_plan_t p;
+    fold_sched_init(&s, &a);
+    fold_sched_recv(&s, 2, fold_ref_tmp(0), 10);
+    fold_sched_reduce(&s, fold_ref_in(0), fold_ref_tmp(0), fold_ref_tmp(10), 10);
+    fold_sched_send(&s, 0, fold_ref_tmp(10), 10);
+    cr_assert_eq(fold_sched_finalize(&s), FOLD_OK);
+    cr_assert_eq(fold_wire_plan_build(&p, &s, NULL), FOLD_OK);
+    cr_expect_eq(p.steps[0].wire, 1);
+    cr_expect_eq(p.steps[1].wire, 2);
+    cr_expect_eq(p.steps[1].link, 0);
+    cr_expect_eq(p.steps[1].counts, 2);
+    cr_expect_eq(p.steps[1].fwd, 2);
+    cr_expect_eq(p.steps[2].link, 1);
+    fold_wire_plan_free(&p);
+    fold_sched_cleanup(&s);
+
+    /* A second reader of the slot: decoded on arrival instead. */
+    fold_sched_init(&s, &a);
+    fold_sched_recv(&s, 2, fold_ref_tmp(0), 10);
+    fold_sched_reduce(&s, fold_ref_in(0), fold_ref_tmp(0), fold_ref_tmp(10), 10);
+    fold_sched_copy(&s, fold_ref_tmp(0), fold_ref_tmp(20), 10);
+    cr_assert_eq(fold_sched_finalize(&s), FOLD_OK);
+    cr_assert_eq(fold_wire_plan_build(&p, &s, NULL), FOLD_OK);
+    cr_expect_eq(p.steps[0].wire, 0);
+    cr_expect_eq(p.steps[1].wire, 0);
+    fold_wire_plan_free(&p);
+    fold_sched_cleanup(&s);
+}
+
+Test(exec_plan, answers_to_remote_peers_wait_softly_for_own_sends)
+{
+    /* Reduce-scatter then allgather with a peer on another node: the allgather send
+     * answers the peer's message, so it waits (softly) for this rank's own sends to
+     * it; the own sends keep their overlap. With the peer on this node, nothing waits. */
+    static const int nodes1[4] = {0, 1, 0, 0};   /* peer 1 on another node */
+    fold_remote_nodes_t on_nodes;
+    const fold_remote_t *remote1 = fold_remote_nodes(&on_nodes, nodes1, 0);
+    fold_coll_args_t a = args_for(FOLD_COLL_ALLREDUCE, 0, 0);
+    a.size = 2;
+    fold_sched_t s;
+    fold_wire_plan_t p;
+    for (int across = 0; across <= 1; across++) {
+        fold_sched_init(&s, &a);
+        fold_sched_send(&s, 1, fold_ref_in(50), 25);                                /* 0 */
+        fold_sched_send(&s, 1, fold_ref_in(75), 25);                                /* 1 */
+        fold_sched_recv(&s, 1, fold_ref_tmp(0), 50);                                /* 2 */
+        fold_sched_reduce(&s, fold_ref_in(0), fold_ref_tmp(0), fold_ref_out(0), 50); /* 3 */
+        fold_sched_send(&s, 1, fold_ref_out(0), 50);                                /* 4 */
+        fold_sched_recv(&s, 1, fold_ref_out(50), 50);                               /* 5 */
+        cr_assert_eq(fold_sched_finalize(&s), FOLD_OK);
+        cr_assert_eq(fold_wire_plan_build(&p, &s, across ? remote1 : NULL), FOLD_OK);
+        cr_expect_eq(p.steps[4].soft, across ? 1u : FOLD_STEP_NONE,
+                     "the answer waits for the latest own send");
+        cr_expect_eq(p.steps[1].soft_first, across ? 4u : FOLD_STEP_NONE);
+        cr_expect_eq(p.steps[4].soft_src, across ? 2u : FOLD_STEP_NONE,
+                     "the wait hangs on the message it answers");
+        cr_expect_eq(p.steps[1].soft, FOLD_STEP_NONE, "an own send waits for nothing");
+        cr_expect(!depends_on(&s, 1, 0), "own sends stay concurrent");
+        cr_expect(!depends_on(&s, 4, 1), "a soft wait is no edge of the schedule");
+        cr_expect_eq(s.steps[4].npred, 1);
+        cr_expect_eq(p.nsoft, (size_t)across);
+        fold_wire_plan_free(&p);
+        fold_sched_cleanup(&s);
+    }
+
+    /* Peer 1 remote, peer 2 local: data from 2 sent on to 1 is not an answer to 1;
+     * what derives from 1's message is, also after passing through 2's. */
+    a.size = 4;
+    fold_sched_init(&s, &a);
+    fold_sched_send(&s, 1, fold_ref_in(0), 50);                                  /* 0 */
+    fold_sched_recv(&s, 2, fold_ref_tmp(0), 50);                                 /* 1 */
+    fold_sched_reduce(&s, fold_ref_in(50), fold_ref_tmp(0), fold_ref_out(0), 50); /* 2 */
+    fold_sched_send(&s, 1, fold_ref_out(0), 50);                                 /* 3 */
+    fold_sched_recv(&s, 1, fold_ref_tmp(50), 50);                                /* 4 */
+    fold_sched_reduce(&s, fold_ref_tmp(50), fold_ref_out(0), fold_ref_tmp(100), 50); /* 5 */
+    fold_sched_send(&s, 2, fold_ref_tmp(100), 50);                               /* 6 */
+    fold_sched_send(&s, 1, fold_ref_tmp(100), 50);                               /* 7 */
+    cr_assert_eq(fold_sched_finalize(&s), FOLD_OK);
+    cr_assert_eq(fold_wire_plan_build(&p, &s, remote1), FOLD_OK);
+    cr_expect_eq(p.steps[3].soft, FOLD_STEP_NONE, "not an answer to 1");
+    cr_expect_eq(p.steps[7].soft, 3u, "an answer to 1 waits for the latest own send to 1");
+    cr_expect_eq(p.steps[7].soft_src, 4u);
+    cr_expect_eq(p.steps[3].soft_first, 7u);
+    cr_expect_eq(p.steps[6].soft, FOLD_STEP_NONE, "sends to a peer on this node never wait");
+    fold_wire_plan_free(&p);
+    fold_sched_cleanup(&s);
+
+    a.size = 2;
+    /* Rabenseifner between two ranks, segmented: every allgather send waits for
+     * the last reduce-scatter send. */
+    a.count = 100;
+    a.seg_count = 10;
+    fold_sched_init(&s, &a);
+    cr_assert_eq(fold_alg_find("rabenseifner")->allreduce(&a, &s), FOLD_OK);
+    cr_assert_eq(fold_sched_finalize(&s), FOLD_OK);
+    cr_assert_eq(fold_wire_plan_build(&p, &s, remote1), FOLD_OK);
+    int64_t last_own = -1;
+    size_t answers = 0;
+    for (size_t i = 0; i < s.nsteps; i++) {
+        if (s.steps[i].kind != FOLD_STEP_SEND) {
+            continue;
+        }
+        if (s.steps[i].src.buf == FOLD_BUF_IN) {
+            last_own = (int64_t)i;
+        } else {
+            cr_assert_geq(last_own, 0);
+            cr_expect_eq(p.steps[i].soft, (uint32_t)last_own, "send %zu", i);
+            answers++;
+        }
+    }
+    cr_expect_eq(answers, 5);
+    cr_expect_eq(p.nsoft, 5);
+    fold_wire_plan_free(&p);
+    fold_sched_cleanup(&s);
+}
