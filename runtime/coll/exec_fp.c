@@ -332,7 +332,7 @@ int fold_exec_fp_explain(fold_request_t *req, uint32_t i, char *why, size_t whyl
         if (fp->mode != FP_BESIDE) {
             return FOLD_OK;   /* behind the data: checked when it arrived */
         }
-        double until = fold_util_time_now() + 0.1;
+        double until = fold_util_time_now() + 1.0;   /* sent before the data: it is here */
         while (fp->beside.status == FOLD_INPROGRESS && fold_util_time_now() < until) {
             ctx->tl_ops->progress(ctx->tl);
         }

@@ -96,6 +96,7 @@ static int wire_rank(fold_context_t *ctx, int rank, int size, void *arg)
     }
     /* The communicator still serves a correct call (or, after a mismatch on a node
      * segment, refuses it: never a wrong result). */
+    fold_config_set(ctx, "TIMEOUT", "60");   /* 1 s was for the ranks left waiting */
     lh_barrier(ctx);
     int again = fold_allreduce(in, out, 1000, FOLD_FLOAT32, FOLD_OP_SUM, w);
     int refused = c->shared && again == FOLD_ERR_PEER_FAILED;
