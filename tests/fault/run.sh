@@ -1,0 +1,147 @@
+#!/bin/sh
+# Fault-injection matrix (issue 16): runs fold_fault over algorithms x transports x
+# faults x victims x seeds and prints one table.
+#
+#   tests/fault/run.sh            the short slice on 3 ranks (CI: ctest -R fault_slice):
+#                                 a few algorithms x {ucp, ofi tcp;ofi_rxm} x {kill, stop},
+#                                 the victim rotating over the ranks, one seed
+#   tests/fault/run.sh --full     every algorithm x {ucp, ucp over tcp, ofi tcp;ofi_rxm,
+#                                 ofi shm} x {kill, stop} x victims {0, 1, last} x 2 seeds
+#                                 (the second with non-blocking calls) on 4 ranks
+#
+# Options: --bin PATH (fold_fault; default build/tests/fault/fold_fault), --ranks N,
+# --seeds "1 2", --victims "0 1 3" (or "rotate"), --faults "kill stop", --timeout S (FOLD_TIMEOUT),
+# --transports "ucp ucp:tcp ofi:tcp;ofi_rxm ofi:shm" (ucp:tcp: UCX_TLS=tcp,self, where UCX
+# itself notices a dead peer), --nonblocking "0 1" (blocking calls, non-blocking ones
+# completed by fold_test or fold_wait, or both), --algs "allreduce:ring reduce:chain ...",
+# --netns A,B (ranks blocked over two network namespaces, e.g. made by mnrun.sh).
+# Exits 1 when any case failed: a survivor without FOLD_ERR_PEER_FAILED or
+# FOLD_ERR_TIMEOUT within 2 x FOLD_TIMEOUT, a message naming no peer and step, a hang
+# in fold_finalize, a resumed victim that hangs, or a segment left in /dev/shm.
+set -u
+
+here=$(cd "$(dirname "$0")" && pwd)
+bin=${FOLD_FAULT:-$here/../../build/tests/fault/fold_fault}
+full=0
+ranks=3
+seeds="1"
+victims=""
+faults="kill stop"
+timeout=2
+transports="ucp ofi:tcp;ofi_rxm"
+algs=""
+netns=""
+nonblocking=0
+max_count=262144
+
+all_algs="allreduce:recursive_doubling allreduce:rabenseifner allreduce:ring allreduce:dpml
+allreduce:dpml_pipelined allreduce:shm_flat allreduce:cma allreduce:auto
+reduce:binomial reduce:rabenseifner reduce:ring reduce:chain reduce:bintree reduce:greedy
+reduce:dpml reduce:dpml_pipelined reduce:shm_flat reduce:cma"
+slice_algs="allreduce:ring allreduce:dpml reduce:binomial reduce:cma"
+
+while [ $# -gt 0 ]; do
+    case $1 in
+    --full) full=1; ranks=4; seeds="1 2"; transports="ucp ucp:tcp ofi:tcp;ofi_rxm ofi:shm"
+            nonblocking=alternate ;;
+    --bin) bin=$2; shift ;;
+    --ranks) ranks=$2; shift ;;
+    --seeds) seeds=$2; shift ;;
+    --victims) victims=$2; shift ;;
+    --faults) faults=$2; shift ;;
+    --timeout) timeout=$2; shift ;;
+    --transports) transports=$2; shift ;;
+    --algs) algs=$2; shift ;;
+    --netns) netns=$2; shift ;;
+    --nonblocking) nonblocking=$2; shift ;;
+    --max-count) max_count=$2; shift ;;
+    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    *) echo "run.sh: unknown option $1" >&2; exit 2 ;;
+    esac
+    shift
+done
+[ -x "$bin" ] || { echo "run.sh: no fold_fault at $bin (build first, or --bin)" >&2; exit 2; }
+if [ -z "$algs" ]; then
+    if [ $full = 1 ]; then algs=$all_algs; else algs=$slice_algs; fi
+fi
+last=$((ranks - 1))
+[ -n "$victims" ] || { if [ $full = 1 ]; then victims="0 1 $last"; else victims=rotate; fi; }
+
+out=$(mktemp /tmp/fold-fault-run.XXXXXX)
+trap 'rm -f "$out"' EXIT
+cases=0; failed=0; survivors=0; clean=0; leftovers=0; slowest=0.00; slowest_fin=0.00
+failures=""; turn=0
+printf '%-20s %-30s %-5s %6s %4s %9s %5s %10s %8s %9s %s\n' transport collective fault victim \
+    seed survivors clean "detect(s)" "final(s)" leftovers verdict
+for tl in $transports; do
+    case $tl in
+    ofi:*) tname=ofi; prov=${tl#ofi:}; tls="" ;;
+    ucp:*) tname=ucp; prov=""; tls="${tl#ucp:},self" ;;
+    *) tname=$tl; prov=""; tls="" ;;
+    esac
+    for ca in $algs; do
+        coll=${ca%%:*}; alg=${ca#*:}
+        for fault in $faults; do
+            vlist=$victims
+            if [ "$victims" = rotate ]; then
+                vlist=$(( (turn + 1) % ranks )); turn=$((turn + 1))
+            fi
+            for victim in $vlist; do
+                [ "$victim" -lt "$ranks" ] || continue
+                for seed in $seeds; do
+                  nbs=$nonblocking
+                  [ "$nonblocking" = alternate ] && nbs=$(( (seed + 1) % 2 ))
+                  for nb in $nbs; do
+                    # Victim 0 is the reduce root and the node's first DPML leader.
+                    set -- -n "$ranks" -t "$tname" -c "$coll" -a "$alg" -f "$fault" \
+                        -v "$victim" -s "$seed" -T "$timeout" -m "$max_count"
+                    [ -n "$prov" ] && set -- "$@" -p "$prov"
+                    [ -n "$netns" ] && set -- "$@" -N "$netns"
+                    nbtag=""
+                    [ "$nb" = 1 ] && { set -- "$@" -i; nbtag="(nb)"; }
+                    if [ -n "$tls" ]; then
+                        UCX_TLS=$tls "$bin" "$@" >"$out" 2>&1
+                    else
+                        "$bin" "$@" >"$out" 2>&1
+                    fi
+                    rc=$?
+                    line=$(grep '^RESULT ' "$out")
+                    cases=$((cases + 1))
+                    get() { echo "$line" | tr ' ' '\n' | sed -n "s/^$1=//p"; }
+                    if [ -z "$line" ]; then
+                        verdict="CRASH(rc=$rc)"; s=0; c=0; d=0; l=0; f=0
+                    else
+                        verdict=$(get verdict); s=$(get survivors); c=$(get clean)
+                        d=$(get slowest); l=$(get leftovers); f=$(get finalize)
+                    fi
+                    survivors=$((survivors + s)); clean=$((clean + c))
+                    leftovers=$((leftovers + l))
+                    slowest=$(awk -v a="$slowest" -v b="$d" 'BEGIN { print (b > a) ? b : a }')
+                    slowest_fin=$(awk -v a="$slowest_fin" -v b="$f" 'BEGIN { print (b > a) ? b : a }')
+                    printf '%-20s %-30s %-5s %6s %4s %9s %5s %10s %8s %9s %s\n' \
+                        "$tname${prov:+/$prov}${tls:+/$tls}" "$coll$nbtag:$alg" "$fault" "$victim" "$seed" \
+                        "$s" "$c" "$d" "$f" "$l" "$verdict"
+                    if [ "$rc" != 0 ]; then
+                        failed=$((failed + 1))
+                        sed 's/^/    | /' "$out"
+                        failures="$failures
+  $tname${prov:+/$prov}${tls:+/$tls} $coll$nbtag:$alg $fault victim $victim seed $seed: $verdict"
+                    fi
+                  done
+                done
+            done
+        done
+    done
+done
+echo
+echo "cases run:                 $cases"
+echo "cases failed:              $failed"
+echo "survivors failed cleanly:  $clean of $survivors"
+echo "slowest detection:         ${slowest} s (bound: 2 x FOLD_TIMEOUT = $(awk -v t="$timeout" 'BEGIN { print 2 * t }') s)"
+echo "slowest fold_finalize:     ${slowest_fin} s"
+echo "segments left in /dev/shm: $leftovers"
+if [ "$failed" != 0 ]; then
+    echo "failed cases:$failures"
+    exit 1
+fi
+exit 0
