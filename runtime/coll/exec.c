@@ -379,9 +379,23 @@ static uint64_t shm_value(const fold_request_t *req, const fold_step_t *st)
     return ((req->turn.epoch - 1) << 32) + st->value;
 }
 
+/* On a communicator other than the world, " (context rank R)" after a rank of it:
+ * communicator ranks are renumbered, and the process an operator looks for is the
+ * context's rank (fold_comm_context_rank). Empty on the world. */
+static void context_rank_note(fold_comm_t *comm, int r, char *buf, size_t len)
+{
+    int ctx_rank = fold_comm_ctx_rank(comm, r);
+    if (comm == comm->ctx->world) {
+        buf[0] = '\0';
+    } else {
+        snprintf(buf, len, " (context rank %d)", ctx_rank);
+    }
+}
+
 static void describe_step(const fold_request_t *req, size_t i, char *buf, size_t len)
 {
     const fold_step_t *st = &req->sched->steps[i];
+    char note[32];
     if (st->kind == FOLD_STEP_SHM_WAIT) {
         const fold_shm_seg_t *seg = &req->comm->node->seg;
         int local = st->local;
@@ -393,17 +407,19 @@ static void describe_step(const fold_request_t *req, size_t i, char *buf, size_t
         }
         local = local < 0 ? 0 : local;
         uint64_t now = fold_shm_flag_read(seg, local, st->flag);
-        snprintf(buf, len, "shm wait for rank %d (local rank %d) to reach %s %llu of call "
+        int peer = fold_topo_rank(req->comm->node->topo,
+                                  req->comm->node->topo->node_of[req->comm->rank], local);
+        context_rank_note(req->comm, peer, note, sizeof(note));
+        snprintf(buf, len, "shm wait for rank %d%s (local rank %d) to reach %s %llu of call "
                  "%llu; it is at %llu of call %llu (step %zu of %zu)",
-                 fold_topo_rank(req->comm->node->topo,
-                                req->comm->node->topo->node_of[req->comm->rank], local),
-                 local, fold_flag_name(st->flag), (unsigned long long)st->value,
+                 peer, note, local, fold_flag_name(st->flag), (unsigned long long)st->value,
                  (unsigned long long)req->turn.epoch, (unsigned long long)(now & 0xffffffffu),
                  (unsigned long long)(now >> 32) + 1, i + 1, req->sched->nsteps);
     } else if (st->kind == FOLD_STEP_SEND || st->kind == FOLD_STEP_RECV) {
-        snprintf(buf, len, "%s %s rank %d (message %u, %zu bytes, step %zu of %zu)",
+        context_rank_note(req->comm, st->peer, note, sizeof(note));
+        snprintf(buf, len, "%s %s rank %d%s (message %u, %zu bytes, step %zu of %zu)",
                  fold_step_kind_name(st->kind), st->kind == FOLD_STEP_SEND ? "to" : "from",
-                 st->peer, st->seq, st->count * req->esize, i + 1, req->sched->nsteps);
+                 st->peer, note, st->seq, st->count * req->esize, i + 1, req->sched->nsteps);
     } else {
         snprintf(buf, len, "%s of %zu elements (step %zu of %zu)",
                  fold_step_kind_name(st->kind), st->count, i + 1, req->sched->nsteps);
@@ -412,11 +428,12 @@ static void describe_step(const fold_request_t *req, size_t i, char *buf, size_t
 
 static int request_fail(fold_request_t *req, int status, size_t step, const char *why)
 {
-    char what[160];
+    char what[224], note[32];
     describe_step(req, step, what, sizeof(what));
-    fold_error("%s (%s) on comm %u, rank %d of %d: %s while on %s",
+    context_rank_note(req->comm, req->comm->rank, note, sizeof(note));
+    fold_error("%s (%s) on comm %u, rank %d of %d%s: %s while on %s",
                fold_coll_name(req->coll), req->alg_name, req->comm->id, req->comm->rank,
-               req->comm->size, why, what);
+               req->comm->size, note, why, what);
 
     fold_context_t *ctx = req->comm->ctx;
     for (size_t k = 0; k < req->nactive;) {

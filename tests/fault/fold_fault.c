@@ -83,6 +83,7 @@ typedef struct options {
     const char *log_dir;
     const char *netns;   /* comma-separated namespaces, ranks blocked over them */
     int         nonblocking;   /* iallreduce/ireduce, then fold_test polls or fold_wait */
+    int         churn;   /* every third call on a new communicator (split, call, free) */
 } options_t;
 
 static double now_sec(void)
@@ -277,7 +278,23 @@ static void rank_main(const options_t *opt, shared_t *sh, int rank, int fd, cons
         memset(out, 0xff, count * sizeof(int32_t));
         me->in_call = 1;
         double t0 = now_sec();
-        st = run_call(opt, in, out, count, world, call);
+        /* Churn: the same ranks in reverse order, on a communicator of their own (its
+         * own id, schedules and node segment), freed after the call. */
+        fold_comm_h comm = world, sub = NULL;
+        int my_rank = rank;
+        st = FOLD_OK;
+        if (opt->churn && call % 3 == 0) {
+            st = fold_comm_split(world, 0, opt->nranks - rank, &sub);
+            comm = sub;
+            my_rank = opt->nranks - 1 - rank;
+        }
+        if (st == FOLD_OK) {
+            st = run_call(opt, in, out, count, comm, call);
+        }
+        if (sub != NULL) {
+            int fst = fold_comm_free(&sub);
+            st = st != FOLD_OK ? st : fst;
+        }
         double t1 = now_sec();
         me->in_call = 0;
         printf("fold_fault: call %d count %zu: %s in %.3f ms\n", call, count,
@@ -288,7 +305,7 @@ static void rank_main(const options_t *opt, shared_t *sh, int rank, int fd, cons
             me->err_status = st;
             break;
         }
-        if (!reduce || rank == opt->root) {
+        if (!reduce || my_rank == opt->root) {
             for (size_t i = 0; i < count; i++) {
                 if (out[i] != ranks_sum * (int32_t)(i % 13 + 1)) {
                     printf("fold_fault: call %d: element %zu is %d, expected %d\n", call, i,
@@ -516,7 +533,7 @@ static void usage(void)
             "                  [-a alg] [-f kill|stop] [-v victim] [-r root] [-s seed]\n"
             "                  [-T FOLD_TIMEOUT] [-m max-count] [-w warm-up calls]\n"
             "                  [-d max delay ms] [-l log dir (kept)] [-N netns,netns]\n"
-            "                  [-i (non-blocking calls)]\n"
+            "                  [-i (non-blocking calls)] [-S (communicator churn)]\n"
             "UCX_TLS, FOLD_* and other variables pass through to the ranks.\n");
 }
 
@@ -525,7 +542,7 @@ static int parse(int argc, char **argv, options_t *o)
     *o = (options_t){.nranks = 3, .transport = "ucp", .provider = NULL, .coll = "allreduce",
                      .alg = "auto", .fault = "kill", .victim = 1, .root = 0, .seed = 1,
                      .timeout = 2.0, .max_count = 1 << 18, .warmup = 3, .max_delay_ms = 200};
-    for (int c; (c = getopt(argc, argv, "n:t:p:c:a:f:v:r:s:T:m:w:d:l:N:ih")) != -1;) {
+    for (int c; (c = getopt(argc, argv, "n:t:p:c:a:f:v:r:s:T:m:w:d:l:N:iSh")) != -1;) {
         switch (c) {
         case 'n': o->nranks = atoi(optarg); break;
         case 't': o->transport = optarg; break;
@@ -543,6 +560,7 @@ static int parse(int argc, char **argv, options_t *o)
         case 'l': o->log_dir = optarg; break;
         case 'N': o->netns = optarg; break;
         case 'i': o->nonblocking = 1; break;
+        case 'S': o->churn = 1; break;
         default: usage(); return -1;
         }
     }
@@ -785,9 +803,9 @@ int main(int argc, char **argv)
     }
     failed |= wrong;
     const char *ucx_tls = strcmp(opt.transport, "ucp") == 0 ? getenv("UCX_TLS") : NULL;
-    printf("RESULT coll=%s%s alg=%s tl=%s%s%s%s%s n=%d fault=%s victim=%d root=%d seed=%u "
+    printf("RESULT coll=%s%s%s alg=%s tl=%s%s%s%s%s n=%d fault=%s victim=%d root=%d seed=%u "
            "survivors=%d clean=%d slowest=%.2f bound=%.2f finalize=%.2f leftovers=%d verdict=%s\n",
-           opt.coll, opt.nonblocking ? "(nb)" : "", opt.alg, opt.transport,
+           opt.coll, opt.nonblocking ? "(nb)" : "", opt.churn ? "(split)" : "", opt.alg, opt.transport,
            opt.provider ? "/" : "", opt.provider ? opt.provider : "", ucx_tls ? "/" : "",
            ucx_tls ? ucx_tls : "", n, opt.fault, v, opt.root, opt.seed, survivors,
            clean, slowest, bound, slowest_fin, leftovers, setup_error ? "setup" : failed ? "FAIL" : "ok");
