@@ -447,8 +447,13 @@ static int request_fail(fold_request_t *req, int status, size_t step, const char
             k++;
         }
     }
-    /* Give canceled operations a moment to report back, so nothing writes later. */
-    double deadline = fold_util_time_now() + 1.0;
+    /* Give canceled operations a moment to report back, so nothing writes later: a
+     * second, or a quarter of FOLD_TIMEOUT if less, so that a call that timed out
+     * returns well within twice FOLD_TIMEOUT (UCX 1.13 cannot cancel a rendezvous
+     * send to a dead peer, which holds the drain to its end; such a request is
+     * leaked, not reused: fold_exec_release). */
+    double drain = ctx->config.timeout_sec / 4;
+    double deadline = fold_util_time_now() + (drain < 1.0 ? drain : 1.0);
     while (req->nactive > 0 && fold_util_time_now() < deadline) {
         ctx->tl_ops->progress(ctx->tl);
         for (size_t k = 0; k < req->nactive;) {
