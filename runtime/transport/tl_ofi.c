@@ -357,6 +357,7 @@ static void tl_ofi_drain(fold_tl_t *tl)
     }
     tl->nwaiting = 0;
     for (op = tl->posted.head; op != NULL; op = op->next) {
+        op->canceled = 1;
         fi_cancel(&tl->ep->fid, &op->fi_context);
     }
 

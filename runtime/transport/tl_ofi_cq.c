@@ -98,6 +98,16 @@ static int tl_ofi_read_error(fold_tl_t *tl)
         fold_debug("ofi: %s from peer %d (tag 0x%llx) truncated: the message is longer than "
                    "the %zu-byte buffer", what, op->peer,
                    (unsigned long long)(op->wire_tag & TL_OFI_USER_TAG_MASK), op->len);
+    } else if (err == FI_ECANCELED && !op->canceled && !op->peer_failed && !tl->closing) {
+        /* Nobody asked: the provider gave the operation up (ofi_rxm cancels the
+         * receives posted for a peer whose connection broke). */
+        char why[384];
+        snprintf(why, sizeof(why), "the provider canceled a %s of %zu bytes on its own "
+                 "(connection lost)", what, op->len);
+        int peer = op->peer;
+        tl_ofi_complete(tl, op, FOLD_ERR_PEER_FAILED, 0);   /* out of tl->posted first */
+        tl_ofi_peer_failed(tl, peer, why);
+        return 1;
     } else if (err == FI_ECANCELED) {
         if (op->peer_failed) {
             status = FOLD_ERR_PEER_FAILED;

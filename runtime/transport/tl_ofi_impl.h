@@ -71,6 +71,7 @@ struct tl_ofi_op {
     tl_ofi_op_state_t  state;
     int                peer;
     int                peer_failed;   /* canceled because the peer failed */
+    int                canceled;      /* fold asked the provider to cancel it */
     void              *buf;
     size_t             len;
     uint64_t           wire_tag;
