@@ -1,37 +1,40 @@
 #!/bin/sh
-# Fault-injection matrix (issue 16): runs fold_fault over algorithms x transports x
-# faults x victims x seeds and prints one table.
+# Fault-injection matrix (issue 16): runs fold_fault over transports x algorithms x
+# faults x runs (seed, victim, variant) and prints one table.
 #
 #   tests/fault/run.sh            the short slice on 3 ranks (CI: ctest -R fault_slice):
-#                                 a few algorithms x {ucp, ofi tcp;ofi_rxm} x {kill, stop},
-#                                 the victim rotating over the ranks, one seed
+#                                 ring, dpml, binomial, cma x {ucp, ofi tcp;ofi_rxm} x
+#                                 {kill, stop}, the victim rotating over the ranks
 #   tests/fault/run.sh --full     every algorithm x {ucp, ucp over tcp, ofi tcp;ofi_rxm,
-#                                 ofi shm} x {kill, stop} x victims {0, 1, last} x 2 seeds
-#                                 (the second with non-blocking calls) on 4 ranks
+#                                 ofi shm} x {kill, stop} x three runs on 4 ranks:
+#                                 seed 1 victim 0 (reduce root, first DPML leader,
+#                                 blocking calls), seed 2 victim 1 (non-blocking calls
+#                                 completed by fold_test or fold_wait), seed 3 victim 3
+#                                 (a new communicator every third call: split, call, free)
 #
 # Options: --bin PATH (fold_fault; default build/tests/fault/fold_fault), --ranks N,
-# --seeds "1 2", --victims "0 1 3" (or "rotate"), --faults "kill stop", --timeout S (FOLD_TIMEOUT),
-# --transports "ucp ucp:tcp ofi:tcp;ofi_rxm ofi:shm" (ucp:tcp: UCX_TLS=tcp,self, where UCX
-# itself notices a dead peer), --nonblocking "0 1" (blocking calls, non-blocking ones
-# completed by fold_test or fold_wait, or both), --algs "allreduce:ring reduce:chain ...",
-# --netns A,B (ranks blocked over two network namespaces, e.g. made by mnrun.sh).
+# --runs "SEED:VICTIM:VARIANT ..." (VICTIM a rank or "rotate"; VARIANT plain, nb or
+# split), --faults "kill stop", --timeout S (FOLD_TIMEOUT, default 2),
+# --transports "ucp ucp:tcp ofi:tcp;ofi_rxm ofi:shm" (ucp:tcp is UCX_TLS=tcp,self, where
+# UCX itself notices a dead peer), --algs "allreduce:ring reduce:chain ...",
+# --max-count N (largest call, int32 elements), --netns A,B (ranks blocked over two
+# network namespaces).
 # Exits 1 when any case failed: a survivor without FOLD_ERR_PEER_FAILED or
 # FOLD_ERR_TIMEOUT within 2 x FOLD_TIMEOUT, a message naming no peer and step, a hang
-# in fold_finalize, a resumed victim that hangs, or a segment left in /dev/shm.
+# in fold_finalize, a resumed victim that hangs, a wrong result before the fault, or a
+# segment left in /dev/shm.
 set -u
 
 here=$(cd "$(dirname "$0")" && pwd)
 bin=${FOLD_FAULT:-$here/../../build/tests/fault/fold_fault}
 full=0
 ranks=3
-seeds="1"
-victims=""
+runs="1:rotate:plain"
 faults="kill stop"
 timeout=2
 transports="ucp ofi:tcp;ofi_rxm"
 algs=""
 netns=""
-nonblocking=0
 max_count=262144
 
 all_algs="allreduce:recursive_doubling allreduce:rabenseifner allreduce:ring allreduce:dpml
@@ -42,20 +45,18 @@ slice_algs="allreduce:ring allreduce:dpml reduce:binomial reduce:cma"
 
 while [ $# -gt 0 ]; do
     case $1 in
-    --full) full=1; ranks=4; seeds="1 2"; transports="ucp ucp:tcp ofi:tcp;ofi_rxm ofi:shm"
-            nonblocking=alternate ;;
+    --full) full=1; ranks=4; runs="1:0:plain 2:1:nb 3:last:split"
+            transports="ucp ucp:tcp ofi:tcp;ofi_rxm ofi:shm" ;;
     --bin) bin=$2; shift ;;
     --ranks) ranks=$2; shift ;;
-    --seeds) seeds=$2; shift ;;
-    --victims) victims=$2; shift ;;
+    --runs) runs=$2; shift ;;
     --faults) faults=$2; shift ;;
     --timeout) timeout=$2; shift ;;
     --transports) transports=$2; shift ;;
     --algs) algs=$2; shift ;;
     --netns) netns=$2; shift ;;
-    --nonblocking) nonblocking=$2; shift ;;
     --max-count) max_count=$2; shift ;;
-    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
     *) echo "run.sh: unknown option $1" >&2; exit 2 ;;
     esac
     shift
@@ -64,71 +65,67 @@ done
 if [ -z "$algs" ]; then
     if [ $full = 1 ]; then algs=$all_algs; else algs=$slice_algs; fi
 fi
-last=$((ranks - 1))
-[ -n "$victims" ] || { if [ $full = 1 ]; then victims="0 1 $last"; else victims=rotate; fi; }
 
 out=$(mktemp /tmp/fold-fault-run.XXXXXX)
 trap 'rm -f "$out"' EXIT
 cases=0; failed=0; survivors=0; clean=0; leftovers=0; slowest=0.00; slowest_fin=0.00
 failures=""; turn=0
-printf '%-20s %-30s %-5s %6s %4s %9s %5s %10s %8s %9s %s\n' transport collective fault victim \
-    seed survivors clean "detect(s)" "final(s)" leftovers verdict
+row() { printf '%-20s %-32s %-5s %6s %4s %9s %5s %10s %8s %9s %s\n' "$@"; }
+row transport collective fault victim seed survivors clean "detect(s)" "final(s)" \
+    leftovers verdict
 for tl in $transports; do
     case $tl in
     ofi:*) tname=ofi; prov=${tl#ofi:}; tls="" ;;
     ucp:*) tname=ucp; prov=""; tls="${tl#ucp:},self" ;;
     *) tname=$tl; prov=""; tls="" ;;
     esac
+    tlabel=$tname${prov:+/$prov}${tls:+/$tls}
     for ca in $algs; do
         coll=${ca%%:*}; alg=${ca#*:}
         for fault in $faults; do
-            vlist=$victims
-            if [ "$victims" = rotate ]; then
-                vlist=$(( (turn + 1) % ranks )); turn=$((turn + 1))
-            fi
-            for victim in $vlist; do
-                [ "$victim" -lt "$ranks" ] || continue
-                for seed in $seeds; do
-                  nbs=$nonblocking
-                  [ "$nonblocking" = alternate ] && nbs=$(( (seed + 1) % 2 ))
-                  for nb in $nbs; do
-                    # Victim 0 is the reduce root and the node's first DPML leader.
-                    set -- -n "$ranks" -t "$tname" -c "$coll" -a "$alg" -f "$fault" \
-                        -v "$victim" -s "$seed" -T "$timeout" -m "$max_count"
-                    [ -n "$prov" ] && set -- "$@" -p "$prov"
-                    [ -n "$netns" ] && set -- "$@" -N "$netns"
-                    nbtag=""
-                    [ "$nb" = 1 ] && { set -- "$@" -i; nbtag="(nb)"; }
-                    if [ -n "$tls" ]; then
-                        UCX_TLS=$tls "$bin" "$@" >"$out" 2>&1
-                    else
-                        "$bin" "$@" >"$out" 2>&1
-                    fi
-                    rc=$?
-                    line=$(grep '^RESULT ' "$out")
-                    cases=$((cases + 1))
-                    get() { echo "$line" | tr ' ' '\n' | sed -n "s/^$1=//p"; }
-                    if [ -z "$line" ]; then
-                        verdict="CRASH(rc=$rc)"; s=0; c=0; d=0; l=0; f=0
-                    else
-                        verdict=$(get verdict); s=$(get survivors); c=$(get clean)
-                        d=$(get slowest); l=$(get leftovers); f=$(get finalize)
-                    fi
-                    survivors=$((survivors + s)); clean=$((clean + c))
-                    leftovers=$((leftovers + l))
-                    slowest=$(awk -v a="$slowest" -v b="$d" 'BEGIN { print (b > a) ? b : a }')
-                    slowest_fin=$(awk -v a="$slowest_fin" -v b="$f" 'BEGIN { print (b > a) ? b : a }')
-                    printf '%-20s %-30s %-5s %6s %4s %9s %5s %10s %8s %9s %s\n' \
-                        "$tname${prov:+/$prov}${tls:+/$tls}" "$coll$nbtag:$alg" "$fault" "$victim" "$seed" \
-                        "$s" "$c" "$d" "$f" "$l" "$verdict"
-                    if [ "$rc" != 0 ]; then
-                        failed=$((failed + 1))
-                        sed 's/^/    | /' "$out"
-                        failures="$failures
-  $tname${prov:+/$prov}${tls:+/$tls} $coll$nbtag:$alg $fault victim $victim seed $seed: $verdict"
-                    fi
-                  done
-                done
+            for run in $runs; do
+                seed=${run%%:*}; rest=${run#*:}; victim=${rest%%:*}; variant=${rest#*:}
+                case $victim in
+                rotate) victim=$(( (turn + 1) % ranks )); turn=$((turn + 1)) ;;
+                last) victim=$((ranks - 1)) ;;
+                esac
+                # Victim 0 is the reduce root and the node's first DPML leader.
+                set -- -n "$ranks" -t "$tname" -c "$coll" -a "$alg" -f "$fault" \
+                    -v "$victim" -s "$seed" -T "$timeout" -m "$max_count"
+                [ -n "$prov" ] && set -- "$@" -p "$prov"
+                [ -n "$netns" ] && set -- "$@" -N "$netns"
+                tag=""
+                case $variant in
+                nb) set -- "$@" -i; tag="(nb)" ;;
+                split) set -- "$@" -S; tag="(split)" ;;
+                esac
+                if [ -n "$tls" ]; then
+                    UCX_TLS=$tls "$bin" "$@" >"$out" 2>&1
+                else
+                    "$bin" "$@" >"$out" 2>&1
+                fi
+                rc=$?
+                line=$(grep '^RESULT ' "$out")
+                cases=$((cases + 1))
+                get() { echo "$line" | tr ' ' '\n' | sed -n "s/^$1=//p"; }
+                if [ -z "$line" ]; then
+                    verdict="CRASH(rc=$rc)"; s=0; c=0; d=0; l=0; f=0
+                else
+                    verdict=$(get verdict); s=$(get survivors); c=$(get clean)
+                    d=$(get slowest); l=$(get leftovers); f=$(get finalize)
+                fi
+                survivors=$((survivors + s)); clean=$((clean + c))
+                leftovers=$((leftovers + l))
+                slowest=$(awk -v a="$slowest" -v b="$d" 'BEGIN { print (b > a) ? b : a }')
+                slowest_fin=$(awk -v a="$slowest_fin" -v b="$f" 'BEGIN { print (b > a) ? b : a }')
+                row "$tlabel" "$coll$tag:$alg" "$fault" "$victim" "$seed" "$s" "$c" "$d" "$f" \
+                    "$l" "$verdict"
+                if [ "$rc" != 0 ]; then
+                    failed=$((failed + 1))
+                    sed 's/^/    | /' "$out"
+                    failures="$failures
+  $tlabel $coll$tag:$alg $fault victim $victim seed $seed: $verdict"
+                fi
             done
         done
     done
