@@ -834,8 +834,12 @@ int fold_exec_progress(fold_request_t *req)
     size_t done_before = req->ndone;
     int status;
 
+    /* The clock is read every 64 idle polls, and at every one once the waiting rank
+     * yields (fold_exec_wait): on a loaded node a yield may cost milliseconds, and 64
+     * of them would push the timeout well past FOLD_TIMEOUT. */
+    const unsigned yield_after = (unsigned)ctx->spin_count;
     if (!shm_turn(req)) {
-        if ((++req->idle_polls & 63) == 0) {
+        if ((++req->idle_polls & 63) == 0 || req->idle_polls > yield_after) {
             return check_timeout(req, 0);
         }
         return FOLD_INPROGRESS;
@@ -883,7 +887,7 @@ int fold_exec_progress(fold_request_t *req)
     if (req->ndone != done_before) {
         req->idle_polls    = 0;
         req->last_progress = 0;
-    } else if ((++req->idle_polls & 63) == 0) {
+    } else if ((++req->idle_polls & 63) == 0 || req->idle_polls > yield_after) {
         return check_timeout(req, 1);
     }
     return FOLD_INPROGRESS;
