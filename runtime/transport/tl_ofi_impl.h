@@ -93,6 +93,7 @@ struct fold_tl {
     int                rank;
     int                size;
     int                closing;     /* peer errors during close are expected */
+    fold_tl_t         *kept_next;   /* closed but kept open: see tl_ofi_close */
     struct fi_info    *info;
     struct fid_fabric *fabric;
     struct fid_domain *domain;
