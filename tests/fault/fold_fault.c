@@ -82,6 +82,7 @@ typedef struct options {
     int         max_delay_ms;
     const char *log_dir;
     const char *netns;   /* comma-separated namespaces, ranks blocked over them */
+    const char *link;    /* link fault: "namespace:device" taken down */
     int         nonblocking;   /* iallreduce/ireduce, then fold_test polls or fold_wait */
     int         churn;   /* every third call on a new communicator (split, call, free) */
 } options_t;
@@ -534,6 +535,7 @@ static void usage(void)
             "                  [-T FOLD_TIMEOUT] [-m max-count] [-w warm-up calls]\n"
             "                  [-d max delay ms] [-l log dir (kept)] [-N netns,netns]\n"
             "                  [-i (non-blocking calls)] [-S (communicator churn)]\n"
+            "                  [-f link -L namespace:device (taken down; with -N)]\n"
             "UCX_TLS, FOLD_* and other variables pass through to the ranks.\n");
 }
 
@@ -542,7 +544,7 @@ static int parse(int argc, char **argv, options_t *o)
     *o = (options_t){.nranks = 3, .transport = "ucp", .provider = NULL, .coll = "allreduce",
                      .alg = "auto", .fault = "kill", .victim = 1, .root = 0, .seed = 1,
                      .timeout = 2.0, .max_count = 1 << 18, .warmup = 3, .max_delay_ms = 200};
-    for (int c; (c = getopt(argc, argv, "n:t:p:c:a:f:v:r:s:T:m:w:d:l:N:iSh")) != -1;) {
+    for (int c; (c = getopt(argc, argv, "n:t:p:c:a:f:v:r:s:T:m:w:d:l:N:L:iSh")) != -1;) {
         switch (c) {
         case 'n': o->nranks = atoi(optarg); break;
         case 't': o->transport = optarg; break;
@@ -559,6 +561,7 @@ static int parse(int argc, char **argv, options_t *o)
         case 'd': o->max_delay_ms = atoi(optarg); break;
         case 'l': o->log_dir = optarg; break;
         case 'N': o->netns = optarg; break;
+        case 'L': o->link = optarg; break;
         case 'i': o->nonblocking = 1; break;
         case 'S': o->churn = 1; break;
         default: usage(); return -1;
@@ -566,7 +569,8 @@ static int parse(int argc, char **argv, options_t *o)
     }
     if (o->nranks < 2 || o->nranks > MAX_RANKS || o->victim < 0 || o->victim >= o->nranks ||
         o->root < 0 || o->root >= o->nranks || o->timeout <= 0 || o->max_count < 1 ||
-        (strcmp(o->fault, "kill") != 0 && strcmp(o->fault, "stop") != 0) ||
+        (strcmp(o->fault, "kill") != 0 && strcmp(o->fault, "stop") != 0 &&
+         (strcmp(o->fault, "link") != 0 || o->link == NULL || strchr(o->link, ':') == NULL)) ||
         (strcmp(o->coll, "allreduce") != 0 && strcmp(o->coll, "reduce") != 0)) {
         usage();
         return -1;
@@ -667,10 +671,26 @@ int main(int argc, char **argv)
         }
     }
 
-    const int v = opt.victim, stop = strcmp(opt.fault, "stop") == 0;
+    /* A link fault has no victim: every rank must fail, and the bootstrap still
+     * works (it does not cross the link), so fold_finalize succeeds. */
+    const int link = strcmp(opt.fault, "link") == 0;
+    const int v = link ? -1 : opt.victim, stop = strcmp(opt.fault, "stop") == 0;
     double t_fault = now_sec();
-    int victim_in_call = sh->rank[v].in_call, victim_calls = sh->rank[v].calls;
-    if (setup_error == NULL) {
+    int victim_in_call = link ? 0 : sh->rank[v].in_call;
+    int victim_calls = link ? 0 : sh->rank[v].calls;
+    char link_ns[128] = "", link_dev[64] = "", cmd[320];
+    if (link) {
+        snprintf(link_ns, sizeof(link_ns), "%.*s", (int)(strchr(opt.link, ':') - opt.link),
+                 opt.link);
+        snprintf(link_dev, sizeof(link_dev), "%s", strchr(opt.link, ':') + 1);
+    }
+    if (setup_error == NULL && link) {
+        snprintf(cmd, sizeof(cmd), "ip -n %s link set %s down", link_ns, link_dev);
+        t_fault = now_sec();
+        if (system(cmd) != 0) {
+            setup_error = "cannot take the link down";
+        }
+    } else if (setup_error == NULL) {
         kill(lr[v].pid, stop ? SIGSTOP : SIGKILL);
         t_fault = now_sec();
         lr[v].failed = 1;
@@ -720,6 +740,12 @@ int main(int argc, char **argv)
             }
             reap(lr, n);
             break;
+        }
+    }
+    if (link) {
+        snprintf(cmd, sizeof(cmd), "ip -n %s link set %s up", link_ns, link_dev);
+        if (system(cmd) != 0) {
+            printf("fold_fault: could not bring %s in %s up again\n", link_dev, link_ns);
         }
     }
     usleep(20000);

@@ -11,6 +11,10 @@
 #                                 blocking calls), seed 2 victim 1 (non-blocking calls
 #                                 completed by fold_test or fold_wait), seed 3 victim 3
 #                                 (a new communicator every third call: split, call, free)
+#   tests/fault/run.sh --two-nodes  4 ranks over two network namespaces joined by a veth
+#                                 pair (made and removed here; root only, else exit 77),
+#                                 ofi tcp;ofi_rxm, faults kill, stop and link (the veth
+#                                 taken down mid-collective: every rank must fail)
 #
 # Options: --bin PATH (fold_fault; default build/tests/fault/fold_fault), --ranks N,
 # --runs "SEED:VICTIM:VARIANT ..." (VICTIM a rank or "rotate"; VARIANT plain, nb or
@@ -35,6 +39,8 @@ timeout=2
 transports="ucp ofi:tcp;ofi_rxm"
 algs=""
 netns=""
+link=""
+two=0
 max_count=262144
 
 all_algs="allreduce:recursive_doubling allreduce:rabenseifner allreduce:ring allreduce:dpml
@@ -47,6 +53,7 @@ while [ $# -gt 0 ]; do
     case $1 in
     --full) full=1; ranks=4; runs="1:0:plain 2:1:nb 3:last:split"
             transports="ucp ucp:tcp ofi:tcp;ofi_rxm ofi:shm" ;;
+    --two-nodes) two=1; ranks=4; transports="ofi:tcp;ofi_rxm"; faults="kill stop link" ;;
     --bin) bin=$2; shift ;;
     --ranks) ranks=$2; shift ;;
     --runs) runs=$2; shift ;;
@@ -56,7 +63,7 @@ while [ $# -gt 0 ]; do
     --algs) algs=$2; shift ;;
     --netns) netns=$2; shift ;;
     --max-count) max_count=$2; shift ;;
-    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,32p' "$0"; exit 0 ;;
     *) echo "run.sh: unknown option $1" >&2; exit 2 ;;
     esac
     shift
@@ -68,6 +75,24 @@ fi
 
 out=$(mktemp /tmp/fold-fault-run.XXXXXX)
 trap 'rm -f "$out"' EXIT
+if [ $two = 1 ]; then
+    # Two "nodes": namespaces joined by a veth pair (fold tells nodes apart by their
+    # network namespace). UCX does not connect over this bare pair; ofi does.
+    nsa=ffault-$$-a; nsb=ffault-$$-b; va=ffa$$; vb=ffb$$
+    cleanup_ns() { ip netns del "$nsa" 2>/dev/null; ip netns del "$nsb" 2>/dev/null; rm -f "$out"; }
+    if ! ip netns add "$nsa" 2>/dev/null; then
+        echo "run.sh: cannot create network namespaces here (root only): skipped"
+        exit 77
+    fi
+    trap cleanup_ns EXIT
+    ip netns add "$nsb" && ip link add "$va" type veth peer name "$vb" &&
+        ip link set "$va" netns "$nsa" && ip link set "$vb" netns "$nsb" &&
+        ip -n "$nsa" addr add 10.79.0.1/24 dev "$va" && ip -n "$nsb" addr add 10.79.0.2/24 dev "$vb" &&
+        ip -n "$nsa" link set "$va" up && ip -n "$nsb" link set "$vb" up &&
+        ip -n "$nsa" link set lo up && ip -n "$nsb" link set lo up ||
+        { echo "run.sh: cannot set up the namespaces: skipped"; exit 77; }
+    netns="$nsa,$nsb"; link="$nsb:$vb"
+fi
 cases=0; failed=0; survivors=0; clean=0; leftovers=0; slowest=0.00; slowest_fin=0.00
 failures=""; turn=0
 row() { printf '%-20s %-32s %-5s %6s %4s %9s %5s %10s %8s %9s %s\n' "$@"; }
@@ -94,6 +119,7 @@ for tl in $transports; do
                     -v "$victim" -s "$seed" -T "$timeout" -m "$max_count"
                 [ -n "$prov" ] && set -- "$@" -p "$prov"
                 [ -n "$netns" ] && set -- "$@" -N "$netns"
+                [ "$fault" = link ] && set -- "$@" -L "$link"
                 tag=""
                 case $variant in
                 nb) set -- "$@" -i; tag="(nb)" ;;
