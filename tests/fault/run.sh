@@ -63,7 +63,7 @@ while [ $# -gt 0 ]; do
     --algs) algs=$2; shift ;;
     --netns) netns=$2; shift ;;
     --max-count) max_count=$2; shift ;;
-    -h|--help) sed -n '2,32p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,29p' "$0"; exit 0 ;;
     *) echo "run.sh: unknown option $1" >&2; exit 2 ;;
     esac
     shift
