@@ -13,6 +13,7 @@
 #include <rdma/fi_eq.h>
 #include <rdma/fi_errno.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/mman.h>
 
 /* ---- completion ----------------------------------------------------------------- */
@@ -93,6 +94,11 @@ static int tl_ofi_read_error(fold_tl_t *tl)
     }
     const char *what = tl_ofi_op_names[op->kind];
     int status = tl_ofi_status(err);
+    if (err == FI_EIO && strcmp(tl->info->fabric_attr->prov_name, "shm") == 0) {
+        /* The shm provider copies straight from or to the peer's memory (cross-memory
+         * attach): an I/O error means that process is gone. */
+        status = FOLD_ERR_PEER_FAILED;
+    }
     if (err == FI_ETRUNC) {
         /* The executor reports mismatched calls; the details help it. */
         fold_debug("ofi: %s from peer %d (tag 0x%llx) truncated: the message is longer than "
