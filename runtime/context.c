@@ -457,13 +457,18 @@ static void context_destroy(fold_context_t *ctx)
                    (unsigned long long)w->fused, (unsigned long long)w->direct,
                    (unsigned long long)w->held);
     }
+    /* The transport closes first: a receive that a failed collective could not cancel
+     * may still land while it drains, and it must land in scratch and staging buffers
+     * that are still there (the fault harness saw a peer resumed after SIGSTOP corrupt
+     * the heap of a rank in fold_finalize, ofi tcp;ofi_rxm). */
+    if (ctx->tl != NULL) {
+        ctx->tl_ops->close(ctx->tl);
+        ctx->tl = NULL;
+    }
     while (ctx->ncomms > 0) {
         fold_comm_destroy(ctx->comms[ctx->ncomms - 1]);
     }
     free(ctx->comms);
-    if (ctx->tl != NULL) {
-        ctx->tl_ops->close(ctx->tl);
-    }
     if (ctx->bs.finalize != NULL) {
         ctx->bs.finalize(&ctx->bs);
     }

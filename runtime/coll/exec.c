@@ -385,9 +385,23 @@ static uint64_t shm_value(const fold_request_t *req, const fold_step_t *st)
     return ((req->turn.epoch - 1) << 32) + st->value;
 }
 
+/* On a communicator other than the world, " (context rank R)" after a rank of it:
+ * communicator ranks are renumbered, and the process an operator looks for is the
+ * context's rank (fold_comm_context_rank). Empty on the world. */
+static void context_rank_note(fold_comm_t *comm, int r, char *buf, size_t len)
+{
+    int ctx_rank = fold_comm_ctx_rank(comm, r);
+    if (comm == comm->ctx->world) {
+        buf[0] = '\0';
+    } else {
+        snprintf(buf, len, " (context rank %d)", ctx_rank);
+    }
+}
+
 static void describe_step(const fold_request_t *req, size_t i, char *buf, size_t len)
 {
     const fold_step_t *st = &req->sched->steps[i];
+    char note[32];
     if (st->kind == FOLD_STEP_SHM_WAIT) {
         const fold_shm_seg_t *seg = &req->comm->node->seg;
         int local = st->local;
@@ -399,17 +413,19 @@ static void describe_step(const fold_request_t *req, size_t i, char *buf, size_t
         }
         local = local < 0 ? 0 : local;
         uint64_t now = fold_shm_flag_read(seg, local, st->flag);
-        snprintf(buf, len, "shm wait for rank %d (local rank %d) to reach %s %llu of call "
+        int peer = fold_topo_rank(req->comm->node->topo,
+                                  req->comm->node->topo->node_of[req->comm->rank], local);
+        context_rank_note(req->comm, peer, note, sizeof(note));
+        snprintf(buf, len, "shm wait for rank %d%s (local rank %d) to reach %s %llu of call "
                  "%llu; it is at %llu of call %llu (step %zu of %zu)",
-                 fold_topo_rank(req->comm->node->topo,
-                                req->comm->node->topo->node_of[req->comm->rank], local),
-                 local, fold_flag_name(st->flag), (unsigned long long)st->value,
+                 peer, note, local, fold_flag_name(st->flag), (unsigned long long)st->value,
                  (unsigned long long)req->turn.epoch, (unsigned long long)(now & 0xffffffffu),
                  (unsigned long long)(now >> 32) + 1, i + 1, req->sched->nsteps);
     } else if (st->kind == FOLD_STEP_SEND || st->kind == FOLD_STEP_RECV) {
-        snprintf(buf, len, "%s %s rank %d (message %u, %zu bytes, step %zu of %zu)",
+        context_rank_note(req->comm, st->peer, note, sizeof(note));
+        snprintf(buf, len, "%s %s rank %d%s (message %u, %zu bytes, step %zu of %zu)",
                  fold_step_kind_name(st->kind), st->kind == FOLD_STEP_SEND ? "to" : "from",
-                 st->peer, st->seq, st->count * req->esize, i + 1, req->sched->nsteps);
+                 st->peer, note, st->seq, st->count * req->esize, i + 1, req->sched->nsteps);
     } else {
         snprintf(buf, len, "%s of %zu elements (step %zu of %zu)",
                  fold_step_kind_name(st->kind), st->count, i + 1, req->sched->nsteps);
@@ -418,11 +434,12 @@ static void describe_step(const fold_request_t *req, size_t i, char *buf, size_t
 
 static int request_fail(fold_request_t *req, int status, size_t step, const char *why)
 {
-    char what[160];
+    char what[224], note[32];
     describe_step(req, step, what, sizeof(what));
-    fold_error("%s (%s) on comm %u, rank %d of %d: %s while on %s",
+    context_rank_note(req->comm, req->comm->rank, note, sizeof(note));
+    fold_error("%s (%s) on comm %u, rank %d of %d%s: %s while on %s",
                fold_coll_name(req->coll), req->alg_name, req->comm->id, req->comm->rank,
-               req->comm->size, why, what);
+               req->comm->size, note, why, what);
 
     fold_context_t *ctx = req->comm->ctx;
     for (size_t k = 0; k < req->nactive;) {
@@ -436,8 +453,13 @@ static int request_fail(fold_request_t *req, int status, size_t step, const char
             k++;
         }
     }
-    /* Give canceled operations a moment to report back, so nothing writes later. */
-    double deadline = fold_util_time_now() + 1.0;
+    /* Give canceled operations a moment to report back, so nothing writes later: a
+     * second, or a quarter of FOLD_TIMEOUT if less, so that a call that timed out
+     * returns well within twice FOLD_TIMEOUT (UCX 1.13 cannot cancel a rendezvous
+     * send to a dead peer, which holds the drain to its end; such a request is
+     * leaked, not reused: fold_exec_release). */
+    double drain = ctx->config.timeout_sec / 4;
+    double deadline = fold_util_time_now() + (drain < 1.0 ? drain : 1.0);
     while (req->nactive > 0 && fold_util_time_now() < deadline) {
         ctx->tl_ops->progress(ctx->tl);
         for (size_t k = 0; k < req->nactive;) {
@@ -824,8 +846,12 @@ int fold_exec_progress(fold_request_t *req)
     size_t done_before = req->ndone;
     int status;
 
+    /* The clock is read every 64 idle polls, and at every one once the waiting rank
+     * yields (fold_exec_wait): on a loaded node a yield may cost milliseconds, and 64
+     * of them would push the timeout well past FOLD_TIMEOUT. */
+    const unsigned yield_after = (unsigned)ctx->spin_count;
     if (!shm_turn(req)) {
-        if ((++req->idle_polls & 63) == 0) {
+        if ((++req->idle_polls & 63) == 0 || req->idle_polls > yield_after) {
             return check_timeout(req, 0);
         }
         return FOLD_INPROGRESS;
@@ -873,7 +899,7 @@ int fold_exec_progress(fold_request_t *req)
     if (req->ndone != done_before) {
         req->idle_polls    = 0;
         req->last_progress = 0;
-    } else if ((++req->idle_polls & 63) == 0) {
+    } else if ((++req->idle_polls & 63) == 0 || req->idle_polls > yield_after) {
         return check_timeout(req, 1);
     }
     return FOLD_INPROGRESS;

@@ -117,10 +117,13 @@ static int wait_for(fold_node_t *node, const fold_node_call_t *call, _Atomic uin
         if ((polls & 255) == 255 && other_path(node, call, word, value, peer, mine)) {
             return FOLD_ERR_MISMATCH;
         }
-        if ((long)polls > call->spin_count) {
+        /* Once yielding, the clock is read at every poll: a yield on a loaded node
+         * may cost milliseconds, and 4096 of them would run far past the timeout. */
+        const int yielding = (long)polls > call->spin_count;
+        if (yielding) {
             sched_yield();
         }
-        if ((polls & 4095) == 4095) {
+        if (yielding || (polls & 4095) == 4095) {
             double now = fold_util_time_now();
             if (start == 0) {
                 start = now;

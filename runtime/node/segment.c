@@ -6,6 +6,7 @@
 #include "log.h"
 #include "util/clock.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <fold/fold_status.h>
@@ -211,6 +212,34 @@ void fold_shm_unlink(const char *name)
     if (shm_unlink(name) != 0 && errno != ENOENT) {
         fold_warn("shm: unlinking %s failed: %s", name, strerror(errno));
     }
+}
+
+int fold_shm_unlink_stale(const char *job, const char *node, uint32_t comm_id)
+{
+    char prefix[FOLD_SHM_NAME_MAX], path[FOLD_SHM_NAME_MAX + 1];
+    fold_shm_make_name(prefix, sizeof(prefix), job, node, comm_id, 0);
+    size_t len = strlen(prefix);
+    if (len <= 16 + 1) {
+        return 0;
+    }
+    len -= 16;   /* the nonce: 16 hex digits */
+    prefix[len] = '\0';
+    DIR *dir = opendir(FOLD_SHM_DIR);
+    if (dir == NULL) {
+        return 0;
+    }
+    int count = 0;
+    for (struct dirent *e; (e = readdir(dir)) != NULL;) {
+        /* prefix starts with '/', directory entries do not */
+        if (strncmp(e->d_name, prefix + 1, len - 1) == 0 && strlen(e->d_name) == len - 1 + 16) {
+            snprintf(path, sizeof(path), "/%s", e->d_name);
+            fold_debug("shm: removing %s, left by a rank that died setting it up", path);
+            fold_shm_unlink(path);
+            count++;
+        }
+    }
+    closedir(dir);
+    return count;
 }
 
 void fold_shm_detach(fold_shm_seg_t *seg)

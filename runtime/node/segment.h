@@ -67,6 +67,9 @@ int  fold_shm_create(fold_shm_seg_t *seg, const char *name, int local_size, size
 int  fold_shm_attach(fold_shm_seg_t *seg, const char *name, int local_size);
 /* Removes the name if it is still there (harmless when it is not). */
 void fold_shm_unlink(const char *name);
+/* Removes every segment name of this job, node and communicator id, whatever its
+ * nonce: what a creator that died before unlinking left. Returns how many. */
+int  fold_shm_unlink_stale(const char *job, const char *node, uint32_t comm_id);
 /* Unmaps; the memory is freed once every process has unmapped it. */
 void fold_shm_detach(fold_shm_seg_t *seg);
 

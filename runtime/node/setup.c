@@ -17,7 +17,9 @@
  *   3. The other ranks of the node attach (the last one to do so unlinks the name).
  *   4. A second allgather tells everyone whether every rank attached; the creator
  *      unlinks the name whatever happened. Every rank decides alike from what it
- *      gathered, and nothing is left in /dev/shm.
+ *      gathered, and nothing is left in /dev/shm. A rank whose exchange fails (a
+ *      peer died: maybe the creator, before unlinking) removes this communicator's
+ *      segment itself.
  * Chunk sizes must agree between nodes, so every node lays its segment out for the
  * smallest data size of the communicator: a FOLD_SHM_SIZE or what a node reserved.
  */
@@ -229,7 +231,7 @@ static int node_setup(const fold_node_params_t *p, fold_node_t *node, char *why,
     node_record_t *all = malloc((size_t)size * sizeof(node_record_t));
     node_record_t mine;
     char name[FOLD_SHM_NAME_MAX];
-    int created = 0, max_ppn = 1;
+    int created = 0, max_ppn = 1, exchange_failed = 0, local_size = 1;
 
     if (pkg == NULL || first == NULL || ranks == NULL || ok_all == NULL || all == NULL) {
         status = FOLD_ERR_NO_MEMORY;
@@ -239,7 +241,8 @@ static int node_setup(const fold_node_params_t *p, fold_node_t *node, char *why,
     for (int r = 0; r < size; r++) {
         max_ppn = ranks[r] > max_ppn ? ranks[r] : max_ppn;
     }
-    int creator = first[rank], local_size = ranks[creator];
+    int creator = first[rank];
+    local_size = ranks[creator];
 
     memset(&mine, 0, sizeof(mine));
     int numa;
@@ -255,6 +258,7 @@ static int node_setup(const fold_node_params_t *p, fold_node_t *node, char *why,
         created = mine.status == FOLD_OK;
     }
     if ((status = p->allgather(p->allgather_arg, &mine, all, sizeof(mine))) != FOLD_OK) {
+        exchange_failed = 1;
         goto out;
     }
 
@@ -290,6 +294,7 @@ static int node_setup(const fold_node_params_t *p, fold_node_t *node, char *why,
         outcome.single_copy = p->single_copy && probe_peers(p, node, all, local_size);
     }
     status = p->allgather(p->allgather_arg, &outcome, ok_all, sizeof(outcome));
+    exchange_failed = status != FOLD_OK;
     for (int r = 0; r < size && status == FOLD_OK; r++) {
         if (ok_all[r].ok != FOLD_OK) {
             if (outcome.ok == FOLD_OK) {
@@ -322,6 +327,11 @@ static int node_setup(const fold_node_params_t *p, fold_node_t *node, char *why,
 out:
     if (created) {
         fold_shm_unlink(name);   /* everyone has tried to attach by now, or failed */
+    } else if (exchange_failed && local_size > 1) {
+        /* A peer failed: if it was the creator, it may have died before unlinking, and
+         * nobody learnt the nonce. The setup has failed for every rank, so whatever
+         * segment of this communicator is left can go. */
+        fold_shm_unlink_stale(p->job_id, p->node_name, p->comm_id);
     }
     free(pkg);
     free(first);

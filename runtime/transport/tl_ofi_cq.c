@@ -13,6 +13,7 @@
 #include <rdma/fi_eq.h>
 #include <rdma/fi_errno.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/mman.h>
 
 /* ---- completion ----------------------------------------------------------------- */
@@ -93,11 +94,26 @@ static int tl_ofi_read_error(fold_tl_t *tl)
     }
     const char *what = tl_ofi_op_names[op->kind];
     int status = tl_ofi_status(err);
+    if (err == FI_EIO && strcmp(tl->info->fabric_attr->prov_name, "shm") == 0) {
+        /* The shm provider copies straight from or to the peer's memory (cross-memory
+         * attach): an I/O error means that process is gone. */
+        status = FOLD_ERR_PEER_FAILED;
+    }
     if (err == FI_ETRUNC) {
         /* The executor reports mismatched calls; the details help it. */
         fold_debug("ofi: %s from peer %d (tag 0x%llx) truncated: the message is longer than "
                    "the %zu-byte buffer", what, op->peer,
                    (unsigned long long)(op->wire_tag & TL_OFI_USER_TAG_MASK), op->len);
+    } else if (err == FI_ECANCELED && !op->canceled && !op->peer_failed && !tl->closing) {
+        /* Nobody asked: the provider gave the operation up (ofi_rxm cancels the
+         * receives posted for a peer whose connection broke). */
+        char why[384];
+        snprintf(why, sizeof(why), "the provider canceled a %s of %zu bytes on its own "
+                 "(connection lost)", what, op->len);
+        int peer = op->peer;
+        tl_ofi_complete(tl, op, FOLD_ERR_PEER_FAILED, 0);   /* out of tl->posted first */
+        tl_ofi_peer_failed(tl, peer, why);
+        return 1;
     } else if (err == FI_ECANCELED) {
         if (op->peer_failed) {
             status = FOLD_ERR_PEER_FAILED;

@@ -71,6 +71,7 @@ struct tl_ofi_op {
     tl_ofi_op_state_t  state;
     int                peer;
     int                peer_failed;   /* canceled because the peer failed */
+    int                canceled;      /* fold asked the provider to cancel it */
     void              *buf;
     size_t             len;
     uint64_t           wire_tag;
@@ -92,6 +93,7 @@ struct fold_tl {
     int                rank;
     int                size;
     int                closing;     /* peer errors during close are expected */
+    fold_tl_t         *kept_next;   /* closed but kept open: see tl_ofi_close */
     struct fi_info    *info;
     struct fid_fabric *fabric;
     struct fid_domain *domain;

@@ -386,6 +386,7 @@ void tl_ofi_cancel(fold_tl_t *tl, fold_tl_req_t *req)
         tl_ofi_complete(tl, op, FOLD_ERR_CANCELED, 0);
         return;
     }
+    op->canceled = 1;
     int ret = fi_cancel(&tl->ep->fid, &op->fi_context);
     if (ret != 0) {
         fold_debug("ofi: fi_cancel of a %s with peer %d: %s", tl_ofi_op_names[op->kind],

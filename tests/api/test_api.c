@@ -241,6 +241,36 @@ Test(api, stuck_collective_times_out)
     free(log);
 }
 
+/* On a split communicator the ranks are renumbered: a timeout's message names the
+ * waiting rank and the peer by their context ranks too (the harness in tests/fault
+ * found a message that named the survivor's own context rank as the peer). */
+static int split_timeout_rank(fold_context_t *ctx, int rank, int size, void *arg)
+{
+    (void)arg;
+    int v = 1, out = 0, bad = 0;
+    fold_comm_h sub = NULL;
+    EXPECT_STATUS(fold_config_set(ctx, "TIMEOUT", "0.5"), FOLD_OK);
+    EXPECT_STATUS(fold_config_set(ctx, "ALLREDUCE_ALG", "ring"), FOLD_OK);
+    EXPECT_STATUS(fold_comm_split(fold_comm_world(ctx), 0, size - rank, &sub), FOLD_OK);
+    if (rank != 1) {
+        bad |= fold_allreduce(&v, &out, 1, FOLD_INT32, FOLD_OP_SUM, sub) != FOLD_ERR_TIMEOUT;
+    }
+    bad |= fold_comm_free(&sub) != FOLD_OK;
+    return bad;
+}
+
+Test(api, timeout_on_split_comm_names_context_ranks)
+{
+    stderr_capture_begin();
+    int bad = lh_run(3, split_timeout_rank, NULL);
+    char *log = stderr_capture_end();
+    cr_assert_eq(bad, 0, "%s", log);
+    /* Context rank 0 is rank 2 of the reversed communicator, waiting for rank 1. */
+    cr_expect(strstr(log, "rank 2 of 3 (context rank 0)") != NULL, "%s", log);
+    cr_expect(strstr(log, "from rank 1 (context rank 1)") != NULL, "%s", log);
+    free(log);
+}
+
 /* Rank 0 passes a larger count than the others: the error names the mismatch. */
 static int mismatch(fold_context_t *ctx, int rank, int size, void *arg)
 {

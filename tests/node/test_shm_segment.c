@@ -118,6 +118,46 @@ Test(shm_segment, flag_wait_is_bounded)
 
 /* ---- topology ------------------------------------------------------------------ */
 
+/* The creator of a communicator's segment died between creating it and unlinking it
+ * (the fault harness killed it mid-setup): a survivor whose exchange fails removes
+ * the segment of that communicator, whatever its nonce, and nothing else. */
+static int failing_allgather(void *arg, const void *mine, void *all, size_t bytes)
+{
+    (void)arg;
+    (void)mine;
+    (void)all;
+    (void)bytes;
+    return FOLD_ERR_TIMEOUT;
+}
+
+Test(shm_segment, failed_setup_removes_a_dead_creators_segment)
+{
+    char job[64], dead[FOLD_SHM_NAME_MAX], other[FOLD_SHM_NAME_MAX];
+    snprintf(job, sizeof(job), "stale-%d", (int)getpid());
+    fold_shm_make_name(dead, sizeof(dead), job, "test-node", 7, 0x0123456789abcdefULL);
+    fold_shm_make_name(other, sizeof(other), job, "test-node", 71, 0x0123456789abcdefULL);
+    fold_shm_seg_t a, b;
+    memset(&a, 0, sizeof(a));
+    memset(&b, 0, sizeof(b));
+    cr_assert_eq(fold_shm_create(&a, dead, 2, 4096), FOLD_OK);
+    cr_assert_eq(fold_shm_create(&b, other, 2, 4096), FOLD_OK);
+    fold_shm_detach(&a);
+    fold_shm_detach(&b);
+
+    int key[2] = {0, 0};
+    fold_node_params_t p = {.rank = 1, .size = 2, .comm_id = 7, .node_key = key,
+                            .job_id = job, .node_name = "test-node", .shm_size = 1 << 20,
+                            .shm_reserve = SIZE_MAX, .pipeline_depth = 4,
+                            .allgather = failing_allgather};
+    fold_node_t *node = NULL;
+    char why[256] = "";
+    cr_expect_neq(fold_node_create(&p, &node, why, sizeof(why)), FOLD_OK);
+    cr_expect(!shm_exists(dead), "%s is still there", dead);
+    cr_expect(shm_exists(other), "another communicator's %s went too", other);
+    fold_shm_unlink(dead);
+    fold_shm_unlink(other);
+}
+
 Test(shm_topo, nodes_locals_and_leaders_across_sockets)
 {
     /* ranks 0..7; node keys interleave; node A (key 5) has ranks 0,2,4,6 on sockets
