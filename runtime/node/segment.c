@@ -216,7 +216,7 @@ void fold_shm_unlink(const char *name)
 
 int fold_shm_unlink_stale(const char *job, const char *node, uint32_t comm_id)
 {
-    char prefix[FOLD_SHM_NAME_MAX], path[FOLD_SHM_NAME_MAX + 1];
+    char prefix[FOLD_SHM_NAME_MAX];
     fold_shm_make_name(prefix, sizeof(prefix), job, node, comm_id, 0);
     size_t len = strlen(prefix);
     if (len <= 16 + 1) {
@@ -232,6 +232,7 @@ int fold_shm_unlink_stale(const char *job, const char *node, uint32_t comm_id)
     for (struct dirent *e; (e = readdir(dir)) != NULL;) {
         /* prefix starts with '/', directory entries do not */
         if (strncmp(e->d_name, prefix + 1, len - 1) == 0 && strlen(e->d_name) == len - 1 + 16) {
+            char path[sizeof(e->d_name) + 1];   /* the leading '/' and any entry name */
             snprintf(path, sizeof(path), "/%s", e->d_name);
             fold_debug("shm: removing %s, left by a rank that died setting it up", path);
             fold_shm_unlink(path);
