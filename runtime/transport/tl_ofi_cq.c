@@ -43,7 +43,7 @@ void tl_ofi_complete(fold_tl_t *tl, tl_ofi_op_t *op, int status, size_t length)
 
 /* The peer is gone: its queued operations fail, its posted receives (which wait on
  * no connection, so the provider will not fail them) are canceled. */
-static void tl_ofi_peer_failed(fold_tl_t *tl, int rank, const char *why)
+void tl_ofi_peer_failed(fold_tl_t *tl, int rank, const char *why)
 {
     tl_ofi_peer_t *peer = &tl->peers[rank];
     if (peer->failed) {

@@ -197,5 +197,8 @@ int  tl_ofi_progress(fold_tl_t *tl);
 void tl_ofi_complete(fold_tl_t *tl, tl_ofi_op_t *op, int status, size_t length);
 /* Reads completions until the queue is empty; returns how many it handled. */
 int  tl_ofi_read_cq(fold_tl_t *tl);
+/* The peer is gone: logs why once, fails its queued operations and cancels its
+ * posted receives. */
+void tl_ofi_peer_failed(fold_tl_t *tl, int rank, const char *why);
 
 #endif

@@ -42,6 +42,7 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_tagged.h>
 #include <sys/uio.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -209,6 +210,30 @@ static ssize_t tl_ofi_post(fold_tl_t *tl, tl_ofi_op_t *op)
     }
 }
 
+/* An operation the provider refused for good: logs why and returns its status.
+ * ofi_rxm starts reading a matched rendezvous message from its sender while the
+ * receive is posted, so a receive that fails to start with an unspecific error
+ * (FI_EOTHER, FI_EIO) failed on the connection to that peer: the peer is gone, and
+ * why says so for tl_ofi_peer_failed, which the caller runs once op left its queue. */
+static int tl_ofi_post_failed(fold_tl_t *tl, const tl_ofi_op_t *op, int err,
+                              const char *queued, char *why, size_t why_size)
+{
+    const char *what = tl_ofi_op_names[op->kind];
+    int status = tl_ofi_status(err);
+    why[0] = '\0';
+    if (status == FOLD_ERR_TRANSPORT && op->kind == TL_OFI_RECV &&
+        (err == FI_EOTHER || err == FI_EIO) &&
+        strstr(tl->info->fabric_attr->prov_name, "ofi_rxm") != NULL) {
+        snprintf(why, why_size, "%s%s of %zu bytes failed to start: %s (the provider "
+                 "could not read the matched message from its sender)", queued, what,
+                 op->len, fi_strerror(err));
+        return FOLD_ERR_PEER_FAILED;
+    }
+    fold_error("ofi: %s%s of %zu bytes with peer %d failed to start: %s", queued, what,
+               op->len, op->peer, fi_strerror(err));
+    return status;
+}
+
 /* Posts a new operation, or queues it behind earlier ones; fills req once started.
  * On failure op is recycled and req untouched. */
 static int tl_ofi_start(fold_tl_t *tl, tl_ofi_op_t *op, fold_tl_req_t *req)
@@ -223,10 +248,14 @@ static int tl_ofi_start(fold_tl_t *tl, tl_ofi_op_t *op, fold_tl_req_t *req)
             goto started;
         }
         if (!tl_ofi_post_busy(tl, ret)) {
-            fold_error("ofi: %s of %zu bytes with peer %d failed to start: %s",
-                       tl_ofi_op_names[op->kind], op->len, op->peer, fi_strerror((int)-ret));
+            char why[256];
+            int peer = op->peer;
+            int status = tl_ofi_post_failed(tl, op, (int)-ret, "", why, sizeof(why));
             tl_ofi_op_put(tl, op);
-            return tl_ofi_status((int)-ret);
+            if (why[0] != '\0') {
+                tl_ofi_peer_failed(tl, peer, why);
+            }
+            return status;
         }
     }
     op->state = TL_OFI_OP_QUEUED;
@@ -259,9 +288,13 @@ static int tl_ofi_post_queue(fold_tl_t *tl, tl_ofi_list_t *queue)
             op->state = TL_OFI_OP_POSTED;
             tl_ofi_list_push(&tl->posted, op);
         } else {
-            fold_error("ofi: queued %s of %zu bytes with peer %d failed to start: %s",
-                       tl_ofi_op_names[op->kind], op->len, op->peer, fi_strerror((int)-ret));
-            tl_ofi_complete(tl, op, tl_ofi_status((int)-ret), 0);
+            char why[256];
+            int peer = op->peer;
+            int status = tl_ofi_post_failed(tl, op, (int)-ret, "queued ", why, sizeof(why));
+            tl_ofi_complete(tl, op, status, 0);
+            if (why[0] != '\0') {
+                tl_ofi_peer_failed(tl, peer, why);   /* empties this queue */
+            }
         }
     }
     return events;
