@@ -12,6 +12,7 @@
 #include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -161,18 +162,52 @@ static uint64_t selection_hash(const fold_context_t *ctx)
 
 /* One rank's part of the first exchange. */
 typedef struct locality_record {
-    char     node_name[64];
-    uint64_t select_hash;
-    int32_t  status;        /* this rank's configuration: FOLD_OK or why not */
-    int32_t  single_copy;   /* the kernel lets this rank copy through it ... */
-    double   cma_gbs;       /* ... at this rate */
-    double   cma_us;        /* ... and this cost per call */
+    char              node_name[64];
+    uint64_t          select_hash;
+    int32_t           status;   /* this rank's configuration: FOLD_OK or why not */
+    int32_t           pad;
+    fold_node_calib_t calib;    /* what this rank measured of its node */
 } locality_record_t;
 
-void fold_context_set_measured(fold_context_t *ctx, double cma_gbs, double cma_us)
+/* The measured fields, named as the model's parameters. */
+static const struct {
+    const char *param;
+    size_t      offset;
+} measured_fields[] = {
+    {"copy_gbs", offsetof(fold_node_calib_t, copy_gbs)},
+    {"shm_gbs", offsetof(fold_node_calib_t, copy_gbs)},
+    {"reduce_gbs", offsetof(fold_node_calib_t, reduce_gbs)},
+    {"copy_mem_gbs", offsetof(fold_node_calib_t, copy_mem_gbs)},
+    {"reduce_mem_gbs", offsetof(fold_node_calib_t, reduce_mem_gbs)},
+    {"cma_gbs", offsetof(fold_node_calib_t, cma_gbs)},
+    {"cma_us", offsetof(fold_node_calib_t, cma_us)},
+};
+
+static double field_of(const fold_node_calib_t *calib, size_t offset)
 {
-    snprintf(ctx->measured, sizeof(ctx->measured), "cma_gbs=%.4g,cma_us=%.4g", cma_gbs,
-             cma_us);
+    double v;
+    memcpy(&v, (const char *)calib + offset, sizeof(v));
+    return v;
+}
+
+void fold_context_set_measured(fold_context_t *ctx, const fold_node_calib_t *calib)
+{
+    size_t used = 0, room = sizeof(ctx->measured);
+    ctx->measured[0] = '\0';
+    for (size_t i = 0; i < sizeof(measured_fields) / sizeof(measured_fields[0]); i++) {
+        double v = field_of(calib, measured_fields[i].offset);
+        int is_cma = measured_fields[i].offset >= offsetof(fold_node_calib_t, cma_gbs);
+        if (v <= 0 || (is_cma && !calib->single_copy)) {
+            continue;
+        }
+        int n = snprintf(ctx->measured + used, room - used, "%s%s=%.4g", used ? "," : "",
+                         measured_fields[i].param, v);
+        if (n < 0 || (size_t)n >= room - used) {
+            ctx->measured[used] = '\0';
+            break;
+        }
+        used += (size_t)n;
+    }
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -181,37 +216,45 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* The median of n values (sorts them). */
-static double median(double *v, int n)
+/* The median of one field of every rank's calibration (sorts v). */
+static double median_of(const locality_record_t *all, int p, size_t offset, double *v)
 {
-    qsort(v, (size_t)n, sizeof(*v), cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+    for (int r = 0; r < p; r++) {
+        v[r] = field_of(&all[r].calib, offset);
+    }
+    qsort(v, (size_t)p, sizeof(*v), cmp_double);
+    return p % 2 ? v[p / 2] : (v[p / 2 - 1] + v[p / 2]) / 2;
 }
 
-/* What fold_init measured, agreed by every rank where every rank could measure
- * it: single copy's rate and cost per call, the medians over the ranks, so that
- * one rank caught by noise while it measured does not decide for all. */
+/* What fold_init measured, agreed by every rank: the medians over the ranks, so
+ * that one rank caught by noise while it measured does not decide for all; each
+ * value only where every rank measured it, single copy only where every rank may
+ * use it. */
 static void agree_measured(fold_context_t *ctx, const locality_record_t *all)
 {
-    int p = ctx->bs.size, ok = 1;
-    double *v = malloc(2 * (size_t)p * sizeof(double)), gbs = 0, us = 0;
+    int p = ctx->bs.size;
+    fold_node_calib_t agreed = {0};
+    double *v = malloc((size_t)p * sizeof(double));
+    agreed.single_copy = 1;
     for (int r = 0; r < p; r++) {
-        ok &= all[r].single_copy;
+        agreed.single_copy &= all[r].calib.single_copy;
     }
-    if (v != NULL && ok) {
+    for (size_t i = 0; v != NULL && i < sizeof(measured_fields) / sizeof(measured_fields[0]);
+         i++) {
+        size_t offset = measured_fields[i].offset;
+        int everywhere = 1;
         for (int r = 0; r < p; r++) {
-            v[r]     = all[r].cma_gbs;
-            v[p + r] = all[r].cma_us;
+            everywhere &= field_of(&all[r].calib, offset) > 0;
         }
-        gbs = median(v, p);
-        us  = median(v + p, p);
+        if (everywhere) {
+            double m = median_of(all, p, offset, v);
+            memcpy((char *)&agreed + offset, &m, sizeof(m));
+        }
     }
     free(v);
-    ctx->measured[0] = '\0';
-    if (ok && gbs > 0) {
-        fold_context_set_measured(ctx, gbs, us);
-    }
-    fold_debug("single copy calibrated: %s", ok ? ctx->measured : "not available");
+    fold_context_set_measured(ctx, &agreed);
+    fold_debug("node calibrated: %s%s", ctx->measured,
+               agreed.single_copy ? "" : " (single copy not available)");
 }
 
 /* Checks that every rank configured itself and would select alike. */
@@ -248,9 +291,12 @@ static int context_locality(fold_context_t *ctx, int config_status)
     mine.status      = config_status;
     mine.select_hash = config_status == FOLD_OK ? selection_hash(ctx) : 0;
     if (ctx->bs.size > 1) {
-        mine.single_copy = fold_node_peer_calibrate(&mine.cma_gbs, &mine.cma_us);
-        fold_debug("single copy measured here: %.4g GB/s, %.4g us per call", mine.cma_gbs,
-                   mine.cma_us);
+        fold_node_calibrate(&mine.calib);
+        fold_debug("measured here: copy %.4g GB/s (%.4g from memory), reduce %.4g (%.4g), "
+                   "single copy %s%.4g GB/s and %.4g us per call", mine.calib.copy_gbs,
+                   mine.calib.copy_mem_gbs, mine.calib.reduce_gbs, mine.calib.reduce_mem_gbs,
+                   mine.calib.single_copy ? "" : "refused, ", mine.calib.cma_gbs,
+                   mine.calib.cma_us);
     }
     locality_record_t *all = malloc((size_t)p * sizeof(*all));
     int *node_of = malloc((size_t)p * sizeof(int));

@@ -45,7 +45,7 @@ struct fold_context {
     fold_tune_file_t     file;            /* FOLD_TUNE_FILE: rules and model parameters */
     fold_model_params_t  model;           /* the cost model's machine (defaults, what
                                              fold_init measured, file, FOLD_MODEL) */
-    char                 measured[96];    /* "name=value,..." of what fold_init measured,
+    char                 measured[192];    /* "name=value,..." of what fold_init measured,
                                              the same on every rank */
     const fold_alg_t    *forced[FOLD_COLL_COUNT]; /* FOLD_ALLREDUCE_ALG, FOLD_REDUCE_ALG */
     fold_bootstrap_t     bs;
@@ -86,9 +86,11 @@ int  fold_context_valid(const fold_context_t *ctx);
  * this process being rank 0. Only selection may use it (it has no transport). */
 int  fold_context_create_virtual(int size, const int *node_of, fold_context_t **ctx_p);
 void fold_context_free_virtual(fold_context_t *ctx);
-/* Records a single-copy measurement (rate, cost per call) as the cost-model
- * parameters ctx->measured; fold_select_configure applies it. */
-void fold_context_set_measured(fold_context_t *ctx, double cma_gbs, double cma_us);
+/* Records what was measured of the node (node/node.h: the copy rate, single copy's
+ * rate and cost per call) as the cost-model parameters ctx->measured;
+ * fold_select_configure applies them. */
+struct fold_node_calib;
+void fold_context_set_measured(fold_context_t *ctx, const struct fold_node_calib *calib);
 int  fold_comm_valid(const fold_comm_t *comm);
 int  fold_context_add_comm(fold_context_t *ctx, fold_comm_t *comm);
 void fold_context_remove_comm(fold_context_t *ctx, fold_comm_t *comm);

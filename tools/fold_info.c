@@ -136,15 +136,13 @@ static void print_selection(void)
     }
 }
 
-/* What fold_init would measure on this machine (single copy's rate and cost), fed
- * to the model as it would be; 0 where the kernel refuses single copy. */
+/* What fold_init would measure on this machine (the copy rate, single copy's rate
+ * and cost), fed to the model as it would be. */
 static int measure_here(fold_context_t *ctx)
 {
-    double gbs, us;
-    if (!fold_node_peer_calibrate(&gbs, &us)) {
-        return 0;
-    }
-    fold_context_set_measured(ctx, gbs, us);
+    fold_node_calib_t calib;
+    fold_node_calibrate(&calib);
+    fold_context_set_measured(ctx, &calib);
     return fold_select_configure(ctx) == FOLD_OK;
 }
 
@@ -160,7 +158,7 @@ static int print_model(void)
     int measured = measure_here(ctx);
     printf("#\n# Cost model parameters (defaults, then measured here: %s, then the tuning "
            "file %s, then FOLD_MODEL)\n#\n",
-           measured ? ctx->measured : "single copy refused by the kernel",
+           measured ? ctx->measured : "nothing",
            ctx->file.path ? ctx->file.path : "(none)");
     fold_model_print(&ctx->model, "", stdout);
     fold_context_free_virtual(ctx);

@@ -151,11 +151,23 @@ int    fold_node_peer_started(const fold_node_t *node, int local,
 int    fold_node_peer_write(const fold_node_t *node, int local, uint64_t epoch,
                             size_t off_bytes, const void *src, size_t len, char *why,
                             size_t whylen);
-/* Measures the single-copy path on this process's own memory: GB/s of a 1 MiB
- * read and microseconds per call. 0 where the kernel refuses. */
-int    fold_node_peer_calibrate(double *gbs, double *call_us);
 /* Whether this process can read the 8 bytes at addr in process pid (== expect). */
 int    fold_node_peer_probe(int64_t pid, uint64_t addr, uint64_t expect);
+
+/* calibrate.c: what fold_init measures of the node, for the cost model's
+ * parameters of the same names (0: not measured) */
+typedef struct fold_node_calib {
+    double copy_gbs;        /* memcpy of 1 MiB in cache; also the model's shm_gbs */
+    double reduce_gbs;      /* float32 c = a + b over 1 MiB in cache */
+    double copy_mem_gbs;    /* the same two from memory */
+    double reduce_mem_gbs;
+    int    single_copy;     /* the kernel lets this process copy through it ... */
+    double cma_gbs;         /* ... at this rate (1 MiB reads) */
+    double cma_us;          /* ... and this cost per call */
+} fold_node_calib_t;
+/* Measures the copy paths on this process's own memory, interleaved so that all
+ * see the same conditions (about 15 ms). */
+void   fold_node_calibrate(fold_node_calib_t *out);
 
 /* fast.c */
 typedef struct fold_node_call {

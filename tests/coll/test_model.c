@@ -275,6 +275,43 @@ Test(model_hand, reductions_in_cache_out_of_cache_and_sharing_memory)
     cr_expect_float_eq(reductions(2, same, 1e6, 0.5), 1 + 4000 / 4000.0, EPS);
 }
 
+/* Between half the cache and all of it, the time per byte moves linearly from the
+ * in-cache rate to the memory rate: 12000 bytes touched in a 16000-byte cache are
+ * half from memory (4000 B at 0.5/4000 + 0.5/500 us per byte). */
+Test(model_hand, working_sets_near_the_cache_size_partly_miss)
+{
+    int one[1] = {0};
+    cr_expect_float_eq(reductions(1, one, 24000, 100), 1 + 4000 / 4000.0, EPS);
+    cr_expect_float_eq(reductions(1, one, 16000, 100), 1 + 4000 * (0.5 / 4000 + 0.5 / 500),
+                       EPS);
+    cr_expect_float_eq(reductions(1, one, 12000, 100), 1 + 4000 / 500.0, EPS);
+}
+
+/* Rank 0 reads 1000 bytes of rank 1's IN through the kernel: cma_us per call, then
+ * cma_gbs (measured in cache) plus, out of cache, the copy's extra time per byte. */
+static double kernel_read(double cache_bytes)
+{
+    int same[2] = {0, 0};
+    fold_model_params_t p = round_params();
+    p.cache_bytes = cache_bytes;
+    p.cma_gbs     = 0.25;   /* 250 B/us */
+    p.cma_us      = 3;
+    hand_t h;
+    fold_model_result_t res;
+    hand_init(&h, 2, same);
+    fold_sched_peer_read(&h.s[0], 1, 1, FOLD_BUF_IN, 0, fold_ref_out(0), 250);
+    cr_assert_eq(hand_replay(&h, &p, &res), FOLD_OK);
+    hand_free(&h);
+    return res.time_us;
+}
+
+Test(model_hand, single_copy_pays_the_memory_rate_on_top_out_of_cache)
+{
+    /* In cache: 1 + 3 + 1000 / 250. Out of it: + 1000 * (1/1000 - 1/2000). */
+    cr_expect_float_eq(kernel_read(1e6), 1 + 3 + 4, EPS);
+    cr_expect_float_eq(kernel_read(100), 1 + 3 + 4 + 0.5, EPS);
+}
+
 /* Ranks 0 and 1 each send 1000 bytes to rank 2, rank 3 (if any) 1000 bytes to
  * rank 4. Between nodes a message holds a link for 2 us (its bytes) and arrives
  * 5 + 2 us after it starts; within a node a channel for 1 us, arriving 3 + 1 later. */

@@ -1,0 +1,199 @@
+/*
+ * What fold_init measures of the node for the cost model (node.h), in about 15 ms
+ * and 3 MiB per rank:
+ *
+ *   copy_gbs, shm_gbs   memcpy of 1 MiB in cache: the rate of copies and of the node
+ *                       segment's transfers (shm_gbs: a core reading what another
+ *                       core wrote; on the AMD EPYC this was written on, 70-90 GB/s
+ *                       against 70 for a copy of one's own 1 MiB)
+ *   reduce_gbs          fold's float32 c = a + b over 1 MiB, in cache
+ *   copy_mem_gbs,       the same with the three buffers flushed from the caches
+ *   reduce_mem_gbs      first (x86 clflush, Arm dc civac): the memory-bound rates,
+ *                       within 5% of a 64 MiB stream here at a sixtieth of its cost
+ *   cma_gbs, cma_us     process_vm_readv of 1 MiB of this process's own memory, and
+ *                       its cost per call (64-byte reads)
+ *
+ * Why all of them: measuring only single copy and leaving the copy rates at their
+ * generic defaults made selection take single copy on that EPYC, whose kernel path
+ * runs at 17 GB/s while plain copies run at 70: 0.4-0.8x Open MPI from 32 KiB up.
+ * The model must compare measured with measured. fold_tune measures on real
+ * transfers and whole streams, and its file overrides all of these.
+ *
+ * In-cache rates are the best of many rounds over at least CALIBRATE_MIN_S: on this
+ * project's virtual machine one run in seven measured memory at a third of its speed
+ * for a few milliseconds of fold_init, and the best of 4 reads over 0.3 ms then made
+ * selection run the wrong family for the whole job; over 10 ms, 110 runs of 110
+ * measured it right. The ranks of a node measure at once, so the memory-bound rates
+ * may come out low on a node with many ranks: that slows every algorithm's
+ * out-of-cache copies alike in the model.
+ */
+#define _GNU_SOURCE
+#include "node/node.h"
+
+#include "codec/reduce_kernel.h"
+#include "util/clock.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#define CALIBRATE_BYTES      ((size_t)1 << 20)
+#define CALIBRATE_MIN_ROUNDS 8
+#define CALIBRATE_MAX_ROUNDS 512
+#define CALIBRATE_MIN_S      10e-3
+#define CALIBRATE_FLUSHED    6       /* rounds from memory (each one is slow) */
+
+/* Writes back and evicts buf's cache lines; 0 where this CPU has no way to. */
+static int flush_lines(const void *buf, size_t len)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    for (size_t off = 0; off < len; off += 64) {
+        __asm__ volatile("clflush (%0)" : : "r"((const char *)buf + off) : "memory");
+    }
+    __asm__ volatile("mfence" : : : "memory");
+    return 1;
+#elif defined(__aarch64__)
+    for (size_t off = 0; off < len; off += 64) {
+        __asm__ volatile("dc civac, %0" : : "r"((const char *)buf + off) : "memory");
+    }
+    __asm__ volatile("dsb ish" : : : "memory");
+    return 1;
+#else
+    (void)buf;
+    (void)len;
+    return 0;
+#endif
+}
+
+/* One read of len bytes of this process's memory through the kernel. */
+static int kernel_read(void *dst, void *src, size_t len)
+{
+    struct iovec l = {dst, len}, r = {src, len};
+    return process_vm_readv(getpid(), &l, 1, &r, 1, 0) == (ssize_t)len;
+}
+
+/* The kernel's cost per call: the best of 8 averages over 16 small reads; < 0
+ * where the kernel refuses. */
+static double kernel_call_s(void *dst, void *src)
+{
+    const size_t small = 64;
+    double best = 1e30;
+    for (int i = 0; i < 8; i++) {
+        double t0 = fold_util_time_now();
+        for (int k = 0; k < 16; k++) {
+            if (!kernel_read(dst, src, small)) {
+                return -1;
+            }
+        }
+        double t = (fold_util_time_now() - t0) / 16;
+        best = t < best ? t : best;
+    }
+    return best;
+}
+
+typedef struct best_times {
+    double copy, reduce, kernel;   /* seconds for CALIBRATE_BYTES */
+} best_times_t;
+
+static void keep_best(double *best, double t)
+{
+    *best = t < *best ? t : *best;
+}
+
+/* One round of each measured operation on a, b and c; the kernel read only while
+ * *kernel_ok. */
+static void round_of(float *a, float *b, float *c, int *kernel_ok, best_times_t *best)
+{
+    const size_t big = CALIBRATE_BYTES;
+    double t0 = fold_util_time_now();
+    memcpy(c, a, big);
+    __asm__ volatile("" : : "r"(c) : "memory");   /* the copy is used */
+    keep_best(&best->copy, fold_util_time_now() - t0);
+
+    t0 = fold_util_time_now();
+    fold_reduce_local(FOLD_OP_SUM, FOLD_FLOAT32, a, b, c, big / sizeof(float), 1, SIZE_MAX);
+    __asm__ volatile("" : : "r"(c) : "memory");
+    keep_best(&best->reduce, fold_util_time_now() - t0);
+
+    if (*kernel_ok) {
+        t0 = fold_util_time_now();
+        *kernel_ok = kernel_read(c, a, big);
+        keep_best(&best->kernel, fold_util_time_now() - t0);
+    }
+}
+
+/* The memory-bound rates: copy and reduce with every buffer flushed first. */
+static int flushed_rounds(float *a, float *b, float *c, best_times_t *best)
+{
+    const size_t big = CALIBRATE_BYTES;
+    for (int i = 0; i < CALIBRATE_FLUSHED; i++) {
+        if (!flush_lines(a, big) || !flush_lines(c, big)) {
+            return 0;
+        }
+        double t0 = fold_util_time_now();
+        memcpy(c, a, big);
+        __asm__ volatile("" : : "r"(c) : "memory");
+        keep_best(&best->copy, fold_util_time_now() - t0);
+
+        flush_lines(a, big);
+        flush_lines(b, big);
+        flush_lines(c, big);
+        t0 = fold_util_time_now();
+        fold_reduce_local(FOLD_OP_SUM, FOLD_FLOAT32, a, b, c, big / sizeof(float), 1,
+                          SIZE_MAX);
+        __asm__ volatile("" : : "r"(c) : "memory");
+        keep_best(&best->reduce, fold_util_time_now() - t0);
+    }
+    return 1;
+}
+
+static double gbs_of(double seconds)
+{
+    return seconds > 0 && seconds < 1e30 ? (double)CALIBRATE_BYTES / seconds / 1e9 : 0;
+}
+
+void fold_node_calibrate(fold_node_calib_t *out)
+{
+    memset(out, 0, sizeof(*out));
+    float *a = aligned_alloc(4096, CALIBRATE_BYTES), *b = aligned_alloc(4096, CALIBRATE_BYTES);
+    float *c = aligned_alloc(4096, CALIBRATE_BYTES);
+    if (a == NULL || b == NULL || c == NULL) {
+        free(a);
+        free(b);
+        free(c);
+        return;
+    }
+    for (size_t i = 0; i < CALIBRATE_BYTES / sizeof(float); i++) {
+        a[i] = 1.0f;
+        b[i] = 2.0f;
+        c[i] = 0.0f;
+    }
+
+    int kernel_ok = 1;
+    best_times_t cached = {1e30, 1e30, 1e30}, flushed = {1e30, 1e30, 1e30};
+    double start = fold_util_time_now();
+    for (int i = 0; i < CALIBRATE_MAX_ROUNDS &&
+                    (i < CALIBRATE_MIN_ROUNDS || fold_util_time_now() - start < CALIBRATE_MIN_S);
+         i++) {
+        round_of(a, b, c, &kernel_ok, &cached);
+    }
+    double call = kernel_ok ? kernel_call_s(c, a) : -1;
+    int have_memory = flushed_rounds(a, b, c, &flushed);
+    free(a);
+    free(b);
+    free(c);
+
+    out->copy_gbs   = gbs_of(cached.copy);
+    out->reduce_gbs = gbs_of(cached.reduce);
+    if (have_memory) {
+        out->copy_mem_gbs   = gbs_of(flushed.copy);
+        out->reduce_mem_gbs = gbs_of(flushed.reduce);
+    }
+    if (call >= 0 && cached.kernel > call && cached.kernel < 1e30) {
+        out->single_copy = 1;
+        out->cma_us      = call * 1e6;
+        out->cma_gbs     = gbs_of(cached.kernel - call);
+    }
+}

@@ -1,0 +1,86 @@
+/*
+ * What fold_init measures of the node (node/calibrate.c) and how it reaches the cost
+ * model (fold_context_set_measured): every rate present and plausible, single copy
+ * exactly where the kernel allows it, and the measured string read back as model
+ * parameters. No speed is asserted: the machine is shared.
+ */
+#define _GNU_SOURCE
+#include <criterion/criterion.h>
+
+#include "context.h"
+#include "node/node.h"
+
+#include <fold/fold_status.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+static int kernel_allows_single_copy(void)
+{
+    char src[64] = {1}, dst[64];
+    struct iovec l = {dst, sizeof(dst)}, r = {src, sizeof(src)};
+    return process_vm_readv(getpid(), &l, 1, &r, 1, 0) == (ssize_t)sizeof(dst);
+}
+
+/* A rate a real machine could have: more than 0.1 GB/s, less than 10 TB/s. */
+static int plausible(double gbs)
+{
+    return isfinite(gbs) && gbs > 0.1 && gbs < 1e4;
+}
+
+Test(node_calibrate, measures_every_rate_and_single_copy_where_allowed)
+{
+    fold_node_calib_t c;
+    fold_node_calibrate(&c);
+    cr_expect(plausible(c.copy_gbs), "copy %g GB/s", c.copy_gbs);
+    cr_expect(plausible(c.reduce_gbs), "reduce %g GB/s", c.reduce_gbs);
+#if defined(__x86_64__) || defined(__aarch64__)
+    cr_expect(plausible(c.copy_mem_gbs), "copy from memory %g GB/s", c.copy_mem_gbs);
+    cr_expect(plausible(c.reduce_mem_gbs), "reduce from memory %g GB/s", c.reduce_mem_gbs);
+#endif
+    cr_expect_eq(c.single_copy, kernel_allows_single_copy());
+    if (c.single_copy) {
+        cr_expect(plausible(c.cma_gbs), "single copy %g GB/s", c.cma_gbs);
+        cr_expect(c.cma_us > 0 && c.cma_us < 1e4, "single copy %g us per call", c.cma_us);
+    }
+}
+
+static fold_context_t *virtual_context(void)
+{
+    int node_of[2] = {0, 0};
+    fold_context_t *ctx;
+    cr_assert_eq(fold_context_create_virtual(2, node_of, &ctx), FOLD_OK);
+    return ctx;
+}
+
+Test(node_calibrate, measured_values_become_the_models_parameters)
+{
+    fold_context_t *ctx = virtual_context();
+    fold_node_calib_t c = {.copy_gbs = 80, .reduce_gbs = 45, .copy_mem_gbs = 22,
+                           .reduce_mem_gbs = 15, .single_copy = 1, .cma_gbs = 17,
+                           .cma_us = 0.9};
+    fold_context_set_measured(ctx, &c);
+    cr_expect_str_eq(ctx->measured, "copy_gbs=80,shm_gbs=80,reduce_gbs=45,copy_mem_gbs=22,"
+                                    "reduce_mem_gbs=15,cma_gbs=17,cma_us=0.9");
+    cr_assert_eq(fold_select_configure(ctx), FOLD_OK);
+    cr_expect_float_eq(ctx->model.shm_gbs, 80, 1e-9);
+    cr_expect_float_eq(ctx->model.copy_mem_gbs, 22, 1e-9);
+    cr_expect_float_eq(ctx->model.cma_gbs, 17, 1e-9);
+    fold_context_free_virtual(ctx);
+}
+
+Test(node_calibrate, no_single_copy_keeps_the_defaults_for_it)
+{
+    fold_context_t *ctx = virtual_context();
+    fold_model_params_t defaults;
+    fold_model_defaults(&defaults);
+    fold_node_calib_t c = {.copy_gbs = 50, .cma_gbs = 99, .cma_us = 9};
+    fold_context_set_measured(ctx, &c);
+    cr_expect_str_eq(ctx->measured, "copy_gbs=50,shm_gbs=50");
+    cr_assert_eq(fold_select_configure(ctx), FOLD_OK);
+    cr_expect_float_eq(ctx->model.cma_gbs, defaults.cma_gbs, 1e-9);
+    cr_expect_float_eq(ctx->model.reduce_gbs, defaults.reduce_gbs, 1e-9);
+    fold_context_free_virtual(ctx);
+}
