@@ -8,10 +8,14 @@
  * by fold_wait or fold_test; int8/int32/int64/uint8/uint64/float32/float64 with every
  * op the type takes (prod on a few elements of small values, so nothing overflows a
  * float); log-uniform sizes up to the maximum; in place or not; any root; a forced
- * algorithm or auto; and now and then a new communicator (the world in reverse, or
- * halves) with the old one freed. Inputs are small integers made from (context rank,
- * index, call), so every rank computes the exact expected result itself.
- * Prints one line and exits 0 when every call succeeded with the expected result.
+ * algorithm or auto; a forced sparse codec (bits, idx, rle), none or auto; dense or
+ * sparse inputs (a third of the calls: 90% zeros, or one rank dense and the others
+ * sparse); and now and then a new communicator (the world in reverse, or halves)
+ * with the old one freed. Inputs are small integers made from (context rank, index,
+ * call), so every rank computes the exact expected result itself.
+ * Prints one line, with the resident memory after the first tenth of the calls and
+ * at the end (a soak must not grow), and exits 0 when every call succeeded with the
+ * expected result.
  */
 #include <fold/fold.h>
 
@@ -21,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static uint64_t rng_state;
 
@@ -38,19 +43,47 @@ static const char *const allreduce_algs[] = {"auto", "recursive_doubling", "rabe
 static const char *const reduce_algs[] = {"auto", "binomial", "rabenseifner", "ring", "chain",
                                           "bintree", "greedy", "dpml", "dpml_pipelined",
                                           "shm_flat", "cma"};
+static const char *const codecs[] = {"auto", "none", "bits", "idx", "rle"};
+#define NCODECS (sizeof(codecs) / sizeof(codecs[0]))
 static const fold_dtype_t dtypes[] = {FOLD_INT8, FOLD_INT32, FOLD_INT64, FOLD_UINT8,
                                       FOLD_UINT64, FOLD_FLOAT32, FOLD_FLOAT64};
 #define NDTYPES (sizeof(dtypes) / sizeof(dtypes[0]))
 #define NALLRED (sizeof(allreduce_algs) / sizeof(allreduce_algs[0]))
 #define NRED    (sizeof(reduce_algs) / sizeof(reduce_algs[0]))
 
-/* Input of context rank r at element i of call k: 1..5 (prod: 1..2). */
+/* How call k's inputs are spread: dense, sparse on every rank, or dense on rank 0
+ * only (the density imbalance the codecs meet in practice). */
+static int sparsity_of(int k)
+{
+    return k % 3;
+}
+
+/* Input of context rank r at element i of call k: 1..5 (prod: 1..2), or 0 at nine
+ * elements in ten where the call is sparse for that rank. */
 static int64_t input(int r, size_t i, int k, fold_op_t op)
 {
     uint64_t h = (uint64_t)r * 0x9e3779b97f4a7c15ULL ^ (uint64_t)i * 0xbf58476d1ce4e5b9ULL ^
                  (uint64_t)k * 0x94d049bb133111ebULL;
     h ^= h >> 31;
+    int sparse = sparsity_of(k) == 1 || (sparsity_of(k) == 2 && r != 0);
+    if (sparse && (h >> 40) % 10 != 0) {
+        return 0;
+    }
     return op == FOLD_OP_PROD ? (int64_t)(h % 2) + 1 : (int64_t)(h % 5) + 1;
+}
+
+/* This process's resident memory in KiB, or -1. */
+static long resident_kib(void)
+{
+    long pages = -1, resident = -1;
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (f != NULL) {
+        if (fscanf(f, "%ld %ld", &pages, &resident) != 2) {
+            resident = -1;
+        }
+        fclose(f);
+    }
+    return resident < 0 ? -1 : resident * (sysconf(_SC_PAGESIZE) / 1024);
 }
 
 static void store(void *buf, fold_dtype_t dt, size_t i, int64_t v)
@@ -160,8 +193,12 @@ int main(int argc, char **argv)
     fold_comm_size(world, &wsize);
     int *members = malloc((size_t)wsize * sizeof(int));
     int errors = 0, splits = 0, nb_calls = 0, k = 0;
+    long rss_warm = -1;
 
     while (k < ncalls && errors == 0) {
+        if (rss_warm < 0 && k >= ncalls / 10) {
+            rss_warm = resident_kib();
+        }
         /* Now and then a new communicator. */
         if (rnd() % 16 == 0) {
             fold_comm_h next = NULL;
@@ -192,8 +229,10 @@ int main(int argc, char **argv)
         if (rnd() % 2) {
             alg = "auto";
         }
+        const char *codec = codecs[rnd() % NCODECS];
         if (coll <= 1) {
             fold_config_set(ctx, coll == 0 ? "ALLREDUCE_ALG" : "REDUCE_ALG", alg);
+            fold_config_set(ctx, "CODEC", codec);
         }
         int inflight = coll <= 1 && rnd() % 3 == 0 ? 1 + (int)(rnd() % 3) : 0;
         int n = inflight ? inflight : 1;
@@ -246,9 +285,9 @@ int main(int argc, char **argv)
                 st = fold_barrier(comm);
             }
             if (st != FOLD_OK) {
-                fprintf(stderr, "fold_soak: call %d (coll %d, alg %s, %s, %s, count %zu): %s\n",
-                        k, coll, alg, fold_dtype_name(c->dtype), fold_op_name(c->op), c->count,
-                        fold_status_string(st));
+                fprintf(stderr, "fold_soak: call %d (coll %d, alg %s, codec %s, %s, %s, count "
+                        "%zu): %s\n", k, coll, alg, codec, fold_dtype_name(c->dtype),
+                        fold_op_name(c->op), c->count, fold_status_string(st));
                 errors++;
             }
         }
@@ -280,10 +319,12 @@ int main(int argc, char **argv)
     if (comm != world) {
         fold_comm_free(&comm);
     }
+    long rss_end = resident_kib();
     st = fold_finalize(ctx);
     if (wrank == 0 || errors != 0) {
         printf("fold_soak: rank %d: %d calls (%d non-blocking), %d communicators, %d errors, "
-               "finalize %s\n", wrank, k, nb_calls, splits, errors, fold_status_string(st));
+               "finalize %s; resident %ld KiB after a tenth of the calls, %ld KiB at the end\n",
+               wrank, k, nb_calls, splits, errors, fold_status_string(st), rss_warm, rss_end);
     }
     free(members);
     return errors != 0 || st != FOLD_OK;
