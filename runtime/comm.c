@@ -118,11 +118,7 @@ void fold_comm_destroy(fold_comm_t *comm)
 {
     fold_context_remove_comm(comm->ctx, comm);
     fold_comm_ids_release(&comm->ctx->comm_ids, comm->id);
-    for (int i = 0; i < FOLD_SCHED_CACHE_SIZE; i++) {
-        fold_sched_cleanup(&comm->cache[i].sched);
-        fold_exec_request_free(comm->cache[i].spare);
-        free(comm->cache[i].peer_dense);
-    }
+    fold_exec_cache_free(comm);
     for (size_t i = 0; i < sizeof(comm->scratch) / sizeof(comm->scratch[0]); i++) {
         free(comm->scratch[i].buf);
     }

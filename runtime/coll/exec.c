@@ -85,6 +85,13 @@ static void entry_clear(fold_sched_entry_t *e)
     memset(e, 0, sizeof(*e));
 }
 
+void fold_exec_cache_free(fold_comm_t *comm)
+{
+    for (int i = 0; i < FOLD_SCHED_CACHE_SIZE; i++) {
+        entry_clear(&comm->cache[i]);
+    }
+}
+
 static int sched_lookup(fold_comm_t *comm, const fold_exec_args_t *args,
                         fold_sched_entry_t **entry_p)
 {

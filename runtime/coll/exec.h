@@ -117,6 +117,8 @@ int  fold_exec_wait(fold_request_t *req);
 void fold_exec_release(fold_request_t *req);
 /* Frees a request the executor allocated (NULL: nothing). */
 void fold_exec_request_free(fold_request_t *req);
+/* Frees every cached schedule of comm with its plan and spare request. */
+void fold_exec_cache_free(fold_comm_t *comm);
 /* FOLD_OK when a transport with these caps keeps what the executor relies on;
  * otherwise logs each missing guarantee and returns FOLD_ERR_UNSUPPORTED. */
 int  fold_exec_check_caps(const fold_tl_caps_t *caps);
