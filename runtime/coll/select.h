@@ -144,6 +144,11 @@ typedef struct fold_tune_file {
 } fold_tune_file_t;
 
 int  fold_tune_file_load(const char *setting, fold_tune_file_t *file);
+/* The text of a tuning file, len bytes (need not end in '\0'); a bad line is logged
+ * as origin:line and fails the whole text, leaving *file unchanged. path and source
+ * stay NULL. */
+int  fold_tune_file_parse(const char *text, size_t len, const char *origin,
+                          fold_tune_file_t *file);
 void fold_tune_file_release(fold_tune_file_t *file);
 /* The file's serve rule for this call, or NULL. */
 const fold_serve_rule_t *fold_tune_file_serve(const fold_tune_file_t *file, fold_coll_t coll,

@@ -115,26 +115,80 @@ static int parse_line(fold_tune_file_t *f, char *line)
     return FOLD_ERR_INVALID_ARG;
 }
 
-static int read_file(const char *path, fold_tune_file_t *f)
+int fold_tune_file_parse(const char *text, size_t len, const char *origin,
+                         fold_tune_file_t *file)
+{
+    fold_tune_file_t f;
+    memset(&f, 0, sizeof(f));
+    int status = FOLD_OK;
+    for (size_t at = 0, lineno = 1; status == FOLD_OK && at < len; lineno++) {
+        const char *nl = memchr(text + at, '\n', len - at);
+        size_t n = (nl != NULL ? (size_t)(nl - text) : len) - at;
+        /* A copy each: parse_line cuts the line up, and text need not end in '\0'. */
+        char *line = malloc(n + 1), *copy = malloc(n + 1);
+        if (line == NULL || copy == NULL) {
+            status = FOLD_ERR_NO_MEMORY;
+        } else {
+            memcpy(line, text + at, n);
+            line[n] = '\0';
+            memcpy(copy, line, n + 1);
+            status = parse_line(&f, line);
+            if (status != FOLD_OK) {
+                fold_error("%s:%zu: bad line '%s': expected 'rule <rule>', 'param <name> "
+                           "<value>' or 'serve <coll>:<sizes>[:terms]:fold|mpi'", origin,
+                           lineno, trim(copy));
+            }
+        }
+        free(line);
+        free(copy);
+        at += n + 1;
+    }
+    if (status != FOLD_OK) {
+        fold_tune_file_release(&f);
+        return status;
+    }
+    *file = f;
+    return FOLD_OK;
+}
+
+/* The whole file into memory: *text (malloc'd) and *len. */
+static int read_file(const char *path, char **text, size_t *len)
 {
     FILE *in = fopen(path, "r");
     if (in == NULL) {
         fold_error("cannot read the tuning file %s (FOLD_TUNE_FILE): %s", path, strerror(errno));
         return FOLD_ERR_NOT_FOUND;
     }
-    char line[1024];
+    char *buf = NULL;
+    size_t used = 0, cap = 0;
     int status = FOLD_OK;
-    for (int lineno = 1; status == FOLD_OK && fgets(line, sizeof(line), in) != NULL; lineno++) {
-        char copy[sizeof(line)];
-        snprintf(copy, sizeof(copy), "%s", line);
-        status = parse_line(f, line);
-        if (status != FOLD_OK) {
-            fold_error("%s:%d: bad line '%s': expected 'rule <rule>', 'param <name> <value>' "
-                       "or 'serve <coll>:<sizes>[:terms]:fold|mpi'", path, lineno, trim(copy));
+    for (;;) {
+        if (used == cap) {
+            char *grown = realloc(buf, cap = cap ? 2 * cap : 4096);
+            if (grown == NULL) {
+                status = FOLD_ERR_NO_MEMORY;
+                break;
+            }
+            buf = grown;
+        }
+        size_t got = fread(buf + used, 1, cap - used, in);
+        used += got;
+        if (got == 0) {
+            break;
         }
     }
+    if (status == FOLD_OK && ferror(in)) {
+        fold_error("cannot read the tuning file %s (FOLD_TUNE_FILE): %s", path, strerror(errno));
+        status = FOLD_ERR_NOT_FOUND;
+    }
     fclose(in);
-    return status;
+    if (status != FOLD_OK) {
+        free(buf);
+        return status;
+    }
+    *text = buf;
+    *len = used;
+    return FOLD_OK;
 }
 
 int fold_tune_file_load(const char *setting, fold_tune_file_t *file)
@@ -153,7 +207,13 @@ int fold_tune_file_load(const char *setting, fold_tune_file_t *file)
         }
         path = FOLD_TUNE_DEFAULT_FILE;
     }
-    int status = read_file(path, &f);
+    char *text = NULL;
+    size_t text_len = 0;
+    int status = read_file(path, &text, &text_len);
+    if (status == FOLD_OK) {
+        status = fold_tune_file_parse(text, text_len, path, &f);
+        free(text);
+    }
     size_t len = strlen(path) + sizeof("tuning file ");
     if (status == FOLD_OK &&
         ((f.path = strdup(path)) == NULL || (f.source = malloc(len)) == NULL)) {

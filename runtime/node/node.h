@@ -91,6 +91,11 @@ typedef struct fold_node_params {
  * communicator then runs the node-unaware algorithms. */
 int  fold_node_create(const fold_node_params_t *params, fold_node_t **node_p, char *why,
                       size_t why_len);
+/* Whether an attached segment holds shm_bytes of schedule data besides the fast path's
+ * and single copy's regions (its header is another process's word): FOLD_OK, or
+ * FOLD_ERR_MALFORMED with why (the caller logs it). */
+int  fold_node_check_segment(const fold_shm_seg_t *seg, size_t shm_bytes, char *why,
+                             size_t whylen);
 /* Detaches the segment and frees the state. */
 void fold_node_free(fold_node_t *node);
 

@@ -109,6 +109,37 @@ static void seg_fill_views(fold_shm_seg_t *seg)
     seg->local_size = (int)seg->hdr->local_size;
 }
 
+/* The header another process wrote: every offset and size must keep the flags and the
+ * data inside the mapping, in that order, on cache-line boundaries (they hold atomics). */
+int fold_shm_check_header(fold_shm_seg_t *seg, int local_size, char *why, size_t whylen)
+{
+    const fold_shm_header_t *h = seg->hdr;
+    if (seg->map_size < sizeof(*h) || local_size < 1) {
+        snprintf(why, whylen, "%zu bytes cannot hold a header for %d local ranks",
+                 seg->map_size, local_size);
+        return FOLD_ERR_MALFORMED;
+    }
+    if (atomic_load_explicit(&h->ready, memory_order_acquire) != 1 || h->magic != SHM_MAGIC ||
+        h->version != SHM_VERSION || h->local_size != (uint32_t)local_size) {
+        snprintf(why, whylen, "not a fold segment for %d local ranks (header says %u)",
+                 local_size, h->magic == SHM_MAGIC ? h->local_size : 0);
+        return FOLD_ERR_MALFORMED;
+    }
+    const uint64_t size = seg->map_size, flags_bytes = (uint64_t)local_size * sizeof(fold_shm_flags_t);
+    if (h->flags_offset < sizeof(*h) || h->flags_offset % 64 != 0 || h->flags_offset > size ||
+        flags_bytes > size - h->flags_offset || h->data_offset % 64 != 0 ||
+        h->data_offset < h->flags_offset + flags_bytes || h->data_offset > size ||
+        h->data_size > size - h->data_offset || h->data_size % 64 != 0) {
+        snprintf(why, whylen, "header's layout (flags at %llu, %llu data bytes at %llu) does "
+                 "not fit its %zu bytes", (unsigned long long)h->flags_offset,
+                 (unsigned long long)h->data_size, (unsigned long long)h->data_offset,
+                 seg->map_size);
+        return FOLD_ERR_MALFORMED;
+    }
+    seg_fill_views(seg);
+    return FOLD_OK;
+}
+
 size_t fold_shm_footprint(int local_size, size_t data_size)
 {
     size_t flags_off, data_off;
@@ -191,15 +222,12 @@ int fold_shm_attach(fold_shm_seg_t *seg, const char *name, int local_size)
         return status;
     }
     fold_shm_header_t *h = seg->hdr;
-    if (atomic_load_explicit(&h->ready, memory_order_acquire) != 1 || h->magic != SHM_MAGIC ||
-        h->version != SHM_VERSION || h->local_size != (uint32_t)local_size ||
-        h->data_offset + h->data_size > seg->map_size) {
-        fold_error("shm: %s is not a fold segment for %d local ranks (header says %u)", name,
-                   local_size, h->magic == SHM_MAGIC ? h->local_size : 0);
+    char why[256];
+    if (fold_shm_check_header(seg, local_size, why, sizeof(why)) != FOLD_OK) {
+        fold_error("shm: %s: %s", name, why);
         fold_shm_detach(seg);
         return FOLD_ERR_MALFORMED;
     }
-    seg_fill_views(seg);
     if (atomic_fetch_add_explicit(&h->attached, 1, memory_order_acq_rel) + 1 ==
         (uint32_t)local_size) {
         fold_shm_unlink(name);   /* everyone is in: nothing needs the name any more */

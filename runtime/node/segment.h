@@ -65,6 +65,10 @@ int  fold_shm_create(fold_shm_seg_t *seg, const char *name, int local_size, size
 /* Maps an existing segment, checks its header against local_size and counts this
  * rank in; the rank that completes the count unlinks the name. */
 int  fold_shm_attach(fold_shm_seg_t *seg, const char *name, int local_size);
+/* Checks the header of a mapping another process wrote (seg->base, map_size and hdr
+ * set) and, when its offsets and sizes lie inside the mapping, sets the other views;
+ * FOLD_ERR_MALFORMED with why otherwise (the caller logs it). */
+int  fold_shm_check_header(fold_shm_seg_t *seg, int local_size, char *why, size_t whylen);
 /* Removes the name if it is still there (harmless when it is not). */
 void fold_shm_unlink(const char *name);
 /* Removes every segment name of this job, node and communicator id, whatever its

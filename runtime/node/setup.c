@@ -117,6 +117,19 @@ static size_t segment_extra(int local_size)
     return fold_node_fast_region_bytes(local_size) + fold_node_peer_region_bytes(local_size);
 }
 
+int fold_node_check_segment(const fold_shm_seg_t *seg, size_t shm_bytes, char *why,
+                            size_t whylen)
+{
+    size_t extra = segment_extra(seg->local_size);
+    if (seg->data_size < extra || seg->data_size - extra < shm_bytes) {
+        snprintf(why, whylen, "its %zu data bytes cannot hold the %zu the schedules use and "
+                 "the %zu of the tiny-message and single-copy regions", seg->data_size,
+                 shm_bytes, extra);
+        return FOLD_ERR_MALFORMED;
+    }
+    return FOLD_OK;
+}
+
 /* The creator's part: what the budget grants, and the segment with every page
  * reserved. Fills the record's numbers either way. */
 static int create_segment(const fold_node_params_t *p, fold_node_t *node, int local_size,
@@ -286,8 +299,16 @@ static int node_setup(const fold_node_params_t *p, fold_node_t *node, char *why,
     if (outcome.ok == FOLD_OK && local_size > 1 && creator != rank) {
         segment_name(p, all[creator].nonce, name, sizeof(name));
         errno = 0;
+        char bad[256];
         if (fold_shm_attach(&node->seg, name, local_size) != FOLD_OK) {
             outcome.sys_errno = errno != 0 ? errno : EINVAL;
+        } else if (fold_node_check_segment(&node->seg, node->shm_bytes, bad, sizeof(bad)) !=
+                   FOLD_OK) {
+            /* Another local process wrote a header that does not match the creator's
+             * record: nothing of it may be used. */
+            fold_error("comm %u: node segment %s: %s", p->comm_id, name, bad);
+            fold_shm_detach(&node->seg);
+            outcome.sys_errno = EINVAL;
         }
     }
     if (outcome.ok == FOLD_OK && outcome.sys_errno == 0 && local_size > 1) {

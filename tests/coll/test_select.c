@@ -196,6 +196,42 @@ Test(tune_file, bad_lines_are_refused_and_none_reads_nothing)
     cr_expect_eq(fold_tune_file_load("/nonexistent/fold/tune", &f), FOLD_ERR_NOT_FOUND);
 }
 
+Test(tune_file, text_parses_without_a_file)
+{
+    /* No terminator: the parser must stop at len (the last line has no newline). */
+    const char text[] = "rule allreduce:0-8k:ring\r\nparam nics 2\nserve reduce:0-inf:fold";
+    char *exact = malloc(sizeof(text) - 1);
+    memcpy(exact, text, sizeof(text) - 1);
+    fold_tune_file_t f;
+    cr_assert_eq(fold_tune_file_parse(exact, sizeof(text) - 1, "test", &f), FOLD_OK);
+    cr_expect_eq(f.rules.nrules, 1);
+    cr_expect_eq(f.nserve, 1);
+    cr_expect_eq(f.serve[0].fold, 1);
+    cr_expect_str_eq(f.params, "nics=2");
+    cr_expect_null(f.path);
+    fold_tune_file_release(&f);
+
+    /* A line past 1023 bytes is one line (the file reader once split it in two). */
+    char longline[2048];
+    int n = snprintf(longline, sizeof(longline), "rule allreduce:0-8k:ring%*s# %s\n", 1000, "",
+                     "comment");
+    cr_expect_eq(fold_tune_file_parse(longline, (size_t)n, "test", &f), FOLD_OK);
+    cr_expect_eq(f.rules.nrules, 1);
+    fold_tune_file_release(&f);
+
+    /* A refusal leaves the output alone; a NUL ends its line's text. */
+    memset(&f, 0x5a, sizeof(f));
+    cr_expect_eq(fold_tune_file_parse("rule allreduce:0-8k:ring\nbogus\n", 31, "test", &f),
+                 FOLD_ERR_INVALID_ARG);
+    cr_expect_eq(f.nserve, 0x5a5a5a5a);
+    cr_expect_eq(fold_tune_file_parse("param nics 2\0junk\n", 18, "test", &f), FOLD_OK);
+    cr_expect_str_eq(f.params, "nics=2");
+    fold_tune_file_release(&f);
+    cr_expect_eq(fold_tune_file_parse("", 0, "test", &f), FOLD_OK);
+    cr_expect_eq(f.rules.nrules, 0);
+    free(exact);
+}
+
 /* ---- decisions on virtual shapes ------------------------------------------------ */
 
 static fold_context_t *virtual_ctx(int nnodes, int ppn)

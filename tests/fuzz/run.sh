@@ -1,12 +1,18 @@
 #!/bin/sh
-# Builds the codec fuzzers with clang's libFuzzer (whatever compiler builds fold)
-# and runs each for a while on a seed corpus of valid encodings.
+# Builds the fuzzers with clang's libFuzzer (whatever compiler builds fold) and runs
+# each for a while on its seed corpus.
 #
 #   tests/fuzz/run.sh [SECONDS [OUTDIR]]     SECONDS per target (default 20),
 #                                            OUTDIR default build-fuzz/ at the top
 #   CLANG=clang-14 tests/fuzz/run.sh 60      another clang
 #
-# Targets: fuzz_bits, fuzz_idx, fuzz_rle (the codec byte pinned) and fuzz_any.
+#   tests/fuzz/run.sh 20 OUTDIR tune size   only these targets
+#
+# Targets: the codec decoders fuzz_bits, fuzz_idx, fuzz_rle (the codec byte pinned)
+# and fuzz_any (seeds written by fuzz_seed); the parsers fuzz_tune (FOLD_TUNE rules),
+# fuzz_tune_file (the tuning file's text), fuzz_size (byte counts and the
+# configuration table's values), fuzz_model (FOLD_MODEL); fuzz_shm (what fold reads
+# from the node segment a local peer writes). Seeds: tests/fuzz/corpus/TARGET.
 # The corpus grows in OUTDIR/corpus/TARGET across runs; a crash leaves
 # OUTDIR/crash-* (rerun: OUTDIR/fuzz_any OUTDIR/crash-...). Exit status 77: no
 # clang with libFuzzer here (ctest counts it as skipped).
@@ -16,6 +22,8 @@ secs=${1:-20}
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 out=${2:-$root/build-fuzz}
+shift $(( $# < 2 ? $# : 2 ))
+targets=${*:-bits idx rle any tune tune_file size model shm}
 clang=${CLANG:-clang}
 mkdir -p "$out/obj" "$out/seeds" "$out/corpus"
 out=$(cd "$out" && pwd)
@@ -49,14 +57,39 @@ for t in bits:1 idx:2 rle:3 any:; do
     "$clang" $cflags $san -fsanitize=fuzzer $def "$here/fuzz_codec.c" $objs -o "$out/fuzz_$name"
 done
 "$clang" $cflags $san "$here/fuzz_seed.c" $objs -o "$out/fuzz_seed"
-"$out/fuzz_seed" "$out/seeds"
+"$out/fuzz_seed" "$out/seeds" >/dev/null
+
+# The other targets need the rest of the runtime: all of it in one archive, which
+# the linker takes only what each target calls from. Rebuilt only when it changed.
+pkgs="ucx pmix hwloc libfabric"
+rtflags="$cflags $(pkg-config --cflags $pkgs) -fopenmp -DFOLD_VERSION_STRING=\"fuzz\" \
+    -DFOLD_TUNE_DEFAULT_FILE=\"/nonexistent/fold/tune\""
+lib="$out/obj/libfold_fuzz.a"
+if [ ! -f "$lib" ] || [ -n "$(find "$root/runtime" "$root/include" -newer "$lib" \( -name '*.[ch]' \) | head -n 1)" ]; then
+    rm -f "$lib"
+    mkdir -p "$out/obj/rt"
+    for src in $(find "$root/runtime" -name '*.c' | sort); do
+        obj="$out/obj/rt/$(echo "${src#$root/runtime/}" | tr / _ | sed 's/\.c$/.o/')"
+        "$clang" $rtflags $san -fsanitize=fuzzer-no-link -c "$src" -o "$obj"
+    done
+    ar rcs "$lib" "$out"/obj/rt/*.o
+fi
+for name in tune tune_file size model shm; do
+    "$clang" $rtflags $san -fsanitize=fuzzer "$here/fuzz_$name.c" "$lib" \
+        $(pkg-config --libs $pkgs) -fopenmp -lm -o "$out/fuzz_$name"
+done
 
 status=0
-for name in bits idx rle any; do
+for name in $targets; do
     mkdir -p "$out/corpus/$name"
+    case $name in
+        bits|idx|rle|any) seeds=seeds; max_len=300000 ;;
+        shm)              seeds="$here/corpus/$name"; max_len=40000 ;;
+        *)                seeds="$here/corpus/$name"; max_len=4096 ;;
+    esac
     echo "== fuzz_$name: $secs s"
     if ! (cd "$out" && ./"fuzz_$name" -max_total_time="$secs" -timeout=20 -rss_limit_mb=2048 \
-            -max_len=300000 -print_final_stats=1 "corpus/$name" seeds 2>"fuzz_$name.log"); then
+            -max_len=$max_len -print_final_stats=1 "corpus/$name" $seeds 2>"fuzz_$name.log"); then
         status=1
         echo "fuzz_$name FAILED: see $out/fuzz_$name.log" >&2
         tail -n 40 "$out/fuzz_$name.log" >&2

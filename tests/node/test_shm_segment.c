@@ -9,6 +9,7 @@
 #include "comm.h"
 #include "coll/alg_dpml.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -100,6 +101,72 @@ Test(shm_segment, attach_checks_the_header)
     fold_shm_unlink(name);   /* harmless twice */
     cr_expect(!shm_exists(name));
     fold_shm_detach(&a);
+}
+
+/* A header as another local process could write it (segment.c's layout). */
+typedef struct test_header {
+    uint64_t magic;
+    uint32_t version, local_size;
+    uint64_t flags_offset, data_offset, data_size;
+    uint32_t attached, ready;
+} test_header_t;
+
+static int check(void *map, size_t size, int local_size)
+{
+    fold_shm_seg_t seg;
+    memset(&seg, 0, sizeof(seg));
+    seg.base = map;
+    seg.map_size = size;
+    seg.hdr = map;
+    char why[256] = "";
+    int rc = fold_shm_check_header(&seg, local_size, why, sizeof(why));
+    cr_expect((rc == FOLD_OK) == (why[0] == '\0'), "why: '%s'", why);
+    return rc;
+}
+
+Test(shm_segment, header_offsets_must_lie_inside_the_mapping)
+{
+    enum { SIZE = 8192 };
+    static _Alignas(64) char map[SIZE];
+    test_header_t good = {0x6d68732d646c6f66ull, 1, 2, 64, 4096, 4096, 1, 1};
+    test_header_t *h = (test_header_t *)map;
+    *h = good;
+    cr_expect_eq(check(map, SIZE, 2), FOLD_OK);
+    cr_expect_eq(check(map, SIZE - 64, 2), FOLD_ERR_MALFORMED, "data past the end");
+    cr_expect_eq(check(map, SIZE, 3), FOLD_ERR_MALFORMED, "another local size");
+    /* Each field another process could corrupt, one at a time. */
+    struct { const char *what; size_t off; uint64_t value; } bad[] = {
+        {"flags past the end", offsetof(test_header_t, flags_offset), SIZE},
+        {"flags over the header", offsetof(test_header_t, flags_offset), 0},
+        {"flags not on a cache line", offsetof(test_header_t, flags_offset), 72},
+        {"flags wrap around", offsetof(test_header_t, flags_offset), UINT64_MAX - 63},
+        {"data over the flags", offsetof(test_header_t, data_offset), 128},
+        {"data not on a cache line", offsetof(test_header_t, data_offset), 4100},
+        {"data offset wraps", offsetof(test_header_t, data_offset), UINT64_MAX - 4095},
+        {"data size wraps the offset", offsetof(test_header_t, data_size), UINT64_MAX - 4095},
+        {"data size not whole lines", offsetof(test_header_t, data_size), 4000},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        *h = good;
+        memcpy(map + bad[i].off, &bad[i].value, sizeof(uint64_t));
+        cr_expect_eq(check(map, SIZE, 2), FOLD_ERR_MALFORMED, "%s", bad[i].what);
+    }
+    *h = good;
+    h->ready = 0;
+    cr_expect_eq(check(map, SIZE, 2), FOLD_ERR_MALFORMED, "not ready");
+}
+
+Test(shm_segment, node_check_leaves_room_for_the_fast_and_peer_regions)
+{
+    fold_shm_seg_t seg = {.local_size = 2};
+    size_t extra = fold_node_fast_region_bytes(2) + fold_node_peer_region_bytes(2);
+    char why[256];
+    seg.data_size = extra + 4096;
+    cr_expect_eq(fold_node_check_segment(&seg, 4096, why, sizeof(why)), FOLD_OK);
+    cr_expect_eq(fold_node_check_segment(&seg, 4097, why, sizeof(why)), FOLD_ERR_MALFORMED);
+    seg.data_size = extra - 64;   /* the regions would start before the data */
+    cr_expect_eq(fold_node_check_segment(&seg, 0, why, sizeof(why)), FOLD_ERR_MALFORMED);
+    cr_expect(strstr(why, "data bytes") != NULL, "%s", why);
 }
 
 Test(shm_segment, flag_wait_is_bounded)
