@@ -115,8 +115,10 @@ int fold_util_config_read_seconds(const char *text, void *field, const void *arg
     (void)arg;
     char *end;
     double t = strtod(text, &end);
-    if (end == text || *end != '\0' || !(t > 0)) {   /* !(t > 0) also catches NaN */
-        snprintf(why, whylen, "expected a number of seconds > 0");
+    /* !(t > 0) also catches NaN; "inf" would turn a timeout off without saying so. */
+    if (end == text || *end != '\0' || !(t > 0) || t > FOLD_UTIL_MAX_SECONDS) {
+        snprintf(why, whylen, "expected a number of seconds > 0, at most %g",
+                 FOLD_UTIL_MAX_SECONDS);
         return -1;
     }
     *(double *)field = t;

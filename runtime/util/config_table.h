@@ -101,6 +101,9 @@ int fold_util_config_read_enum(const char *text, void *field, const void *arg, c
     {fold_util_config_read_size, \
      &(const fold_util_config_bytes_t){(lo), (hi), (word), (value)}, sizeof(size_t)}
 /* A number of seconds > 0 into a double. */
+/* The longest duration a seconds value may give (a year): finite, so deadlines stay
+ * representable. */
+#define FOLD_UTIL_MAX_SECONDS (365.0 * 24 * 3600)
 #define FOLD_UTIL_CONFIG_SECONDS \
     {fold_util_config_read_seconds, NULL, sizeof(double)}
 /* One of a NULL-terminated list of names (any case); the field, an int, gets its index. */

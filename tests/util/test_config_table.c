@@ -99,6 +99,8 @@ Test(util_config, bad_values_say_what_was_expected_and_change_nothing)
         {"BYTES", "12q", "k, M or G suffix"},
         {"SECONDS", "0", "seconds > 0"},
         {"SECONDS", "nan", "seconds > 0"},
+        {"SECONDS", "inf", "seconds > 0, at most"},
+        {"SECONDS", "1e12", "seconds > 0, at most"},
         {"COLOR", "purple", "one of red, green, blue"},
     };
     demo_t d;
