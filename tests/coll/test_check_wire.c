@@ -17,6 +17,7 @@
 
 #include "coll/alg.h"
 #include "loopback_harness.h"
+#include "stderr_capture.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -111,22 +112,6 @@ static int wire_rank(fold_context_t *ctx, int rank, int size, void *arg)
     return ok ? 0 : 1;
 }
 
-static char *logged(void)
-{
-    fflush(stderr);
-    FILE *f = cr_get_redirected_stderr();
-    size_t cap = 1 << 20, n = 0;
-    char *text = malloc(cap);
-    int ch;
-    while (text != NULL && n + 1 < cap && (ch = fgetc(f)) != EOF) {
-        text[n++] = (char)ch;
-    }
-    if (text != NULL) {
-        text[n] = '\0';
-    }
-    return text;
-}
-
 /* FOLD_TEST_REDUCED=1 (the sanitizer stage of scripts/test.sh): the release stage
  * ran 5 ranks, whose cases mostly wait out FOLD_TIMEOUT. */
 static int reduced(void)
@@ -158,8 +143,7 @@ static void run_all(mistake_t m, const int *sizes, int nsizes)
 
 static void expect_logged(const char *words)
 {
-    char *text = logged();
-    cr_assert_not_null(text);
+    char *text = stderr_redirected();
     cr_expect(strstr(text, words) != NULL, "no \"%s\" in the log:\n%.4000s", words, text);
     free(text);
 }
