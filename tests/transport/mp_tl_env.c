@@ -100,6 +100,25 @@ void mp_tl_barrier(mp_tl_env_t *env)
     }
 }
 
+void mp_tl_check_truncation(mp_tl_env_t *env, uint64_t tag, size_t send_len, size_t recv_len)
+{
+    char *sbuf = calloc(1, send_len), *rbuf = calloc(1, recv_len);
+    MP_TL_CHECK(sbuf && rbuf, "out of memory");
+    fold_tl_req_t reqs[2];
+    mp_tl_check_ok(env->ops->tag_recv(env->tl, env->left, tag, rbuf, recv_len, &reqs[0]),
+                   "tag_recv");
+    mp_tl_check_ok(env->ops->tag_send(env->tl, env->right, tag, sbuf, send_len, &reqs[1]),
+                   "tag_send");
+    mp_tl_wait_all(env, reqs, 2, "truncated message");
+    if (reqs[0].status != FOLD_ERR_TRUNCATED) {
+        mp_tl_fail("%zu bytes into %zu: receive completed with %s, expected %s", send_len,
+                   recv_len, fold_status_string(reqs[0].status),
+                   fold_status_string(FOLD_ERR_TRUNCATED));
+    }
+    free(rbuf);
+    free(sbuf);
+}
+
 static unsigned char pattern_byte(int sender, uint64_t tag, size_t i)
 {
     return (unsigned char)(sender * 131 + (int)(tag % 251) * 17 + (int)(i % 253));

@@ -58,6 +58,11 @@ void mp_tl_bs_barrier(mp_tl_env_t *env);
  * providers), and no rank may close its endpoints while a neighbour still needs them. */
 void mp_tl_barrier(mp_tl_env_t *env);
 
+/* send_len bytes to the right neighbour into a receive of recv_len (fewer) from the
+ * left: the receive must complete with FOLD_ERR_TRUNCATED. The sender's outcome is
+ * not part of the contract; it only has to finish. */
+void mp_tl_check_truncation(mp_tl_env_t *env, uint64_t tag, size_t send_len, size_t recv_len);
+
 /* Bytes that depend on the sender, the tag and the position. */
 void mp_tl_fill_pattern(void *buf, size_t len, int sender, uint64_t tag);
 void mp_tl_check_pattern(const void *buf, size_t len, int sender, uint64_t tag,
