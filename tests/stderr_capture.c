@@ -1,6 +1,7 @@
 #include "stderr_capture.h"
 
 #include <criterion/criterion.h>
+#include <criterion/redirect.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +30,21 @@ char *stderr_capture_end(void)
     cr_assert_not_null(text);
     cr_assert_eq(pread(capture_fd, text, (size_t)n, 0), n);
     close(capture_fd);
+    return text;
+}
+
+char *stderr_redirected(void)
+{
+    fflush(stderr);
+    FILE *f = cr_get_redirected_stderr();
+    size_t cap = 1 << 20, n = 0;
+    char *text = malloc(cap);
+    cr_assert_not_null(text);
+    int ch;
+    while (n + 1 < cap && (ch = fgetc(f)) != EOF) {
+        text[n++] = (char)ch;
+    }
+    text[n] = '\0';
     return text;
 }
 

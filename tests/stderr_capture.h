@@ -13,6 +13,10 @@ void  stderr_capture_begin(void);
  * the terminal's again. */
 char *stderr_capture_end(void);
 
+/* What Criterion's cr_redirect_stderr has collected so far, for tests that redirect
+ * stderr for all their ranks' logs (the first MiB; malloc'd, NUL-terminated). */
+char *stderr_redirected(void);
+
 /* How many times `what` stands in `text` (not overlapping). */
 int stderr_count(const char *text, const char *what);
 

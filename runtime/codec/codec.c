@@ -198,6 +198,17 @@ static size_t dtype_bytes(fold_dtype_t dtype)
         return nonzero;                                                                 \
     } while (0)
 
+/* Elements of x[0..n) of T with any bit set, for any n (one unaligned load each). */
+#define ELEMS_NONZERO(T)                                                                  \
+    do {                                                                                \
+        for (size_t k = 0; k < n; k++) {                                                \
+            T v;                                                                        \
+            memcpy(&v, x + sizeof(T) * k, sizeof(T));                                   \
+            nonzero += v != 0;                                                          \
+        }                                                                               \
+        return nonzero;                                                                 \
+    } while (0)
+
 /* Elements of x[0..n) with any bit set (-0.0 counts: it is not the neutral bits). */
 static size_t count_nonzero_bits(const unsigned char *x, size_t n, size_t es)
 {
@@ -212,27 +223,9 @@ static size_t count_nonzero_bits(const unsigned char *x, size_t n, size_t es)
         }
     }
     switch (es) {
-    case 8:
-        for (size_t k = 0; k < n; k++) {
-            uint64_t v;
-            memcpy(&v, x + 8 * k, 8);
-            nonzero += v != 0;
-        }
-        return nonzero;
-    case 4:
-        for (size_t k = 0; k < n; k++) {
-            uint32_t v;
-            memcpy(&v, x + 4 * k, 4);
-            nonzero += v != 0;
-        }
-        return nonzero;
-    case 2:
-        for (size_t k = 0; k < n; k++) {
-            uint16_t v;
-            memcpy(&v, x + 2 * k, 2);
-            nonzero += v != 0;
-        }
-        return nonzero;
+    case 8: ELEMS_NONZERO(uint64_t);
+    case 4: ELEMS_NONZERO(uint32_t);
+    case 2: ELEMS_NONZERO(uint16_t);
     default:
         for (size_t k = 0; k < n; k++) {
             unsigned char any = 0;

@@ -69,16 +69,7 @@ static int bintree_reduce(const fold_coll_args_t *args, fold_sched_t *s)
             fold_sched_reduce(s, part, slot_r, dst, len);
             part = dst;
         }
-        if (parent >= 0) {
-            fold_sched_send(s, parent, part, len);
-        } else if (!final) {
-            fold_sched_send(s, root, part, len);   /* ordered tree root forwards */
-        } else if (left < 0 && right < 0) {
-            fold_sched_copy(s, part, fold_ref_out(off), len);   /* size 1 */
-        }
-        if (rank == root && !final) {
-            fold_sched_recv(s, top_rank, fold_ref_out(off), len);
-        }
+        fold_sched_ordered_forward(s, rank, root, parent, top_rank, part, off, len);
     }
     return s->status;
 }

@@ -48,16 +48,7 @@ static int chain_reduce(const fold_coll_args_t *args, fold_sched_t *s)
             fold_sched_reduce(s, fold_ref_in(off), slot, dst, len);
             part = dst;
         }
-        if (down_rank >= 0) {
-            fold_sched_send(s, down_rank, part, len);
-        } else if (rank != root) {
-            fold_sched_send(s, root, part, len);   /* ordered chain ended at rank 0 */
-        } else if (up_rank < 0) {
-            fold_sched_copy(s, part, fold_ref_out(off), len);   /* size 1 */
-        }
-        if (rank == root && rank != end) {
-            fold_sched_recv(s, end, fold_ref_out(off), len);
-        }
+        fold_sched_ordered_forward(s, rank, root, down_rank, end, part, off, len);
     }
     return s->status;
 }

@@ -300,6 +300,21 @@ void fold_sched_recv_reduce_segs(fold_sched_t *s, int peer, fold_ref_t mine,
     }
 }
 
+void fold_sched_ordered_forward(fold_sched_t *s, int rank, int root, int next, int end,
+                                fold_ref_t part, size_t off, size_t len)
+{
+    if (next >= 0) {
+        fold_sched_send(s, next, part, len);
+    } else if (rank != root) {
+        fold_sched_send(s, root, part, len);   /* the ordered result, ended here */
+    } else if (part.buf == FOLD_BUF_IN) {
+        fold_sched_copy(s, part, fold_ref_out(off), len);   /* size 1 */
+    }
+    if (rank == root && rank != end) {
+        fold_sched_recv(s, end, fold_ref_out(off), len);
+    }
+}
+
 /* ---- finalisation ---------------------------------------------------------- */
 
 typedef struct access {

@@ -180,6 +180,14 @@ void fold_sched_recv_reduce_segs(fold_sched_t *s, int peer, fold_ref_t mine,
                                  fold_ref_t dst, size_t count, size_t seg, int depth,
                                  size_t tmp_base, int peer_is_left);
 
+/* The end of one segment [off, off + len) at a rank of an ordered reduce (chain or
+ * in-order tree) that may end at a rank other than the root. `part` holds the rank's
+ * partial result; it goes to `next`, the next hop. Where the structure ends (next < 0)
+ * it goes on to the root, or, at the root, into OUT (a copy where it is still IN:
+ * size 1). The root receives the result from `end` when that is another rank. */
+void fold_sched_ordered_forward(fold_sched_t *s, int rank, int root, int next, int end,
+                                fold_ref_t part, size_t off, size_t len);
+
 /* Node shared memory: see the top of this file. */
 void fold_sched_shm_post(fold_sched_t *s, int flag, uint64_t value, fold_ref_t range,
                          size_t count);

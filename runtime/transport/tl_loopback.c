@@ -178,6 +178,16 @@ static lb_recv_t *posted_remove(lb_mailbox_t *box, lb_recv_t **pp)
     return r;
 }
 
+/* Unlinks the unexpected message m (after prev; NULL: the head), keeping the tail. */
+static void unexpected_remove(lb_mailbox_t *box, lb_msg_t *prev, lb_msg_t *m)
+{
+    lb_msg_t **pp = prev != NULL ? &prev->next : &box->unexpected;
+    *pp = m->next;
+    if (box->unexpected_tail == &m->next) {
+        box->unexpected_tail = pp;
+    }
+}
+
 static void deliver(lb_recv_t *r, const void *data, size_t len)
 {
     size_t n = len <= r->len ? len : r->len;
@@ -251,14 +261,7 @@ static int lb_tag_recv(fold_tl_t *tl, int peer, uint64_t tag, void *buf, size_t 
     lb_msg_t *prev = NULL;
     for (lb_msg_t *m = box->unexpected; m != NULL; prev = m, m = m->next) {
         if (m->src == peer && m->tag == tag) {
-            if (prev == NULL) {
-                box->unexpected = m->next;
-            } else {
-                prev->next = m->next;
-            }
-            if (box->unexpected_tail == &m->next) {
-                box->unexpected_tail = prev ? &prev->next : &box->unexpected;
-            }
+            unexpected_remove(box, prev, m);
             pthread_mutex_unlock(&box->lock);
             deliver(r, m->rndv_req ? m->rndv_buf : m->data, m->len);
             if (m->rndv_req != NULL) {
@@ -286,14 +289,7 @@ static int cancel_rndv_send(fold_tl_t *tl, fold_tl_req_t *req)
             if (m->rndv_req != req) {
                 continue;
             }
-            if (prev == NULL) {
-                box->unexpected = m->next;
-            } else {
-                prev->next = m->next;
-            }
-            if (box->unexpected_tail == &m->next) {
-                box->unexpected_tail = prev ? &prev->next : &box->unexpected;
-            }
+            unexpected_remove(box, prev, m);
             pthread_mutex_unlock(&box->lock);
             free(m);
             req_complete(req, FOLD_ERR_CANCELED, 0);

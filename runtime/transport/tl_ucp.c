@@ -255,6 +255,13 @@ static int tl_ucp_check_tag(uint64_t tag)
     return FOLD_OK;
 }
 
+/* The endpoint of a tagged operation with peer, once the tag fits. */
+static int tl_ucp_tag_ep(fold_tl_t *tl, int peer, uint64_t tag, ucp_ep_h *ep)
+{
+    int status = tl_ucp_check_tag(tag);
+    return status == FOLD_OK ? tl_ucp_connect(tl, peer, ep) : status;
+}
+
 static ucp_request_param_t tl_ucp_send_param(fold_tl_req_t *req)
 {
     return (ucp_request_param_t){
@@ -537,10 +544,7 @@ static int tl_ucp_tag_send(fold_tl_t *tl, int peer, uint64_t tag, const void *bu
                            fold_tl_req_t *req)
 {
     ucp_ep_h ep;
-    int status = tl_ucp_check_tag(tag);
-    if (status == FOLD_OK) {
-        status = tl_ucp_connect(tl, peer, &ep);
-    }
+    int status = tl_ucp_tag_ep(tl, peer, tag, &ep);
     if (status != FOLD_OK) {
         return status;
     }
@@ -553,12 +557,10 @@ static int tl_ucp_tag_send(fold_tl_t *tl, int peer, uint64_t tag, const void *bu
 static int tl_ucp_tag_recv(fold_tl_t *tl, int peer, uint64_t tag, void *buf, size_t len,
                            fold_tl_req_t *req)
 {
+    /* The endpoint is not needed to receive, but it is what reports the sender's
+     * failure. */
     ucp_ep_h ep;
-    int status = tl_ucp_check_tag(tag);
-    if (status == FOLD_OK) {
-        /* Not needed to receive, but it is what reports the sender's failure. */
-        status = tl_ucp_connect(tl, peer, &ep);
-    }
+    int status = tl_ucp_tag_ep(tl, peer, tag, &ep);
     if (status != FOLD_OK) {
         return status;
     }

@@ -9,6 +9,7 @@
 #include <criterion/redirect.h>
 
 #include "loopback_harness.h"
+#include "stderr_capture.h"
 #include "util/clock.h"
 
 #include <stdio.h>
@@ -82,23 +83,6 @@ static int check_rank(fold_context_t *ctx, int rank, int size, void *arg)
     return 0;
 }
 
-/* Everything the ranks logged, for the message check. */
-static char *logged(void)
-{
-    fflush(stderr);
-    FILE *f = cr_get_redirected_stderr();
-    size_t cap = 1 << 16, n = 0;
-    char *text = malloc(cap);
-    int ch;
-    while (text != NULL && n + 1 < cap && (ch = fgetc(f)) != EOF) {
-        text[n++] = (char)ch;
-    }
-    if (text != NULL) {
-        text[n] = '\0';
-    }
-    return text;
-}
-
 static void run_mistake(mistake_t mistake, int size)
 {
     check_case_t c = {mistake, size - 1};
@@ -117,8 +101,7 @@ TestSuite(check, .init = cr_redirect_stderr);
         for (int s = 0; s < 3; s++) {                                          \
             run_mistake(m, sizes[s]);                                          \
         }                                                                      \
-        char *text = logged();                                                 \
-        cr_assert_not_null(text);                                              \
+        char *text = stderr_redirected();                                      \
         cr_expect(strstr(text, expected_words[m]) != NULL,                     \
                   "no \"%s\" in the log:\n%s", expected_words[m], text);       \
         cr_expect(strstr(text, "rank 0 passed") != NULL, "log:\n%s", text);    \
@@ -183,8 +166,7 @@ Test(check, fast_path_catches_what_it_meets)
                          mistakes[m], sizes[s]);
         }
     }
-    char *text = logged();
-    cr_assert_not_null(text);
+    char *text = stderr_redirected();
     cr_expect(strstr(text, "rank 1 passed count 32, rank 0 passed 64") != NULL ||
               strstr(text, "rank 0 passed count 64, rank 1 passed 32") != NULL, "log:\n%s", text);
     cr_expect(strstr(text, "passed datatype") != NULL, "log:\n%s", text);
@@ -224,8 +206,7 @@ Test(check, single_copy_catches_what_it_meets)
     for (size_t m = 0; m < sizeof(mistakes) / sizeof(mistakes[0]); m++) {
         cr_expect_eq(lh_run(2, cma_rank, (void *)&mistakes[m]), 0, "mistake %d", mistakes[m]);
     }
-    char *text = logged();
-    cr_assert_not_null(text);
+    char *text = stderr_redirected();
     cr_expect(strstr(text, "rank 1 passed count 50000, rank 0 passed 100000") != NULL ||
               strstr(text, "rank 0 passed count 100000, rank 1 passed 50000") != NULL,
               "log:\n%s", text);
@@ -277,8 +258,7 @@ Test(check, node_schedules_catch_what_they_meet)
                      mistakes[m]);
         cr_expect_eq(lh_run(2, sched_rank, &dpml), 0, "dpml, 2 ranks, mistake %d", mistakes[m]);
     }
-    char *text = logged();
-    cr_assert_not_null(text);
+    char *text = stderr_redirected();
     cr_expect(strstr(text, "passed datatype int32") != NULL, "log:\n%s", text);
     free(text);
 }
@@ -359,8 +339,7 @@ Test(check, different_paths_meet)
     for (size_t m = 0; m < 2; m++) {
         cr_expect_eq(lh_run(2, path_rank, (void *)&mistakes[m]), 0, "path mistake %zu", m);
     }
-    char *text = logged();
-    cr_assert_not_null(text);
+    char *text = stderr_redirected();
     cr_expect(strstr(text, "passed count 2048") != NULL, "log:\n%s", text);
     cr_expect(strstr(text, "a nonblocking one") != NULL, "log:\n%s", text);
     free(text);

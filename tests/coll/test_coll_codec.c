@@ -11,6 +11,7 @@
 #include <criterion/criterion.h>
 
 #include "codec/codec.h"
+#include "coll_call.h"
 #include "loopback_harness.h"
 
 #include <float.h>
@@ -260,7 +261,6 @@ static void check_counters(matrix_t *m, const codec_case_t *c, int size)
 static int run_case(fold_context_t *ctx, int rank, int size, matrix_t *m, const codec_case_t *c)
 {
     size_t es = fold_dtype_size(c->d.dt), n = c->count;
-    int is_root = c->coll == FOLD_COLL_ALLREDUCE || rank == c->root;
     fold_comm_h world = fold_comm_world(ctx);
 
     size_t lo = n * (size_t)rank / (size_t)size, hi = n * (size_t)(rank + 1) / (size_t)size;
@@ -286,40 +286,20 @@ static int run_case(fold_context_t *ctx, int rank, int size, matrix_t *m, const 
     fold_wire_counters_t before = ctx->wire;
     lh_barrier(ctx);   /* expected[] is complete, counters reset */
 
+    coll_call_t call = {.coll = c->coll, .dt = c->d.dt, .op = c->d.op, .root = c->root,
+                        .inplace = c->inplace, .count = n, .input = input,
+                        .pristine = pristine, .recv = recv};
+
     /* Twice: a schedule learns from its previous call which peers on the node send
      * it dense data (exec_wire.c), so the counters are the second call's. */
     char detail[160] = "";
-    for (int call = 0; call < 2 && detail[0] == '\0'; call++) {
-        const void *sendbuf = input;
-        void *recvbuf = is_root ? recv : NULL;
+    for (int round = 0; round < 2 && detail[0] == '\0'; round++) {
         memset(recv, 0x5a, n * es);
-        if (c->inplace) {
-            memcpy(recv, input, n * es);
-            sendbuf = FOLD_IN_PLACE;
-            recvbuf = recv;
-        }
         before = ctx->wire;
         if (status == FOLD_OK) {
-            status = c->coll == FOLD_COLL_ALLREDUCE
-                         ? fold_allreduce(sendbuf, recvbuf, n, c->d.dt, c->d.op, world)
-                         : fold_reduce(sendbuf, recvbuf, n, c->d.dt, c->d.op, c->root, world);
+            status = coll_call_run(&call, rank, world);
         }
-
-        if (status != FOLD_OK) {
-            snprintf(detail, sizeof(detail), "returned %s", fold_status_string(status));
-        } else if (is_root) {
-            for (size_t i = 0; i < n; i++) {
-                if (memcmp(recv + i * es, (char *)m->expected + i * es, es) != 0) {
-                    snprintf(detail, sizeof(detail), "wrong result at element %zu of %zu", i, n);
-                    break;
-                }
-            }
-        } else if (c->inplace && memcmp(recv, pristine, n * es) != 0) {
-            snprintf(detail, sizeof(detail), "non-root in-place input was modified");
-        }
-        if (detail[0] == '\0' && !c->inplace && memcmp(input, pristine, n * es) != 0) {
-            snprintf(detail, sizeof(detail), "the send buffer was modified");
-        }
+        coll_call_check(&call, rank, status, m->expected, detail, sizeof(detail));
     }
     if (detail[0] != '\0') {
         record_failure(m, c, rank, size, detail);

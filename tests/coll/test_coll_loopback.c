@@ -12,6 +12,7 @@
  */
 #include <criterion/criterion.h>
 
+#include "coll_call.h"
 #include "coll_matrix.h"
 #include "coll_reference.h"
 #include "loopback_harness.h"
@@ -63,7 +64,6 @@ static int run_case(fold_context_t *ctx, int rank, int size, matrix_t *m, const 
 {
     size_t es = fold_dtype_size(c->dt);
     size_t n = c->count;
-    int is_root = c->coll == FOLD_COLL_ALLREDUCE || rank == c->root;
     fold_comm_h world = fold_comm_world(ctx);
 
     /* Everyone computes its share of the expected result. */
@@ -82,35 +82,14 @@ static int run_case(fold_context_t *ctx, int rank, int size, matrix_t *m, const 
     int status = fold_config_set(ctx, name, c->alg->name);
     lh_barrier(ctx);   /* expected[] is complete */
 
-    const void *sendbuf = input;
-    void *recvbuf = is_root ? recv : NULL;
-    if (c->inplace) {
-        memcpy(recv, input, n * es);
-        sendbuf = FOLD_IN_PLACE;
-        recvbuf = recv;
-    }
+    coll_call_t call = {.coll = c->coll, .dt = c->dt, .op = c->op, .root = c->root,
+                        .inplace = c->inplace, .count = n, .input = input,
+                        .pristine = pristine, .recv = recv};
     if (status == FOLD_OK) {
-        status = c->coll == FOLD_COLL_ALLREDUCE
-                     ? fold_allreduce(sendbuf, recvbuf, n, c->dt, c->op, world)
-                     : fold_reduce(sendbuf, recvbuf, n, c->dt, c->op, c->root, world);
+        status = coll_call_run(&call, rank, world);
     }
-
-    char detail[160] = "";
-    if (status != FOLD_OK) {
-        snprintf(detail, sizeof(detail), "returned %s", fold_status_string(status));
-    } else if (is_root) {
-        for (size_t i = 0; i < n; i++) {
-            if (memcmp(recv + i * es, (char *)m->expected + i * es, es) != 0) {
-                snprintf(detail, sizeof(detail), "wrong result at element %zu of %zu", i, n);
-                break;
-            }
-        }
-    } else if (c->inplace && memcmp(recv, pristine, n * es) != 0) {
-        snprintf(detail, sizeof(detail), "non-root in-place input was modified");
-    }
-    if (detail[0] == '\0' && !c->inplace && memcmp(input, pristine, n * es) != 0) {
-        snprintf(detail, sizeof(detail), "the send buffer was modified");
-    }
+    char detail[160];
+    coll_call_check(&call, rank, status, m->expected, detail, sizeof(detail));
     if (detail[0] != '\0') {
         record_failure(m, c, rank, size, detail);
     }

@@ -10,6 +10,7 @@
  */
 #include <criterion/criterion.h>
 
+#include "coll_call.h"
 #include "coll_reference.h"
 #include "comm.h"
 
@@ -170,34 +171,14 @@ static int run_dcase(fold_context_t *ctx, int rank, int size, dmatrix_t *m, cons
     if (st == FOLD_OK) {
         st = fold_config_set(ctx, "DPML_LEADERS", c->leaders);
     }
-    const void *sbuf = in;
-    void *rbuf = has_out ? out : NULL;
-    if (c->inplace) {
-        memcpy(out, in, n * es);
-        sbuf = FOLD_IN_PLACE;
-        rbuf = out;
-    }
-    fold_comm_h w = fold_comm_world(ctx);
+    coll_call_t call = {.coll = c->coll, .dt = c->dt, .op = c->op, .root = c->root,
+                        .inplace = c->inplace, .count = n, .input = in, .pristine = keep,
+                        .recv = out};
     if (st == FOLD_OK) {
-        st = c->coll == FOLD_COLL_ALLREDUCE ? fold_allreduce(sbuf, rbuf, n, c->dt, c->op, w)
-                                            : fold_reduce(sbuf, rbuf, n, c->dt, c->op, c->root, w);
+        st = coll_call_run(&call, rank, fold_comm_world(ctx));
     }
-    char detail[120] = "";
-    if (st != FOLD_OK) {
-        snprintf(detail, sizeof(detail), "returned %s", fold_status_string(st));
-    } else if (has_out) {
-        for (size_t i = 0; i < n; i++) {
-            if (memcmp(out + i * es, expected + i * es, es) != 0) {
-                snprintf(detail, sizeof(detail), "wrong result at element %zu", i);
-                break;
-            }
-        }
-    } else if (c->inplace && memcmp(out, keep, n * es) != 0) {
-        snprintf(detail, sizeof(detail), "non-root in-place input modified");
-    }
-    if (!detail[0] && !c->inplace && memcmp(in, keep, n * es) != 0) {
-        snprintf(detail, sizeof(detail), "send buffer modified");
-    }
+    char detail[120];
+    coll_call_check(&call, rank, st, expected, detail, sizeof(detail));
     if (detail[0]) {
         pthread_mutex_lock(&m->lock);
         if (m->failures++ == 0) {

@@ -103,11 +103,11 @@ static uint64_t rng_next(uint64_t *s)
     return *s * 2685821657736338717ULL;
 }
 
-static int write_all(int fd, const void *buf, size_t len)
+/* All len bytes through write (or read), past short transfers and EINTR. */
+static int transfer_all(int fd, char *p, size_t len, int writing)
 {
-    const char *p = buf;
     while (len > 0) {
-        ssize_t n = write(fd, p, len);
+        ssize_t n = writing ? write(fd, p, len) : read(fd, p, len);
         if (n < 0 && errno == EINTR) {
             continue;
         }
@@ -120,21 +120,14 @@ static int write_all(int fd, const void *buf, size_t len)
     return 0;
 }
 
+static int write_all(int fd, const void *buf, size_t len)
+{
+    return transfer_all(fd, (char *)buf, len, 1);   /* write only reads it */
+}
+
 static int read_all(int fd, void *buf, size_t len)
 {
-    char *p = buf;
-    while (len > 0) {
-        ssize_t n = read(fd, p, len);
-        if (n < 0 && errno == EINTR) {
-            continue;
-        }
-        if (n <= 0) {
-            return -1;
-        }
-        p += n;
-        len -= (size_t)n;
-    }
-    return 0;
+    return transfer_all(fd, buf, len, 0);
 }
 
 /* ---- rank side --------------------------------------------------------------- */
