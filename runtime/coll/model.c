@@ -70,6 +70,7 @@
 #include "model.h"
 
 #include "util/size.h"
+#include "hash.h"
 #include "log.h"
 #include "node/segment.h"
 
@@ -114,6 +115,17 @@ static const model_param_t model_params[] = {
 
 #define MODEL_NPARAMS   (sizeof(model_params) / sizeof(model_params[0]))
 #define MODEL_MAX_NICS  1024
+
+uint64_t fold_model_hash(const fold_model_params_t *p, uint64_t h)
+{
+    /* Field by field: the struct's padding is never written. */
+    for (size_t i = 0; i < MODEL_NPARAMS; i++) {
+        const char *field = (const char *)p + model_params[i].offset;
+        h = fold_hash(h, field, model_params[i].kind == PARAM_LINKS ? sizeof(int)
+                                                                     : sizeof(double));
+    }
+    return h;
+}
 
 /*
  * A generic current server node on a 100 Gb/s network; a calibration replaces

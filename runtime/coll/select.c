@@ -373,7 +373,7 @@ static uint64_t decision_key(const fold_comm_t *comm, fold_coll_t coll, int k,
     for (int a = 0; a < nalgs; a++) {
         h = fold_hash(h, algs[a]->name, strlen(algs[a]->name) + 1);
     }
-    h = fold_hash(h, &ctx->model, sizeof(ctx->model));
+    h = fold_model_hash(&ctx->model, h);
     size_t shm = comm_shm_bytes(comm);
     h = fold_hash(h, &shm, sizeof(shm));
     h = fold_hash(h, &comm->node_none, sizeof(comm->node_none));
