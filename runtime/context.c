@@ -5,6 +5,7 @@
  */
 #define _GNU_SOURCE
 #include "comm.h"
+#include "guard.h"
 #include "hash.h"
 #include "log.h"
 
@@ -702,6 +703,11 @@ int fold_finalize(fold_context_h ctx)
     if (!fold_context_valid(ctx)) {
         return FOLD_ERR_NOT_INITIALIZED;
     }
+    /* Never given back: the context is freed below. */
+    int guarded = fold_guard_enter(ctx, "fold_finalize");
+    if (guarded != FOLD_OK) {
+        return guarded;
+    }
     /* Nobody closes its endpoints while a peer may still be sending to it. */
     char token = 0, *all = malloc((size_t)ctx->bs.size);
     int status = (all != NULL && ctx->bs.allgather(&ctx->bs, &token, all, 1) == FOLD_OK)
@@ -712,11 +718,8 @@ int fold_finalize(fold_context_h ctx)
     return status;
 }
 
-int fold_config_set(fold_context_h ctx, const char *name, const char *value)
+static int config_set(fold_context_t *ctx, const char *name, const char *value)
 {
-    if (!fold_context_valid(ctx)) {
-        return FOLD_ERR_NOT_INITIALIZED;
-    }
     int idx = fold_config_index(name);
     /* The transport read these when it opened. */
     if (idx >= 0 && (idx == fold_config_index("TRANSPORT") ||
@@ -748,6 +751,20 @@ int fold_config_set(fold_context_h ctx, const char *name, const char *value)
     return status;
 }
 
+int fold_config_set(fold_context_h ctx, const char *name, const char *value)
+{
+    if (!fold_context_valid(ctx)) {
+        return FOLD_ERR_NOT_INITIALIZED;
+    }
+    int status = fold_guard_enter(ctx, "fold_config_set");
+    if (status == FOLD_OK) {
+        status = config_set(ctx, name, value);
+        fold_guard_leave(ctx);
+    }
+    return status;
+}
+
+/* Claims the context too: fold_config_set frees the strings it reads. */
 int fold_config_get(fold_context_h ctx, const char *name, const char **value)
 {
     if (!fold_context_valid(ctx)) {
@@ -757,6 +774,10 @@ int fold_config_get(fold_context_h ctx, const char *name, const char **value)
     if (idx < 0 || value == NULL) {
         return idx < 0 ? FOLD_ERR_NOT_FOUND : FOLD_ERR_INVALID_ARG;
     }
-    *value = ctx->config.values[idx];
-    return FOLD_OK;
+    int status = fold_guard_enter(ctx, "fold_config_get");
+    if (status == FOLD_OK) {
+        *value = ctx->config.values[idx];
+        fold_guard_leave(ctx);
+    }
+    return status;
 }
