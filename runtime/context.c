@@ -552,13 +552,19 @@ int fold_context_create(fold_bootstrap_t *bs, const char *transport, void *loopb
         return FOLD_ERR_NO_MEMORY;
     }
     ctx->bs = *bs;
-    int status = fold_config_load(&ctx->config);
-    if (status != FOLD_OK) {
+    fold_log_set_rank(ctx->bs.rank);   /* the refusal of a bad FOLD_* value names it */
+    /* A rank whose FOLD_* values are refused goes on with the defaults to the first
+     * exchange, where every rank learns of it and fails (check_agreement), instead
+     * of leaving the others waiting for it in the bootstrap. */
+    int status;
+    int config_status = fold_config_load(&ctx->config);
+    if (config_status != FOLD_OK && (status = fold_config_defaults(&ctx->config)) != FOLD_OK) {
         goto err;
     }
     fold_log_level = ctx->config.log_level;
-    fold_log_set_rank(ctx->bs.rank);
-    int config_status = fold_select_configure(ctx);
+    if (config_status == FOLD_OK) {
+        config_status = fold_select_configure(ctx);
+    }
 
     /* From here on a rank that fails locally still takes part in the bootstrap
      * exchanges up to the address exchange, where every rank learns of it. */
