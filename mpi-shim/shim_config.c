@@ -47,9 +47,13 @@ const fold_util_config_table_t shim_config_table = {
 /* The text of each variable as this process loaded it (for shim_config_print). */
 static char *shim_values[SHIM_NFIELDS];
 
-void shim_config_load(shim_config_t *config, int rank)
+int shim_config_load(shim_config_t *config, int rank, char *refused, size_t len)
 {
     char why[512];
+    int nrefused = 0;
+    if (refused != NULL && len > 0) {
+        refused[0] = '\0';
+    }
     memset(config, 0, sizeof(*config));
     fold_util_config_release(&shim_config_table, shim_values);
     if (fold_util_config_init(&shim_config_table, config, shim_values, why, sizeof(why)) !=
@@ -57,17 +61,25 @@ void shim_config_load(shim_config_t *config, int rank)
         /* Out of memory (the defaults parse: tests/api/test_config.c): leave fold off. */
         fprintf(stderr, "fold-mpi: %s; fold stays off\n", why);
         config->enable = 0;
-        return;
+        return 0;
     }
     for (size_t i = 0; i < SHIM_NFIELDS; i++) {
         const char *text = fold_util_config_getenv(&shim_config_table, (int)i);
-        if (text != NULL &&
-            fold_util_config_set(&shim_config_table, config, shim_values, (int)i, text, why,
-                                 sizeof(why)) != FOLD_OK && rank == 0) {
+        if (text == NULL || fold_util_config_set(&shim_config_table, config, shim_values,
+                                                 (int)i, text, why, sizeof(why)) == FOLD_OK) {
+            continue;
+        }
+        if (rank == 0) {
             fprintf(stderr, "fold-mpi: ignoring %s; using the default, %s\n", why,
                     shim_fields[i].default_value);
         }
+        if (refused != NULL && nrefused == 0) {
+            snprintf(refused, len, "%s%s='%s'", shim_config_table.prefix, shim_fields[i].name,
+                     text);
+        }
+        nrefused++;
     }
+    return nrefused;
 }
 
 void shim_config_print(void)

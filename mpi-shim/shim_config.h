@@ -37,8 +37,9 @@ extern const fold_util_config_table_t shim_config_table;
 /* The range fold serves when coll has a bound set; 0 when it follows the advice. */
 int shim_config_range(const shim_config_t *config, shim_coll_t coll, size_t *lo, size_t *hi);
 
-/* Reads the FOLD_MPI_* variables; a malformed value keeps the default and rank 0 warns. */
-void shim_config_load(shim_config_t *config, int rank);
+/* Reads the FOLD_MPI_* variables; a malformed value keeps the default and rank 0 warns.
+ * Returns how many were refused; the first as NAME='value' in refused (may be NULL). */
+int  shim_config_load(shim_config_t *config, int rank, char *refused, size_t len);
 /* Prints every variable with the value this process loaded, its default and
  * description (FOLD_MPI_VERBOSE=2, rank 0: the values every rank uses). */
 void shim_config_print(void);

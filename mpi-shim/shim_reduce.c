@@ -113,6 +113,22 @@ static int forward(const shim_call_t *call)
                        call->root, call->comm);
 }
 
+/* The MPI error class of a fold failure. Arguments were checked before fold ran,
+ * so it is a mismatch between the ranks' calls (FOLD_CHECK=1 finds those) or a
+ * runtime failure (a peer died, a timeout): the buffers may be half written, and MPI
+ * cannot redo the call. FOLD_ERR_IN_USE (another thread inside the context) cannot
+ * come from the application, since every fold call holds the shim's lock: it would be
+ * the shim's own bug, so MPI_ERR_INTERN. */
+static int error_class(int status, const char **name)
+{
+    switch (status) {
+    case FOLD_ERR_MISMATCH:  *name = "MPI_ERR_ARG";      return MPI_ERR_ARG;
+    case FOLD_ERR_TRUNCATED: *name = "MPI_ERR_TRUNCATE"; return MPI_ERR_TRUNCATE;
+    case FOLD_ERR_IN_USE:    *name = "MPI_ERR_INTERN";   return MPI_ERR_INTERN;
+    default:                 *name = "MPI_ERR_INTERN";   return MPI_ERR_INTERN;
+    }
+}
+
 int shim_reduction(const shim_call_t *call)
 {
     shim_fold_call_t fcall;
@@ -125,16 +141,11 @@ int shim_reduction(const shim_call_t *call)
     if (status == FOLD_OK) {
         return MPI_SUCCESS;
     }
-    /* Arguments were checked above, so this is a mismatch between the ranks' calls
-     * (FOLD_CHECK=1 finds those) or a runtime failure (a peer died, a timeout): the
-     * buffers may be half written, and MPI cannot redo the call. */
-    int error = status == FOLD_ERR_MISMATCH ? MPI_ERR_ARG
-              : status == FOLD_ERR_TRUNCATED ? MPI_ERR_TRUNCATE : MPI_ERR_INTERN;
+    const char *name;
+    int error = error_class(status, &name);
     shim_log("%s of %d elements failed in fold: %s; reporting %s",
              call->coll == SHIM_ALLREDUCE ? "MPI_Allreduce" : "MPI_Reduce", call->count,
-             fold_status_string(status), error == MPI_ERR_ARG ? "MPI_ERR_ARG"
-                                         : error == MPI_ERR_TRUNCATE ? "MPI_ERR_TRUNCATE"
-                                                                     : "MPI_ERR_INTERN");
+             fold_status_string(status), name);
     PMPI_Comm_call_errhandler(call->comm, error);
     return error;
 }

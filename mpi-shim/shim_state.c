@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 shim_state_t shim = {.boot_comm = MPI_COMM_NULL, .world_group = MPI_GROUP_NULL,
                      .comm_keyval = MPI_KEYVAL_INVALID};
@@ -89,10 +90,22 @@ void shim_start(void)
     PMPI_Comm_size(MPI_COMM_WORLD, &shim.world_size);
     PMPI_Query_thread(&level);
     shim.thread_multiple = level == MPI_THREAD_MULTIPLE;
-    shim_config_load(&shim.config, shim.world_rank);
+    char refused[160];
+    int nrefused = shim_config_load(&shim.config, shim.world_rank, refused, sizeof(refused));
+    shim_config_t mine = shim.config;
     /* Rank 0's settings apply everywhere: ranks that disagreed on a threshold would
      * route one call differently and wait for each other forever. */
     PMPI_Bcast(&shim.config, (int)sizeof(shim.config), MPI_BYTE, 0, MPI_COMM_WORLD);
+    /* Rank 0 warned about its own values; another rank speaks only where its own
+     * environment was refused or differs, so that a job whose ranks share one
+     * environment warns once. */
+    if (shim.world_rank != 0 && nrefused > 0) {
+        shim_log("ignoring %d FOLD_MPI_* value%s refused here (%s); rank 0's settings "
+                 "apply on every rank", nrefused, nrefused > 1 ? "s" : "", refused);
+    } else if (shim.world_rank != 0 && memcmp(&mine, &shim.config, sizeof(mine)) != 0) {
+        shim_log("FOLD_MPI_* here differ from rank 0's; rank 0's settings apply on every "
+                 "rank");
+    }
     if (shim.config.verbose >= 2 && shim.world_rank == 0) {
         shim_config_print();
     }

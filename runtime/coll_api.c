@@ -1,9 +1,11 @@
 /*
- * The collective entry points. Each one validates its arguments, short-circuits
- * what needs no communication (count 0, one rank), selects an algorithm and hands
- * the schedule to the executor; blocking calls then wait on it.
+ * The collective entry points. Each one validates its arguments, claims the
+ * context (guard.h: one thread at a time), short-circuits what needs no
+ * communication (count 0, one rank), selects an algorithm and hands the schedule to
+ * the executor; blocking calls then wait on it.
  */
 #include "comm.h"
+#include "guard.h"
 #include "log.h"
 #include "codec/reduce_kernel.h"
 
@@ -57,17 +59,14 @@ static int completed_request(fold_request_t **req_p)
     return FOLD_OK;
 }
 
-/* Starts a reduction, or runs it to the end when `blocking`; *req_p is NULL when
- * it completed here. */
-static int reduction_start(fold_coll_t coll, const void *sendbuf, void *recvbuf, size_t count,
-                           fold_dtype_t dtype, fold_op_t op, int root, fold_comm_t *comm,
-                           int blocking, fold_request_t **req_p)
+/* reduction_start's work, with the context claimed. */
+static int reduction_run(fold_coll_t coll, const void *sendbuf, void *recvbuf, size_t count,
+                         fold_dtype_t dtype, fold_op_t op, int root, fold_comm_t *comm,
+                         int blocking, fold_request_t **req_p)
 {
     const char *fn = fold_coll_name(coll);
     int status;
-    *req_p = NULL;
-    if ((status = check_comm(comm, fn)) != FOLD_OK ||
-        (status = check_dtype_op(dtype, op, 1, fn)) != FOLD_OK ||
+    if ((status = check_dtype_op(dtype, op, 1, fn)) != FOLD_OK ||
         (coll == FOLD_COLL_REDUCE && (status = check_root(comm, root, fn)) != FOLD_OK)) {
         return status;
     }
@@ -111,6 +110,28 @@ static int reduction_start(fold_coll_t coll, const void *sendbuf, void *recvbuf,
         return fold_exec_run(comm, &args);
     }
     return fold_exec_start(comm, &args, req_p);
+}
+
+/* Starts a reduction, or runs it to the end when `blocking`; *req_p is NULL when
+ * it completed here. */
+static int reduction_start(fold_coll_t coll, const void *sendbuf, void *recvbuf, size_t count,
+                           fold_dtype_t dtype, fold_op_t op, int root, fold_comm_t *comm,
+                           int blocking, fold_request_t **req_p)
+{
+    const char *fn = fold_coll_name(coll);
+    int status;
+    const char *api = coll == FOLD_COLL_ALLREDUCE ? (blocking ? "fold_allreduce"
+                                                              : "fold_iallreduce")
+                                                  : (blocking ? "fold_reduce" : "fold_ireduce");
+    *req_p = NULL;
+    if ((status = check_comm(comm, fn)) != FOLD_OK ||
+        (status = fold_guard_enter(comm->ctx, api)) != FOLD_OK) {
+        return status;
+    }
+    status = reduction_run(coll, sendbuf, recvbuf, count, dtype, op, root, comm, blocking,
+                           req_p);
+    fold_guard_leave(comm->ctx);
+    return status;
 }
 
 int fold_allreduce(const void *sendbuf, void *recvbuf, size_t count, fold_dtype_t dtype,
@@ -172,12 +193,23 @@ static int check_request(fold_request_t *req)
                ? FOLD_OK : FOLD_ERR_INVALID_ARG;
 }
 
+/* A request that completed when it started has no communicator and nothing that
+ * changes: it needs no claim on the context. */
 int fold_test(fold_request_h req)
 {
     if (check_request(req) != FOLD_OK) {
         return FOLD_ERR_INVALID_ARG;
     }
-    return req->entry ? fold_exec_progress(req) : req->status;
+    if (req->entry == NULL) {
+        return req->status;
+    }
+    fold_context_t *ctx = req->comm->ctx;
+    int status = fold_guard_enter(ctx, "fold_test");
+    if (status == FOLD_OK) {
+        status = fold_exec_progress(req);
+        fold_guard_leave(ctx);
+    }
+    return status;
 }
 
 int fold_wait(fold_request_h req)
@@ -185,7 +217,16 @@ int fold_wait(fold_request_h req)
     if (check_request(req) != FOLD_OK) {
         return FOLD_ERR_INVALID_ARG;
     }
-    return req->entry ? fold_exec_wait(req) : req->status;
+    if (req->entry == NULL) {
+        return req->status;
+    }
+    fold_context_t *ctx = req->comm->ctx;
+    int status = fold_guard_enter(ctx, "fold_wait");
+    if (status == FOLD_OK) {
+        status = fold_exec_wait(req);
+        fold_guard_leave(ctx);
+    }
+    return status;
 }
 
 int fold_request_free(fold_request_h req)
@@ -193,17 +234,24 @@ int fold_request_free(fold_request_h req)
     if (check_request(req) != FOLD_OK) {
         return FOLD_ERR_INVALID_ARG;
     }
-    if (req->status == FOLD_INPROGRESS) {
-        fold_error("fold_request_free: the collective is still running; wait for it first");
-        return FOLD_ERR_BUSY;
-    }
     if (req->entry == NULL) {
         req->magic = 0;
         free(req);
+        return FOLD_OK;
+    }
+    fold_context_t *ctx = req->comm->ctx;
+    int status = fold_guard_enter(ctx, "fold_request_free");
+    if (status != FOLD_OK) {
+        return status;
+    }
+    if (req->status == FOLD_INPROGRESS) {
+        fold_error("fold_request_free: the collective is still running; wait for it first");
+        status = FOLD_ERR_BUSY;
     } else {
         fold_exec_release(req);
     }
-    return FOLD_OK;
+    fold_guard_leave(ctx);
+    return status;
 }
 
 /* ---- bcast and barrier --------------------------------------------------------- */
@@ -227,11 +275,10 @@ static int internal_run(fold_comm_t *comm, fold_coll_t coll, fold_alg_build_fn b
     return fold_exec_run(comm, &args);
 }
 
-int fold_bcast(void *buf, size_t count, fold_dtype_t dtype, int root, fold_comm_h comm)
+static int bcast_run(void *buf, size_t count, fold_dtype_t dtype, int root, fold_comm_t *comm)
 {
     int status;
-    if ((status = check_comm(comm, "bcast")) != FOLD_OK ||
-        (status = check_dtype_op(dtype, FOLD_OP_SUM, 0, "bcast")) != FOLD_OK ||
+    if ((status = check_dtype_op(dtype, FOLD_OP_SUM, 0, "bcast")) != FOLD_OK ||
         (status = check_root(comm, root, "bcast")) != FOLD_OK) {
         return status;
     }
@@ -246,14 +293,31 @@ int fold_bcast(void *buf, size_t count, fold_dtype_t dtype, int root, fold_comm_
                         root);
 }
 
-int fold_barrier(fold_comm_h comm)
+int fold_bcast(void *buf, size_t count, fold_dtype_t dtype, int root, fold_comm_h comm)
 {
-    int status = check_comm(comm, "barrier");
-    if (status != FOLD_OK || comm->size == 1) {
+    int status;
+    if ((status = check_comm(comm, "bcast")) != FOLD_OK ||
+        (status = fold_guard_enter(comm->ctx, "fold_bcast")) != FOLD_OK) {
         return status;
     }
-    return internal_run(comm, FOLD_COLL_BARRIER, fold_build_barrier_dissemination, NULL, 0,
-                        FOLD_UINT8, 0);
+    status = bcast_run(buf, count, dtype, root, comm);
+    fold_guard_leave(comm->ctx);
+    return status;
+}
+
+int fold_barrier(fold_comm_h comm)
+{
+    int status;
+    if ((status = check_comm(comm, "barrier")) != FOLD_OK ||
+        (status = fold_guard_enter(comm->ctx, "fold_barrier")) != FOLD_OK) {
+        return status;
+    }
+    if (comm->size > 1) {
+        status = internal_run(comm, FOLD_COLL_BARRIER, fold_build_barrier_dissemination, NULL,
+                              0, FOLD_UINT8, 0);
+    }
+    fold_guard_leave(comm->ctx);
+    return status;
 }
 
 const char *fold_selected_algorithm(fold_comm_h comm, const char *collective, size_t count,
@@ -262,9 +326,13 @@ const char *fold_selected_algorithm(fold_comm_h comm, const char *collective, si
     fold_coll_t coll;
     fold_choice_t choice;
     if (!fold_comm_valid(comm) || fold_dtype_size(dtype) == 0 ||
-        fold_reduction_from_name(collective, &coll) != 0) {
+        fold_reduction_from_name(collective, &coll) != 0 ||
+        fold_guard_enter(comm->ctx, "fold_selected_algorithm") != FOLD_OK) {
         return NULL;
     }
-    return fold_select(comm, coll, count, dtype, FOLD_OP_SUM, &choice) == FOLD_OK
-               ? choice.alg->name : NULL;
+    /* Selection remembers its decisions in the communicator. */
+    const char *name = fold_select(comm, coll, count, dtype, FOLD_OP_SUM, &choice) == FOLD_OK
+                           ? choice.alg->name : NULL;
+    fold_guard_leave(comm->ctx);
+    return name;
 }

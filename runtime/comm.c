@@ -5,6 +5,7 @@
  * (another round only while the proposals differ).
  */
 #include "comm.h"
+#include "guard.h"
 #include "log.h"
 #include "group/split.h"
 
@@ -203,12 +204,19 @@ static int comm_gather_u32(void *arg, uint32_t mine, uint32_t *all)
 typedef struct oob_gather {
     fold_oob_allgather_fn allgather;
     void                 *arg;
+    fold_context_t       *ctx;   /* claimed by the caller, given back during the gather */
 } oob_gather_t;
 
+/* The caller's callback runs without the context claimed, as fold.h promises, so
+ * that other threads may use it meanwhile; half way through the agreement this call
+ * must finish, so it waits for the context back rather than be refused. */
 static int oob_gather_u32(void *arg, uint32_t mine, uint32_t *all)
 {
     oob_gather_t *g = arg;
-    return g->allgather(&mine, all, sizeof(mine), g->arg) == 0 ? FOLD_OK : FOLD_ERR_BOOTSTRAP;
+    fold_guard_leave(g->ctx);
+    int rc = g->allgather(&mine, all, sizeof(mine), g->arg);
+    fold_guard_wait(g->ctx);
+    return rc == 0 ? FOLD_OK : FOLD_ERR_BOOTSTRAP;
 }
 
 /* An id free at all n members (comm_ids.h), from their first proposals (made
@@ -268,15 +276,8 @@ int fold_comm_node(fold_comm_t *comm, fold_node_t **node_p)
     return FOLD_OK;
 }
 
-int fold_comm_split(fold_comm_h comm, int color, int key, fold_comm_h *newcomm)
+static int comm_split(fold_comm_t *comm, int color, int key, fold_comm_t **newcomm)
 {
-    if (!fold_comm_valid(comm)) {
-        return FOLD_ERR_NOT_INITIALIZED;
-    }
-    if (newcomm == NULL || (color < 0 && color != FOLD_UNDEFINED)) {
-        fold_error("fold_comm_split: color must be >= 0 or FOLD_UNDEFINED");
-        return FOLD_ERR_INVALID_ARG;
-    }
     fold_context_t *ctx = comm->ctx;
     fold_split_entry_t mine = {color, key, fold_comm_ids_next_free(&ctx->comm_ids, 1),
                                comm->rank};
@@ -317,12 +318,28 @@ out:
     return status;
 }
 
-int fold_comm_create_group(fold_context_h ctx, int size, const int *ctx_ranks, int rank,
-                           fold_oob_allgather_fn allgather, void *arg, fold_comm_h *newcomm)
+int fold_comm_split(fold_comm_h comm, int color, int key, fold_comm_h *newcomm)
 {
-    if (!fold_context_valid(ctx)) {
+    if (!fold_comm_valid(comm)) {
         return FOLD_ERR_NOT_INITIALIZED;
     }
+    if (newcomm == NULL || (color < 0 && color != FOLD_UNDEFINED)) {
+        fold_error("fold_comm_split: color must be >= 0 or FOLD_UNDEFINED");
+        return FOLD_ERR_INVALID_ARG;
+    }
+    fold_context_t *ctx = comm->ctx;
+    int status = fold_guard_enter(ctx, "fold_comm_split");
+    if (status == FOLD_OK) {
+        status = comm_split(comm, color, key, newcomm);
+        fold_guard_leave(ctx);
+    }
+    return status;
+}
+
+/* fold_comm_create_group with the context claimed. */
+static int create_group(fold_context_t *ctx, int size, const int *ctx_ranks, int rank,
+                        fold_oob_allgather_fn allgather, void *arg, fold_comm_t **newcomm)
+{
     if (size < 1 || ctx_ranks == NULL || rank < 0 || rank >= size || allgather == NULL ||
         newcomm == NULL) {
         fold_error("fold_comm_create_group: invalid arguments (size %d, rank %d)", size, rank);
@@ -344,7 +361,7 @@ int fold_comm_create_group(fold_context_h ctx, int size, const int *ctx_ranks, i
     if (all == NULL) {
         return FOLD_ERR_NO_MEMORY;
     }
-    oob_gather_t oob = {allgather, arg};
+    oob_gather_t oob = {allgather, arg, ctx};
     int status = oob_gather_u32(&oob, fold_comm_ids_next_free(&ctx->comm_ids, 1), all);
     if (status != FOLD_OK) {
         fold_error("fold_comm_create_group: the out-of-band allgather failed");
@@ -359,6 +376,20 @@ int fold_comm_create_group(fold_context_h ctx, int size, const int *ctx_ranks, i
     status = fold_comm_create(ctx, size, rank, ctx_ranks, id, &c);
     if (status == FOLD_OK) {
         *newcomm = c;
+    }
+    return status;
+}
+
+int fold_comm_create_group(fold_context_h ctx, int size, const int *ctx_ranks, int rank,
+                           fold_oob_allgather_fn allgather, void *arg, fold_comm_h *newcomm)
+{
+    if (!fold_context_valid(ctx)) {
+        return FOLD_ERR_NOT_INITIALIZED;
+    }
+    int status = fold_guard_enter(ctx, "fold_comm_create_group");
+    if (status == FOLD_OK) {
+        status = create_group(ctx, size, ctx_ranks, rank, allgather, arg, newcomm);
+        fold_guard_leave(ctx);
     }
     return status;
 }
@@ -380,16 +411,23 @@ int fold_comm_free(fold_comm_h *comm)
     if (comm == NULL || !fold_comm_valid(*comm)) {
         return FOLD_ERR_NOT_INITIALIZED;
     }
-    if (*comm == (*comm)->ctx->world) {
+    fold_context_t *ctx = (*comm)->ctx;
+    if (*comm == ctx->world) {
         fold_error("fold_comm_free: the world communicator is freed by fold_finalize");
         return FOLD_ERR_INVALID_ARG;
+    }
+    int status = fold_guard_enter(ctx, "fold_comm_free");
+    if (status != FOLD_OK) {
+        return status;
     }
     if ((*comm)->active_requests > 0) {
         fold_error("fold_comm_free: %d collectives still running on this communicator",
                    (*comm)->active_requests);
-        return FOLD_ERR_BUSY;
+        status = FOLD_ERR_BUSY;
+    } else {
+        fold_comm_destroy(*comm);
+        *comm = NULL;
     }
-    fold_comm_destroy(*comm);
-    *comm = NULL;
-    return FOLD_OK;
+    fold_guard_leave(ctx);
+    return status;
 }

@@ -153,15 +153,33 @@ int fold_config_update(fold_config_t *cfg, const char *name, const char *value)
     return status;
 }
 
-int fold_config_load(fold_config_t *cfg)
+/* The defaults; *why says what failed. */
+static int config_init(fold_config_t *cfg, char *why, size_t whylen)
 {
     memset(cfg, 0, sizeof(*cfg));
     cfg->values = calloc(fold_config_table.count, sizeof(char *));
     if (cfg->values == NULL) {
+        snprintf(why, whylen, "out of memory for the configuration");
         return FOLD_ERR_NO_MEMORY;
     }
+    return fold_util_config_init(&fold_config_table, cfg, cfg->values, why, whylen);
+}
+
+int fold_config_defaults(fold_config_t *cfg)
+{
     char why[512];
-    int status = fold_util_config_init(&fold_config_table, cfg, cfg->values, why, sizeof(why));
+    int status = config_init(cfg, why, sizeof(why));
+    if (status != FOLD_OK) {
+        fold_error("%s", why);
+        fold_config_release(cfg);
+    }
+    return status;
+}
+
+int fold_config_load(fold_config_t *cfg)
+{
+    char why[512];
+    int status = config_init(cfg, why, sizeof(why));
     for (size_t i = 0; status == FOLD_OK && i < fold_config_table.count; i++) {
         const char *env = fold_util_config_getenv(&fold_config_table, (int)i);
         if (env != NULL) {

@@ -49,6 +49,9 @@ extern const fold_util_config_table_t fold_config_table;
 /* Fills cfg from the environment (FOLD_<NAME>), falling back to the defaults; a bad
  * value fails, logged with the variable's name. */
 int  fold_config_load(fold_config_t *cfg);
+/* Fills cfg with the defaults only: what a rank whose environment was refused runs
+ * on while it tells the other ranks so (fold_context_create). */
+int  fold_config_defaults(fold_config_t *cfg);
 /* Sets one variable by name (with or without "FOLD_", any case). FOLD_ERR_NOT_FOUND
  * for an unknown name, FOLD_ERR_INVALID_ARG for a bad value (logged; cfg unchanged). */
 int  fold_config_update(fold_config_t *cfg, const char *name, const char *value);

@@ -5,6 +5,7 @@
  */
 #define _GNU_SOURCE
 #include "comm.h"
+#include "guard.h"
 #include "hash.h"
 #include "log.h"
 
@@ -551,13 +552,19 @@ int fold_context_create(fold_bootstrap_t *bs, const char *transport, void *loopb
         return FOLD_ERR_NO_MEMORY;
     }
     ctx->bs = *bs;
-    int status = fold_config_load(&ctx->config);
-    if (status != FOLD_OK) {
+    fold_log_set_rank(ctx->bs.rank);   /* the refusal of a bad FOLD_* value names it */
+    /* A rank whose FOLD_* values are refused goes on with the defaults to the first
+     * exchange, where every rank learns of it and fails (check_agreement), instead
+     * of leaving the others waiting for it in the bootstrap. */
+    int status;
+    int config_status = fold_config_load(&ctx->config);
+    if (config_status != FOLD_OK && (status = fold_config_defaults(&ctx->config)) != FOLD_OK) {
         goto err;
     }
     fold_log_level = ctx->config.log_level;
-    fold_log_set_rank(ctx->bs.rank);
-    int config_status = fold_select_configure(ctx);
+    if (config_status == FOLD_OK) {
+        config_status = fold_select_configure(ctx);
+    }
 
     /* From here on a rank that fails locally still takes part in the bootstrap
      * exchanges up to the address exchange, where every rank learns of it. */
@@ -702,6 +709,11 @@ int fold_finalize(fold_context_h ctx)
     if (!fold_context_valid(ctx)) {
         return FOLD_ERR_NOT_INITIALIZED;
     }
+    /* Never given back: the context is freed below. */
+    int guarded = fold_guard_enter(ctx, "fold_finalize");
+    if (guarded != FOLD_OK) {
+        return guarded;
+    }
     /* Nobody closes its endpoints while a peer may still be sending to it. */
     char token = 0, *all = malloc((size_t)ctx->bs.size);
     int status = (all != NULL && ctx->bs.allgather(&ctx->bs, &token, all, 1) == FOLD_OK)
@@ -712,11 +724,8 @@ int fold_finalize(fold_context_h ctx)
     return status;
 }
 
-int fold_config_set(fold_context_h ctx, const char *name, const char *value)
+static int config_set(fold_context_t *ctx, const char *name, const char *value)
 {
-    if (!fold_context_valid(ctx)) {
-        return FOLD_ERR_NOT_INITIALIZED;
-    }
     int idx = fold_config_index(name);
     /* The transport read these when it opened. */
     if (idx >= 0 && (idx == fold_config_index("TRANSPORT") ||
@@ -748,6 +757,20 @@ int fold_config_set(fold_context_h ctx, const char *name, const char *value)
     return status;
 }
 
+int fold_config_set(fold_context_h ctx, const char *name, const char *value)
+{
+    if (!fold_context_valid(ctx)) {
+        return FOLD_ERR_NOT_INITIALIZED;
+    }
+    int status = fold_guard_enter(ctx, "fold_config_set");
+    if (status == FOLD_OK) {
+        status = config_set(ctx, name, value);
+        fold_guard_leave(ctx);
+    }
+    return status;
+}
+
+/* Claims the context too: fold_config_set frees the strings it reads. */
 int fold_config_get(fold_context_h ctx, const char *name, const char **value)
 {
     if (!fold_context_valid(ctx)) {
@@ -757,6 +780,10 @@ int fold_config_get(fold_context_h ctx, const char *name, const char **value)
     if (idx < 0 || value == NULL) {
         return idx < 0 ? FOLD_ERR_NOT_FOUND : FOLD_ERR_INVALID_ARG;
     }
-    *value = ctx->config.values[idx];
-    return FOLD_OK;
+    int status = fold_guard_enter(ctx, "fold_config_get");
+    if (status == FOLD_OK) {
+        *value = ctx->config.values[idx];
+        fold_guard_leave(ctx);
+    }
+    return status;
 }

@@ -41,6 +41,8 @@ typedef struct fold_wire_counters {
 
 struct fold_context {
     uint32_t             magic;
+    uintptr_t            guard;           /* the thread inside a call on it, or 0
+                                             (guard.h) */
     fold_tune_t          tune;            /* parsed FOLD_TUNE */
     fold_tune_file_t     file;            /* FOLD_TUNE_FILE: rules and model parameters */
     fold_model_params_t  model;           /* the cost model's machine (defaults, what

@@ -18,6 +18,7 @@ const char *fold_status_string(int status)
     case FOLD_ERR_MALFORMED:       return "malformed data";
     case FOLD_ERR_CANCELED:        return "canceled";
     case FOLD_ERR_BUSY:            return "resource busy";
+    case FOLD_ERR_IN_USE:          return "another thread is using this context";
     case FOLD_ERR_MISMATCH:        return "mismatched calls (the ranks passed different arguments)";
     default:                       return "unknown status";
     }

@@ -13,7 +13,18 @@
  * negative on error) unless documented otherwise. Outputs are written only on
  * success.
  *
- * Threading: a context and its communicators may be used by one thread at a time.
+ * Threading: a context and its communicators may be used by one thread at a time,
+ * and fold enforces it. A call that changes a context's state (collectives, blocking
+ * and non-blocking; fold_test, fold_wait, fold_request_free; communicator split,
+ * create and free; fold_config_set/get; fold_selected_algorithm, fold_serve_advice;
+ * fold_finalize) claims the context with one atomic compare-and-swap; a call from
+ * another thread meanwhile, or from a user op or callback inside such a call, is
+ * refused with FOLD_ERR_IN_USE (logged, naming the call) and changes nothing. The
+ * caller may retry it or serialise its threads. fold_comm_world, fold_comm_rank,
+ * fold_comm_size and fold_comm_context_rank read what never changes and are not
+ * claimed; fold_op_create/fold_op_free are process-wide and thread-safe. Threads may
+ * use different contexts freely. fold_finalize must not race with other calls on the
+ * context (their handles die with it).
  * Counts are numbers of elements, as size_t; a count of 0 is valid and does nothing.
  */
 #ifndef FOLD_H

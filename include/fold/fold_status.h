@@ -26,7 +26,8 @@ typedef enum fold_status {
     FOLD_ERR_CANCELED        = -12,
     FOLD_ERR_BUSY            = -13, /* too many outstanding operations */
     FOLD_ERR_MISMATCH        = -14, /* the ranks called with different arguments */
-    FOLD_ERR_LAST            = -15
+    FOLD_ERR_IN_USE          = -15, /* another thread is inside a call on this context */
+    FOLD_ERR_LAST            = -16
 } fold_status_t;
 
 /* A static, human-readable name for any status value (never NULL). */

@@ -6,6 +6,7 @@
  * ring; binomial and pipelines for reduce) over its point-to-point transport.
  */
 #include "comm.h"
+#include "guard.h"
 #include "log.h"
 
 #include <math.h>
@@ -56,6 +57,11 @@ int fold_serve_advice(fold_comm_h comm, const char *collective, size_t bytes, in
         fold_reduction_from_name(collective, &coll) != 0) {
         return FOLD_ERR_INVALID_ARG;
     }
+    /* The model's answers are remembered in the communicator. */
+    int status = fold_guard_enter(comm->ctx, "fold_serve_advice");
+    if (status != FOLD_OK) {
+        return status;
+    }
     const fold_tune_file_t *file = &comm->ctx->file;
     const fold_serve_rule_t *rule = fold_tune_file_serve(file, coll, bytes, &comm->shape);
     if (rule != NULL) {
@@ -63,11 +69,12 @@ int fold_serve_advice(fold_comm_h comm, const char *collective, size_t bytes, in
         if (source != NULL) {
             *source = file->source;
         }
-        return FOLD_OK;
+    } else {
+        *serve = comm->size == 1 || model_advice(comm, coll, bytes);
+        if (source != NULL) {
+            *source = "cost model";
+        }
     }
-    *serve = comm->size == 1 || model_advice(comm, coll, bytes);
-    if (source != NULL) {
-        *source = "cost model";
-    }
+    fold_guard_leave(comm->ctx);
     return FOLD_OK;
 }
