@@ -269,7 +269,10 @@ static void range_bounds(const tune_size_t *sizes, size_t nsizes, size_t i, size
     memset(r, 0, sizeof(*r));
     r->coll  = sizes[i].coll;
     r->lo    = i == 0 ? 0 : sizes[i].bytes;
-    r->hi    = j >= nsizes ? SIZE_MAX : sizes[j].bytes;
+    /* The last range stops after the largest size measured: above it the model
+     * decides, not a winner measured at smaller sizes (a --quick sweep to 1 MiB
+     * must not fix what runs at 64 MiB). */
+    r->hi    = j >= nsizes ? sizes[nsizes - 1].bytes + 1 : sizes[j].bytes;
     r->first = sizes[i].bytes;
     r->last  = sizes[j - 1].bytes;
 }

@@ -127,11 +127,11 @@ Test(tune_file, rules_params_and_serve_round_trip)
     fold_tune_rule_format(&file.rules.rules[0], rule, sizeof(rule));
     cr_assert_str_eq(rule, "allreduce:0-8k:n1-1:ppn2-2:shm_flat");
     fold_tune_rule_format(&file.rules.rules[1], rule, sizeof(rule));
-    cr_assert_str_eq(rule, "allreduce:8k-inf:n1-1:ppn2-2:dpml");
+    cr_assert_str_eq(rule, "allreduce:8k-524289:n1-1:ppn2-2:dpml");
     fold_tune_rule_format(&file.rules.rules[2], rule, sizeof(rule));
     cr_assert_str_eq(rule, "reduce:0-2k:n1-1:ppn2-2:binomial");
     fold_tune_rule_format(&file.rules.rules[3], rule, sizeof(rule));
-    cr_assert_str_eq(rule, "reduce:2k-inf:n1-1:ppn2-2:dpml_pipelined");
+    cr_assert_str_eq(rule, "reduce:2k-524289:n1-1:ppn2-2:dpml_pipelined");
 
     /* serve: reduce hands 2k..32k to MPI */
     const fold_serve_rule_t *s = fold_tune_file_serve(&file, RD, 4096, &f.shape);
@@ -160,8 +160,11 @@ Test(tune_file, rules_params_and_serve_round_trip)
     cr_assert_null(fold_tune_match(&file.rules, AR, 64, &bigger, 0));
     cr_assert_null(fold_tune_match(&file.rules, AR, 64, &two_nodes, 0));
     cr_assert_null(fold_tune_file_serve(&file, AR, 64, &two_nodes));
-    const fold_tune_rule_t *r = fold_tune_match(&file.rules, AR, 1 << 30, &f.shape, 0);
-    cr_assert(r != NULL && strcmp(r->algs[0]->name, "dpml") == 0, "inf covers larger sizes");
+    const fold_tune_rule_t *r = fold_tune_match(&file.rules, AR, 524288, &f.shape, 0);
+    cr_assert(r != NULL && strcmp(r->algs[0]->name, "dpml") == 0,
+              "the largest size measured is covered");
+    cr_assert_null(fold_tune_match(&file.rules, AR, 524289, &f.shape, 0),
+                   "above it the model decides, not a rule measured at smaller sizes");
     fold_tune_file_release(&file);
 
     char why[256];

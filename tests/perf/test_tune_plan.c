@@ -218,11 +218,11 @@ Test(tune_plan, rule_ranges_merge_contiguous_winners)
     cr_assert_str_eq(r[1].note, "measured 128 B..8 KiB; leaders 1 at 128 B, 2 at 512 B..8 KiB");
     cr_assert_str_eq(r[2].what, "ring");
     cr_assert_eq(r[2].lo, 32768);
-    cr_assert_eq(r[2].hi, SIZE_MAX, "the last range ends at inf");
+    cr_assert_eq(r[2].hi, 32768 + 1, "the last range ends after the largest size measured");
     cr_assert_str_eq(r[2].note, "measured 32 KiB");
 }
 
-Test(tune_plan, rule_ranges_single_winner_covers_everything)
+Test(tune_plan, rule_ranges_single_winner_covers_the_measured_sizes)
 {
     tune_point_t pts[32];
     tune_size_t sizes[16];
@@ -231,7 +231,7 @@ Test(tune_plan, rule_ranges_single_winner_covers_everything)
     size_t ns = winners("sss", "000", us, pts, sizes);
     cr_assert_eq(tune_rule_ranges(pts, sizes, ns, r, 4), 1);
     cr_assert_eq(r[0].lo, 0);
-    cr_assert_eq(r[0].hi, SIZE_MAX);
+    cr_assert_eq(r[0].hi, 128 + 1, "up to the largest size measured (128 B), the model above");
 }
 
 Test(tune_plan, serve_ranges_require_fold_at_most_mpi)
@@ -252,7 +252,7 @@ Test(tune_plan, serve_ranges_require_fold_at_most_mpi)
     cr_assert_eq(r[1].lo, 128);
     cr_assert_eq(r[1].hi, 2048);
     cr_assert_str_eq(r[2].what, "fold");
-    cr_assert_eq(r[2].hi, SIZE_MAX);
+    cr_assert_eq(r[2].hi, 2048 + 1);
 }
 
 Test(tune_plan, serve_ranges_none_without_mpi)
