@@ -313,8 +313,9 @@ int fold_exec_fp_check(fold_request_t *req, uint32_t i, char *why, size_t whylen
 }
 
 /* A message from a peer failed the length or format checks: if the peer's
- * fingerprint, carried by its first message of this call, is here or arrives soon,
- * say how the calls differ instead (a later segment can overtake the first). */
+ * fingerprint, carried by its first message of this call (or beside the failed
+ * message itself), is here or arrives soon, say how the calls differ instead (a
+ * later segment can overtake the first). */
 int fold_exec_fp_explain(fold_request_t *req, uint32_t i, char *why, size_t whylen)
 {
     const fold_sched_t *s = req->sched;
@@ -323,8 +324,10 @@ int fold_exec_fp_explain(fold_request_t *req, uint32_t i, char *why, size_t whyl
     for (size_t j = 0; j < s->nsteps; j++) {
         const fold_step_t *first = &s->steps[j];
         fold_exec_fp_t *fp = &req->fp[j];
+        /* The failed message itself counts when its fingerprint travels beside it:
+         * under load the data can arrive and fail before the fingerprint does. */
         if (first->kind != FOLD_STEP_RECV || first->peer != st->peer || first->seq != 0 ||
-            fp->mode == FP_NONE || j == i) {
+            fp->mode == FP_NONE || (j == i && fp->mode != FP_BESIDE)) {
             continue;
         }
         const char *got = req->fp_arena + fp->off;
