@@ -193,9 +193,10 @@ static int check_request(fold_request_t *req)
                ? FOLD_OK : FOLD_ERR_INVALID_ARG;
 }
 
-/* A request that completed when it started has no communicator and nothing that
- * changes: it needs no claim on the context. */
-int fold_test(fold_request_h req)
+/* Drives a request one step (fold_test) or to its end (fold_wait). A request that
+ * completed when it started has no communicator and nothing that changes: it needs
+ * no claim on the context. */
+static int request_drive(fold_request_h req, const char *call, int (*drive)(fold_request_t *))
 {
     if (check_request(req) != FOLD_OK) {
         return FOLD_ERR_INVALID_ARG;
@@ -204,29 +205,22 @@ int fold_test(fold_request_h req)
         return req->status;
     }
     fold_context_t *ctx = req->comm->ctx;
-    int status = fold_guard_enter(ctx, "fold_test");
+    int status = fold_guard_enter(ctx, call);
     if (status == FOLD_OK) {
-        status = fold_exec_progress(req);
+        status = drive(req);
         fold_guard_leave(ctx);
     }
     return status;
 }
 
+int fold_test(fold_request_h req)
+{
+    return request_drive(req, "fold_test", fold_exec_progress);
+}
+
 int fold_wait(fold_request_h req)
 {
-    if (check_request(req) != FOLD_OK) {
-        return FOLD_ERR_INVALID_ARG;
-    }
-    if (req->entry == NULL) {
-        return req->status;
-    }
-    fold_context_t *ctx = req->comm->ctx;
-    int status = fold_guard_enter(ctx, "fold_wait");
-    if (status == FOLD_OK) {
-        status = fold_exec_wait(req);
-        fold_guard_leave(ctx);
-    }
-    return status;
+    return request_drive(req, "fold_wait", fold_exec_wait);
 }
 
 int fold_request_free(fold_request_h req)

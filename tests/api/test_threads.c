@@ -17,6 +17,7 @@
 #include "log.h"
 #include "loopback_harness.h"
 #include "stderr_capture.h"
+#include "util/clock.h"
 
 #include <pthread.h>
 #include <sched.h>
@@ -27,13 +28,6 @@
 
 #define HAMMER_SECONDS 1.0
 #define THREADS 4
-
-static double now_sec(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* What the hammering threads saw, over all of them. */
 typedef struct tally {
@@ -149,7 +143,7 @@ static void *solo_thread(void *arg)
 {
     solo_t *s = arg;
     unsigned seed = (unsigned)(uintptr_t)pthread_self();
-    for (unsigned i = 0; now_sec() < s->until; i++) {
+    for (unsigned i = 0; fold_util_time_now() < s->until; i++) {
         solo_call(s, (unsigned)rand_r(&seed), i);
     }
     return NULL;
@@ -175,7 +169,7 @@ Test(threads, one_rank_context_four_threads_mixed_calls, .timeout = 60)
     s.selected = fold_selected_algorithm(fold_comm_world(s.ctx), "allreduce", 4, FOLD_INT64);
     cr_assert_not_null(s.selected);
     int level = quiet();
-    s.until = now_sec() + HAMMER_SECONDS;
+    s.until = fold_util_time_now() + HAMMER_SECONDS;
     pthread_t tid[THREADS];
     for (int i = 0; i < THREADS; i++) {
         cr_assert_eq(pthread_create(&tid[i], NULL, solo_thread, &s), 0);
@@ -240,11 +234,11 @@ static void *duo_local_thread(void *arg)
 static int duo_collectives(duo_t *d, int size)
 {
     fold_comm_h w = fold_comm_world(d->ctx);
-    double until = now_sec() + HAMMER_SECONDS;
+    double until = fold_util_time_now() + HAMMER_SECONDS;
     int bad = 0;
     for (int64_t i = 0;; i++) {
         /* The ranks stop together: each one's clock alone would leave one in a call. */
-        int32_t more = now_sec() < until && !bad, all = 0;
+        int32_t more = fold_util_time_now() < until && !bad, all = 0;
         if (RETRY(&d->t, fold_allreduce(&more, &all, 1, FOLD_INT32, FOLD_OP_MIN, w)) !=
                 FOLD_OK || !all) {
             break;
