@@ -20,7 +20,7 @@
  *   bandwidth   a node's working set is what its ranks' schedules touch: each
  *               rank's IN, OUT (once when in place) and TMP extents, plus the node
  *               segment once. Up to half of cache_bytes copies run at copy_gbs and
- *               reductions at reduce_gbs (bytes of the result); from cache_bytes on
+ *               reductions at reduce_gbs (bytes of the result); from twice it on
  *               at copy_mem_gbs / reduce_mem_gbs, capped at node_mem_gbs divided by
  *               the node's ranks, since out of cache they stream together; between
  *               the two the time per byte moves linearly from one to the other.
@@ -1056,16 +1056,20 @@ static void sim_ready(model_sim_t *m, int rank, uint32_t g, double t)
 }
 
 /* The share of a working set's bytes that come from memory: none up to half the
- * cache, all from its full size, linear between. A working set near the cache's
- * size does not stay in it: other data competes for it, a victim cache (AMD's L3,
- * Intel's since Skylake-SP) only holds what the L2s evicted, and a stream cycling
- * through more than an LRU-like cache misses on every line. On the AMD EPYC this
- * was written on (32 MiB L3), memcpy over a 16 MiB working set ran at the in-cache
- * rate, over 24 MiB a quarter of the way to the memory rate, over 32 MiB 40%. */
+ * cache, all from twice its size, linear between. A working set near the cache's
+ * size does not stay in it whole: other data competes for it, a victim cache (AMD's
+ * L3, Intel's since Skylake-SP) only holds what the L2s evicted, and a stream
+ * cycling through more than an LRU-like cache misses on every line. But it does not
+ * all miss either: the L2s hold their share, and replacement is not LRU. On the
+ * AMD EPYC this was written on (32 MiB L3), memcpy over a 16 MiB working set ran
+ * at the in-cache rate, over 24 MiB a quarter of the way to the memory rate, over
+ * 32 MiB 40%; a 2-rank reduce of 8 MiB (28 MiB touched) a quarter of the way, of
+ * 32 MiB (100 MiB) 70-80%. Ending the ramp at the cache's size made the model take
+ * single copy for that 8 MiB reduce at 0.5x the node segment's pipeline. */
 static double miss_fraction(double working_set, double cache_bytes)
 {
     double fill = working_set / cache_bytes;
-    return fill <= 0.5 ? 0 : fill >= 1 ? 1 : (fill - 0.5) / 0.5;
+    return fill <= 0.5 ? 0 : fill >= 2 ? 1 : (fill - 0.5) / 1.5;
 }
 
 /* Copy and reduce rates per node, from its working set (see the top). */

@@ -275,16 +275,18 @@ Test(model_hand, reductions_in_cache_out_of_cache_and_sharing_memory)
     cr_expect_float_eq(reductions(2, same, 1e6, 0.5), 1 + 4000 / 4000.0, EPS);
 }
 
-/* Between half the cache and all of it, the time per byte moves linearly from the
- * in-cache rate to the memory rate: 12000 bytes touched in a 16000-byte cache are
- * half from memory (4000 B at 0.5/4000 + 0.5/500 us per byte). */
+/* Between half the cache and twice it, the time per byte moves linearly from the
+ * in-cache rate to the memory rate: 12000 bytes touched in an 8000-byte cache (1.5
+ * times it) are two thirds from memory, in a 16000-byte cache a sixth. */
 Test(model_hand, working_sets_near_the_cache_size_partly_miss)
 {
     int one[1] = {0};
     cr_expect_float_eq(reductions(1, one, 24000, 100), 1 + 4000 / 4000.0, EPS);
-    cr_expect_float_eq(reductions(1, one, 16000, 100), 1 + 4000 * (0.5 / 4000 + 0.5 / 500),
-                       EPS);
-    cr_expect_float_eq(reductions(1, one, 12000, 100), 1 + 4000 / 500.0, EPS);
+    cr_expect_float_eq(reductions(1, one, 16000, 100),
+                       1 + 4000 * (5.0 / 6 / 4000 + 1.0 / 6 / 500), EPS);
+    cr_expect_float_eq(reductions(1, one, 8000, 100),
+                       1 + 4000 * (1.0 / 3 / 4000 + 2.0 / 3 / 500), EPS);
+    cr_expect_float_eq(reductions(1, one, 6000, 100), 1 + 4000 / 500.0, EPS);
 }
 
 /* Rank 0 reads 1000 bytes of rank 1's IN through the kernel: cma_us per call, then
