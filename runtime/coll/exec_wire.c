@@ -449,9 +449,7 @@ int fold_wire_reduce(fold_request_t *req, uint32_t i, char *why, size_t whylen)
                                 stats);
         return FOLD_OK;
     }
-    status = fold_reduce_local(req->op, req->dtype, ref_ptr(req, st->src),
-                               ref_ptr(req, st->src2), ref_ptr(req, st->dst), st->count,
-                               ctx->nthreads, ctx->config.thread_threshold);
+    status = fold_exec_reduce_dense(req, st);
     if (status != FOLD_OK) {
         snprintf(why, whylen, "the local reduction failed");
     }
