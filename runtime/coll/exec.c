@@ -529,6 +529,31 @@ int fold_exec_reduce_dense(const fold_request_t *req, const fold_step_t *st)
     return FOLD_OK;
 }
 
+static void step_done(fold_request_t *req, uint32_t i);
+
+/* A flag post runs as soon as it is ready instead of joining the queue: it costs a
+ * store, and the rank that waits on it should not wait behind the copies and
+ * reductions queued before it (traced, 2 ranks, reduce of 2 MiB in 4 chunks: the
+ * flag saying chunk 0 was copied in went up 18 us late, after every other chunk's
+ * copy; 8 MiB reduce over dpml 505-529 -> 321-345 us). Any order the dependencies
+ * allow is valid, and posts to one flag depend on each other (sched.c). */
+static void run_post(fold_request_t *req, uint32_t i)
+{
+    const fold_step_t *st = &req->sched->steps[i];
+    fold_shm_flag_post(&req->comm->node->seg, req->comm->node->local_rank, st->flag,
+                       shm_value(req, st));
+    step_done(req, i);
+}
+
+static void step_ready(fold_request_t *req, uint32_t j)
+{
+    if (req->sched->steps[j].kind == FOLD_STEP_SHM_POST) {
+        run_post(req, j);
+    } else {
+        queue_push(req, j);
+    }
+}
+
 static void step_done(fold_request_t *req, uint32_t i)
 {
     const fold_sched_t *s = req->sched;
@@ -538,7 +563,7 @@ static void step_done(fold_request_t *req, uint32_t i)
     for (uint32_t k = 0; k < st->nsucc; k++) {
         uint32_t j = succ[k];
         if (--req->pending[j] == 0) {
-            queue_push(req, j);
+            step_ready(req, j);
         }
     }
     /* The answers waiting softly for this send (exec_plan.h). */
@@ -780,9 +805,7 @@ static int start_step(fold_request_t *req, uint32_t i)
         step_done(req, i);
         return FOLD_OK;
     case FOLD_STEP_SHM_POST:
-        fold_shm_flag_post(&comm->node->seg, comm->node->local_rank, st->flag,
-                           shm_value(req, st));
-        step_done(req, i);
+        run_post(req, i);
         return FOLD_OK;
     case FOLD_STEP_SHM_WAIT:
         if (shm_wait_done(req, st)) {
