@@ -122,6 +122,12 @@ static const fold_util_config_field_t config_fields[] = {
      "last 16 translations) or assoc (128 sets x 8 ways), in front of every compressed "
      "map. Hits and misses are logged at debug level when a communicator is freed",
      FOLD_CONFIG_FIELD(rank_cache), FOLD_UTIL_CONFIG_ENUM(fold_rankcache_names)},
+    {"TRACE", "0",
+     "N: log the step timeline of the N-th allreduce or reduce this process runs "
+     "through a schedule (not the tiny-message path) when it finishes, whatever the "
+     "log level: each step's start and end in us beside the cost model's predicted "
+     "end; 0: none",
+     FOLD_CONFIG_FIELD(trace), FOLD_UTIL_CONFIG_LONG(0, LONG_MAX)},
 };
 
 const fold_util_config_table_t fold_config_table = {

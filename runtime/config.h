@@ -42,6 +42,7 @@ typedef struct fold_config {
     const char  *model;
     int          rank_map;          /* fold_rankmap_mode_t (FOLD_RANK_MAP) */
     int          rank_cache;        /* fold_rankcache_kind_t (FOLD_RANK_CACHE) */
+    long         trace;             /* FOLD_TRACE: the call whose timeline is logged; 0 none */
 } fold_config_t;
 
 extern const fold_util_config_table_t fold_config_table;

@@ -56,6 +56,8 @@ struct fold_context {
     void                *loopback_fabric;
     fold_config_t        config;
     int                  nthreads;        /* resolved FOLD_NUM_THREADS */
+    long                 calls_run;       /* allreduce and reduce schedules run so far
+                                             (what FOLD_TRACE counts) */
     long                 spin_count;      /* resolved FOLD_SPIN_COUNT */
     fold_nodemap_t       nodes;           /* node of every context rank (block, cyclic:
                                              no per-rank array) */

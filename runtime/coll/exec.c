@@ -17,6 +17,7 @@
  */
 #include "comm.h"
 #include "fingerprint.h"
+#include "exec_trace.h"
 #include "log.h"
 #include "codec/codec.h"
 #include "codec/reduce_kernel.h"
@@ -208,6 +209,7 @@ void fold_exec_request_free(fold_request_t *req)
 {
     if (req != NULL) {
         free(req->fp_arena);
+        free(req->trace);
         free(req);
     }
 }
@@ -310,6 +312,7 @@ int fold_exec_start(fold_comm_t *comm, const fold_exec_args_t *args, fold_reques
     req->user_owned = 0;
     req->turn       = (fold_node_turn_t){0};
     req->peer_published = 0;
+    fold_exec_trace_begin(req);
     fold_wire_request_init(req, args);
     if ((status = fold_exec_fp_init(req)) != FOLD_OK) {
         if (scratch != NULL) {
@@ -349,6 +352,7 @@ int fold_exec_start(fold_comm_t *comm, const fold_exec_args_t *args, fold_reques
 static void request_finish(fold_request_t *req, int status)
 {
     req->status = status;
+    fold_exec_trace_end(req, status);
     if (req->turn.epoch != 0) {
         fold_node_turn_leave(req->comm->node, &req->turn, status != FOLD_OK);
     }
@@ -371,6 +375,7 @@ void fold_exec_release(fold_request_t *req)
     }
     req->entry->refs--;
     req->magic = 0;
+    fold_exec_trace_free(req);
     if (req->nactive != 0) {
         /* A transport operation that would not finish even when canceled may still
          * write into this request: leaking it is the only safe choice. */
@@ -556,6 +561,7 @@ static void step_ready(fold_request_t *req, uint32_t j)
 
 static void step_done(fold_request_t *req, uint32_t i)
 {
+    fold_exec_trace_step(req, i, 1);
     const fold_sched_t *s = req->sched;
     const fold_plan_step_t *ps = req->plan->steps;
     const fold_step_t *st = &s->steps[i];
@@ -736,6 +742,7 @@ static int active_step_done(const fold_request_t *req, uint32_t i)
 
 static int start_step(fold_request_t *req, uint32_t i)
 {
+    fold_exec_trace_step(req, i, 0);
     const fold_step_t *st = &req->sched->steps[i];
     fold_comm_t *comm = req->comm;
     fold_context_t *ctx = comm->ctx;

@@ -91,6 +91,8 @@ struct fold_request {
     int                 peer_published; /* single copy: IN/OUT published this call */
     fold_node_turn_t    turn;         /* node-aware calls: its turn on the segment
                                          (epoch 0: none) */
+    double             *trace;        /* FOLD_TRACE's call: per step start and end,
+                                         then the start time (exec_trace.c); else NULL */
 };
 
 /* exec.c: start a schedule (blocking callers then wait on it). */

@@ -16,7 +16,9 @@
  *               (the executor's overhead), copies and reductions also for their
  *               bytes over the node's bandwidth; the CPU serves steps in the order
  *               they became ready. Sends, receives and shm waits only take the
- *               step_us to post: their data moves without the CPU.
+ *               step_us to post: their data moves without the CPU. A flag post
+ *               ends step_us after it is ready, whatever the CPU is busy with (the
+ *               executor runs it between the other steps).
  *   bandwidth   a node's working set is what its ranks' schedules touch: each
  *               rank's IN, OUT (once when in place) and TMP extents, plus the node
  *               segment once. Up to half of cache_bytes copies run at copy_gbs and
@@ -1031,6 +1033,16 @@ static double local_cost(const model_sim_t *m, int rank, const model_step_t *st)
 static void sim_ready(model_sim_t *m, int rank, uint32_t g, double t)
 {
     model_step_t *st = &m->steps[g];
+    if (st->kind == FOLD_STEP_SHM_POST) {
+        /* The executor runs a post the moment it is ready, between whatever else
+         * it runs (exec.c, step_ready): it does not wait for the CPU. */
+        double end = t + m->p->step_us;
+        st->t_post = end;
+        st->state  = STEP_POSTED;
+        flag_post(m, rank, st->flag, st->amount, end);
+        sim_complete(m, rank, g, end);
+        return;
+    }
     double start = max2(t, m->cpu[rank]);
     double end   = start + m->p->step_us + local_cost(m, rank, st);
     m->cpu[rank] = end;
@@ -1042,10 +1054,6 @@ static void sim_ready(model_sim_t *m, int rank, uint32_t g, double t)
         break;
     case FOLD_STEP_RECV:
         sim_recv_posted(m, rank, g, end);
-        break;
-    case FOLD_STEP_SHM_POST:
-        flag_post(m, rank, st->flag, st->amount, end);
-        sim_complete(m, rank, g, end);
         break;
     case FOLD_STEP_SHM_WAIT:
         sim_wait_posted(m, rank, g, end);
@@ -1197,9 +1205,29 @@ static void sim_result(const model_sim_t *m, fold_model_result_t *res)
     res->steps   = pg->nsteps;
 }
 
+/* Where one rank's step end times go (fold_model_predict_steps); NULL: nowhere. */
+typedef struct rank_steps {
+    int     rank;
+    double *done;
+    size_t  cap;
+    size_t *nsteps;
+} rank_steps_t;
+
+static void rank_steps_fill(const model_prog_t *pg, const rank_steps_t *out)
+{
+    if (out == NULL || out->rank < 0 || out->rank >= pg->size) {
+        return;
+    }
+    size_t n = pg->base[out->rank + 1] - pg->base[out->rank];
+    for (size_t i = 0; i < n && i < out->cap; i++) {
+        out->done[i] = pg->steps[pg->base[out->rank] + i].t_done;
+    }
+    *out->nsteps = n;
+}
+
 /* Matches the messages and runs the simulation over a complete program. */
 static int model_run(const fold_model_params_t *p, const fold_topo_t *topo, model_prog_t *pg,
-                     fold_model_result_t *res)
+                     const rank_steps_t *out, fold_model_result_t *res)
 {
     int status = prog_check(pg, topo);
     if (status == FOLD_OK) {
@@ -1237,6 +1265,7 @@ static int model_run(const fold_model_params_t *p, const fold_topo_t *topo, mode
     }
     if (status == FOLD_OK) {
         sim_result(&m, res);
+        rank_steps_fill(pg, out);
     }
     sim_free(&m);
     return status;
@@ -1275,7 +1304,7 @@ int fold_model_replay(const fold_model_params_t *p, const fold_topo_t *topo,
         status = prog_append(&pg, r, sched[r], esize);
     }
     if (status == FOLD_OK) {
-        status = model_run(p, topo, &pg, res);
+        status = model_run(p, topo, &pg, NULL, res);
     }
     prog_free(&pg);
     return status;
@@ -1306,8 +1335,9 @@ static int build_rank(const fold_topo_t *topo, const fold_model_query_t *q,
     return status;
 }
 
-int fold_model_predict(const fold_model_params_t *p, const fold_topo_t *topo,
-                       const fold_model_query_t *q, fold_model_result_t *res)
+static int predict(const fold_model_params_t *p, const fold_topo_t *topo,
+                   const fold_model_query_t *q, const rank_steps_t *out,
+                   fold_model_result_t *res)
 {
     if (p == NULL || topo == NULL || q == NULL || q->alg == NULL || res == NULL ||
         q->esize == 0 || check_params(p) != FOLD_OK) {
@@ -1325,8 +1355,26 @@ int fold_model_predict(const fold_model_params_t *p, const fold_topo_t *topo,
         status = build_rank(topo, q, build, r, &pg);
     }
     if (status == FOLD_OK) {
-        status = model_run(p, topo, &pg, res);
+        status = model_run(p, topo, &pg, out, res);
     }
     prog_free(&pg);
     return status;
+}
+
+int fold_model_predict(const fold_model_params_t *p, const fold_topo_t *topo,
+                       const fold_model_query_t *q, fold_model_result_t *res)
+{
+    return predict(p, topo, q, NULL, res);
+}
+
+int fold_model_predict_steps(const fold_model_params_t *p, const fold_topo_t *topo,
+                             const fold_model_query_t *q, int rank, double *done, size_t cap,
+                             size_t *nsteps, fold_model_result_t *res)
+{
+    if (done == NULL || nsteps == NULL) {
+        return FOLD_ERR_INVALID_ARG;
+    }
+    *nsteps = 0;
+    rank_steps_t out = {rank, done, cap, nsteps};
+    return predict(p, topo, q, &out, res);
 }

@@ -95,6 +95,13 @@ typedef struct fold_model_result {
 int fold_model_predict(const fold_model_params_t *p, const fold_topo_t *topo,
                        const fold_model_query_t *q, fold_model_result_t *res);
 
+/* fold_model_predict, also giving when each of `rank`'s steps is predicted to end
+ * (done[i] for its step i, in us from the start; at most cap of them) and how many
+ * steps its schedule has (*nsteps): the beside-column of a traced call (exec_trace.c). */
+int fold_model_predict_steps(const fold_model_params_t *p, const fold_topo_t *topo,
+                             const fold_model_query_t *q, int rank, double *done, size_t cap,
+                             size_t *nsteps, fold_model_result_t *res);
+
 /* The same over schedules already built and finalized, one per rank of topo
  * (sched[r] for rank r); for tests with hand-made schedules. */
 int fold_model_replay(const fold_model_params_t *p, const fold_topo_t *topo,

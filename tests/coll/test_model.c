@@ -388,6 +388,27 @@ Test(model_hand, shm_waits_see_posts_flag_us_later)
     hand_free(&h);
 }
 
+Test(model_hand, flag_posts_do_not_queue_for_the_cpu)
+{
+    /* Rank 0 copies 4000 B into the segment ([0,3]) and 4000 B elsewhere (ready at 0
+     * too: [3,6]); its post of the first is ready at 3 and ends at 4, between them,
+     * as the executor runs it. Rank 1 sees it at 6 and copies 4000 B: [6,9]. Queued
+     * behind the second copy, the post would end at 7 and rank 1 at 12. */
+    fold_model_params_t p = round_params();
+    fold_model_result_t res;
+    hand_t h;
+    int two[2] = {0, 0};
+    hand_init(&h, 2, two);
+    fold_sched_copy(&h.s[0], fold_ref_in(0), fold_ref_shm(0), 1000);
+    fold_sched_copy(&h.s[0], fold_ref_in(1000), fold_ref_tmp(0), 1000);
+    fold_sched_shm_post(&h.s[0], FOLD_FLAG_WRITTEN, 1, fold_ref_shm(0), 1000);
+    fold_sched_shm_wait(&h.s[1], 0, 0, FOLD_FLAG_WRITTEN, 1, fold_ref_shm(0), 1000);
+    fold_sched_copy(&h.s[1], fold_ref_shm(0), fold_ref_out(0), 1000);
+    cr_assert_eq(hand_replay(&h, &p, &res), FOLD_OK);
+    cr_expect_float_eq(res.time_us, 9, EPS);
+    hand_free(&h);
+}
+
 /* ---- schedules that do not fit each other ------------------------------------- */
 
 typedef enum { BAD_COUNT, BAD_SIZE, BAD_FLAG, BAD_CYCLE, BAD_PEER } bad_kind_t;
@@ -462,6 +483,54 @@ static int predict(const fold_model_params_t *p, const fold_topo_t *topo, const 
                   .inter = aware && topo->nnodes > 1 ? &fold_alg_rabenseifner : NULL},
     };
     return fold_model_predict(p, topo, &q, res);
+}
+
+/* One rank's step end times are those of the whole prediction: ring allreduce of 1000
+ * elements on 3 ranks, each rank's schedule as its builder makes it. */
+Test(model_predict, one_ranks_steps_end_within_the_prediction)
+{
+    fold_model_params_t p = round_params();
+    fold_topo_t *topo = topo_blocks(3, 3);
+    fold_model_query_t q = {.alg = &fold_alg_ring, .esize = 4,
+                            .proto = {.coll = FOLD_COLL_ALLREDUCE, .size = 3, .count = 1000,
+                                      .seg_count = 1000, .depth = 1, .commutative = 1}};
+    fold_model_result_t whole, res;
+    cr_assert_eq(fold_model_predict(&p, topo, &q, &whole), FOLD_OK);
+    for (int r = 0; r < 3; r++) {
+        fold_coll_args_t a = q.proto;
+        a.rank = r;
+        fold_sched_t s;
+        fold_sched_init(&s, &a);
+        cr_assert_eq(fold_alg_builder(&fold_alg_ring, FOLD_COLL_ALLREDUCE)(&a, &s), FOLD_OK);
+        cr_assert_eq(fold_sched_finalize(&s), FOLD_OK);
+        double done[64];
+        size_t n = 0;
+        cr_assert_eq(fold_model_predict_steps(&p, topo, &q, r, done, 64, &n, &res), FOLD_OK);
+        cr_expect_eq(n, s.nsteps, "rank %d: %zu steps predicted, %zu built", r, n, s.nsteps);
+        cr_expect_float_eq(res.time_us, whole.time_us, EPS);
+        double last = 0;
+        for (size_t i = 0; i < n && i < 64; i++) {
+            cr_expect(done[i] > 0 && done[i] <= whole.time_us + EPS, "step %zu ends at %g",
+                      i, done[i]);
+            last = done[i] > last ? done[i] : last;
+            /* a step ends after every step it depends on */
+            const uint32_t *succ = &s.succ[s.steps[i].succ_off];
+            for (uint32_t k = 0; k < s.steps[i].nsucc; k++) {
+                cr_expect_geq(done[succ[k]], done[i], "step %u before its predecessor %zu",
+                              succ[k], i);
+            }
+        }
+        cr_expect_gt(last, 0);
+        fold_sched_cleanup(&s);
+    }
+    double one[1];
+    size_t n = 0;
+    cr_expect_eq(fold_model_predict_steps(&p, topo, &q, 0, NULL, 0, &n, &res),
+                 FOLD_ERR_INVALID_ARG);
+    /* a rank beyond the topology gets no steps, the prediction still stands */
+    cr_expect_eq(fold_model_predict_steps(&p, topo, &q, 7, one, 1, &n, &res), FOLD_OK);
+    cr_expect_eq(n, 0);
+    fold_topo_free(topo);
 }
 
 typedef struct shape {
