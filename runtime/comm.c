@@ -240,13 +240,32 @@ static int agree_id(fold_context_t *ctx, const char *who, uint32_t *proposals, i
     return FOLD_OK;
 }
 
+/* The world's first node setup measures what two cores cost each other (probe.c),
+ * and every rank takes the same medians into the model before it selects again:
+ * the node setup runs before the selection of the call that asked for it. */
+static int probe_cores(fold_comm_t *comm)
+{
+    fold_node_calib_t mine;
+    fold_node_probe_cores(comm->node, &mine);
+    fold_node_calib_t *all = malloc((size_t)comm->size * sizeof(*all));
+    if (all == NULL) {
+        return FOLD_ERR_NO_MEMORY;
+    }
+    int status = comm_allgather(comm, &mine, all, sizeof(mine));
+    if (status == FOLD_OK) {
+        status = fold_context_set_cores(comm->ctx, all, comm->size);
+    }
+    free(all);
+    return status;
+}
+
 int fold_comm_node(fold_comm_t *comm, fold_node_t **node_p)
 {
     if (comm->node_none) {
         return FOLD_ERR_UNSUPPORTED;
     }
     if (comm->node == NULL) {
-        const fold_context_t *ctx = comm->ctx;
+        fold_context_t *ctx = comm->ctx;
         int *key = comm_node_of(comm);
         if (key == NULL) {
             return FOLD_ERR_NO_MEMORY;
@@ -262,6 +281,9 @@ int fold_comm_node(fold_comm_t *comm, fold_node_t **node_p)
         int status = fold_node_create(&params, &comm->node, comm->node_why,
                                       sizeof(comm->node_why));
         free(key);
+        if (status == FOLD_OK && comm == ctx->world && !ctx->cores_probed) {
+            status = probe_cores(comm);
+        }
         if (status == FOLD_ERR_UNSUPPORTED) {
             /* Not asked again: every rank would have to agree to. Decisions made
              * before (fold_selected_algorithm) assumed node-aware algorithms. */

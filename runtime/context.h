@@ -16,6 +16,7 @@
 #include "group/comm_ids.h"
 #include "group/nodemap.h"
 #include "group/world_rect.h"
+#include "node/node.h"
 #include "transport/transport.h"
 
 #include <stdint.h>
@@ -47,8 +48,10 @@ struct fold_context {
     fold_tune_file_t     file;            /* FOLD_TUNE_FILE: rules and model parameters */
     fold_model_params_t  model;           /* the cost model's machine (defaults, what
                                              fold_init measured, file, FOLD_MODEL) */
-    char                 measured[192];    /* "name=value,..." of what fold_init measured,
+    char                 measured[256];    /* "name=value,..." of what fold_init measured,
                                              the same on every rank */
+    struct fold_node_calib calib;         /* the same, agreed (what the string says) */
+    int                  cores_probed;    /* the world's node setup probed the cores */
     const fold_alg_t    *forced[FOLD_COLL_COUNT]; /* FOLD_ALLREDUCE_ALG, FOLD_REDUCE_ALG */
     fold_bootstrap_t     bs;
     const fold_tl_ops_t *tl_ops;
@@ -95,6 +98,11 @@ void fold_context_free_virtual(fold_context_t *ctx);
  * fold_select_configure applies them. */
 struct fold_node_calib;
 void fold_context_set_measured(fold_context_t *ctx, const struct fold_node_calib *calib);
+/* What the node setup of the world measured of two cores (node/probe.c), all[r] from
+ * world rank r (zeros from ranks that did not measure): the medians of the values
+ * measured become the model's shm_gbs and shm_reduce_gbs, under the tuning file and
+ * FOLD_MODEL, on every rank alike; earlier decisions are forgotten. */
+int  fold_context_set_cores(fold_context_t *ctx, const struct fold_node_calib *all, int n);
 int  fold_comm_valid(const fold_comm_t *comm);
 int  fold_context_add_comm(fold_context_t *ctx, fold_comm_t *comm);
 void fold_context_remove_comm(fold_context_t *ctx, fold_comm_t *comm);

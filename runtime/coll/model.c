@@ -111,8 +111,8 @@ static const model_param_t model_params[] = {
     MODEL_PARAM(copy_gbs, PARAM_RATE),       MODEL_PARAM(copy_mem_gbs, PARAM_RATE),
     MODEL_PARAM(reduce_gbs, PARAM_RATE),     MODEL_PARAM(reduce_mem_gbs, PARAM_RATE),
     MODEL_PARAM(node_mem_gbs, PARAM_RATE),   MODEL_PARAM(cache_bytes, PARAM_BYTES),
-    MODEL_PARAM(shm_gbs, PARAM_RATE),        MODEL_PARAM(cma_gbs, PARAM_RATE),
-    MODEL_PARAM(cma_us, PARAM_TIME),
+    MODEL_PARAM(shm_gbs, PARAM_RATE),        MODEL_PARAM(shm_reduce_gbs, PARAM_RATE),
+    MODEL_PARAM(cma_gbs, PARAM_RATE),        MODEL_PARAM(cma_us, PARAM_TIME),
 };
 
 #define MODEL_NPARAMS   (sizeof(model_params) / sizeof(model_params[0]))
@@ -154,6 +154,7 @@ void fold_model_defaults(fold_model_params_t *p)
         .node_mem_gbs   = 100,    /* what all cores of a node stream together */
         .cache_bytes    = 32.0 * 1024 * 1024,
         .shm_gbs        = 10,     /* one core reading what another core just wrote */
+        .shm_reduce_gbs = 10,     /* ... and reducing it with its own data */
         .cma_gbs        = 8,      /* process_vm_readv of another process's memory */
         .cma_us         = 1,      /* ... per call (the kernel pins the pages) */
     };
@@ -717,7 +718,8 @@ typedef struct model_sim {
     double        *copy_us;    /* node -> us per byte copied */
     double        *reduce_us;  /* node -> us per byte reduced */
     double         intra_us, inter_us;   /* us per byte on the wire */
-    double         shm_us;               /* us per byte read from other cores' data */
+    double         shm_us;               /* us per byte copied from other cores' data */
+    double         shm_reduce_us;        /* us per byte of result reduced from it */
     double         cma_byte_us;          /* us per byte of a peer read or write */
     double         copy_cache_us;        /* us per byte of a copy in cache */
     flag_log_t    *flags;      /* rank * FOLD_SHM_NFLAGS + flag */
@@ -1026,7 +1028,10 @@ static double local_cost(const model_sim_t *m, int rank, const model_step_t *st)
     default:               return 0;
     }
     /* Data another core wrote comes through the cache-coherence fabric. */
-    return (double)st->amount * (st->reads_shm ? max2(per_byte, m->shm_us) : per_byte);
+    if (st->reads_shm) {
+        per_byte = max2(per_byte, st->kind == FOLD_STEP_REDUCE ? m->shm_reduce_us : m->shm_us);
+    }
+    return (double)st->amount * per_byte;
 }
 
 /* Step g of `rank` is ready at t: it takes the CPU when the CPU is free. */
@@ -1102,6 +1107,7 @@ static void sim_rates(model_sim_t *m)
     }
     m->intra_us = 1.0 / (p->intra_gbs * 1e3);
     m->shm_us   = 1.0 / (p->shm_gbs * 1e3);
+    m->shm_reduce_us = 1.0 / (p->shm_reduce_gbs * 1e3);
     m->cma_byte_us = 1.0 / (p->cma_gbs * 1e3);
     m->copy_cache_us = 1.0 / (p->copy_gbs * 1e3);
     m->inter_us = 1.0 / (p->inter_gbs * 1e3);

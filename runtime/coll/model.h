@@ -10,7 +10,9 @@
  *   copy / reduce        bytes / bandwidth on its rank's CPU, the bandwidth taken
  *                        from the in-cache or the memory figure by the node's working
  *                        set, and shared with the node's other ranks in memory; one
- *                        that reads the node segment at most at shm_gbs
+ *                        that reads the node segment at most at shm_gbs (a copy) or
+ *                        shm_reduce_gbs (a reduction), what two cores of the node
+ *                        were measured to cost each other (node/probe.c)
  *   send / recv          a message between two ranks of one node: intra_lat_us +
  *                        bytes / intra_gbs; between nodes: inter_lat_us + bytes /
  *                        inter_gbs, each node's link (nics of them) carrying one
@@ -45,8 +47,10 @@ typedef struct fold_model_params {
     double node_mem_gbs;     /* all ranks of a node streaming at once: the ceiling of
                                 the sum of their memory-bound copies and reductions */
     double cache_bytes;      /* last-level cache of a node */
-    double shm_gbs;          /* one core reading data another core wrote (the node
-                                segment): copies and reductions from it go no faster */
+    double shm_gbs;          /* one core copying data another core wrote (the node
+                                segment): copies from it go no faster */
+    double shm_reduce_gbs;   /* ... reducing it with its own (bytes of result): the
+                                same for reductions that read the segment */
     double cma_gbs;          /* single copy: the kernel copying from or to another
                                 process (process_vm_readv), GB/s */
     double cma_us;           /* ... its cost per call */

@@ -162,10 +162,14 @@ int    fold_node_peer_probe(int64_t pid, uint64_t addr, uint64_t expect);
 /* calibrate.c: what fold_init measures of the node, for the cost model's
  * parameters of the same names (0: not measured) */
 typedef struct fold_node_calib {
-    double copy_gbs;        /* memcpy of 1 MiB in cache; also the model's shm_gbs */
+    double copy_gbs;        /* memcpy of 1 MiB in cache; the model's shm_gbs until the
+                               cores are probed */
     double reduce_gbs;      /* float32 c = a + b over 1 MiB in cache */
     double copy_mem_gbs;    /* the same two from memory */
     double reduce_mem_gbs;
+    double xcopy_gbs;       /* probe.c, at the world's node setup (0 before): memcpy */
+    double xreduce_gbs;     /* and float32 sum of 64 KiB another core just wrote, */
+    double flag_us;         /* and a flag's trip from one core to the other */
     int    single_copy;     /* the kernel lets this process copy through it ... */
     double cma_gbs;         /* ... at this rate (1 MiB reads) */
     double cma_us;          /* ... and this cost per call */
@@ -173,6 +177,12 @@ typedef struct fold_node_calib {
 /* Measures the copy paths on this process's own memory, interleaved so that all
  * see the same conditions (about 15 ms). */
 void   fold_node_calibrate(fold_node_calib_t *out);
+
+/* probe.c: what the node's first and last local ranks measure of each other through
+ * a new segment: both the transfer rates, the last the flag's trip; zeros elsewhere,
+ * or where the segment is too small or the other rank does not answer within a
+ * second. Both must call it. */
+void fold_node_probe_cores(fold_node_t *node, fold_node_calib_t *out);
 
 /* fast.c */
 typedef struct fold_node_call {

@@ -721,7 +721,9 @@ static int params_equal(const fold_model_params_t *a, const fold_model_params_t 
            a->nics == b->nics && a->eager_bytes == b->eager_bytes &&
            a->copy_gbs == b->copy_gbs && a->copy_mem_gbs == b->copy_mem_gbs &&
            a->reduce_gbs == b->reduce_gbs && a->reduce_mem_gbs == b->reduce_mem_gbs &&
-           a->node_mem_gbs == b->node_mem_gbs && a->cache_bytes == b->cache_bytes;
+           a->node_mem_gbs == b->node_mem_gbs && a->cache_bytes == b->cache_bytes &&
+           a->shm_gbs == b->shm_gbs && a->shm_reduce_gbs == b->shm_reduce_gbs &&
+           a->cma_gbs == b->cma_gbs && a->cma_us == b->cma_us;
 }
 
 Test(model_params, set_accepts_good_values)
@@ -795,7 +797,7 @@ Test(model_params, print_reads_back_exactly)
         cr_assert_eq(sscanf(line, "param %63s %63s", name, value), 2, "%s", line);
         cr_expect_eq(fold_model_set(&q, name, value), FOLD_OK, "%s", line);
     }
-    cr_expect_eq(lines, 17);
+    cr_expect_eq(lines, 18);
     cr_expect(params_equal(&p, &q));
     free(text);
 }

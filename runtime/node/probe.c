@@ -1,0 +1,167 @@
+/*
+ * What two cores of a node cost each other (node.h), measured once through the
+ * world's new segment by its first and last local ranks (the last is the likeliest
+ * to sit on another CCD or socket): a flag's round trip, and memcpy and fold's
+ * float32 sum of 64 KiB the other core has just written, both cores reading each
+ * other's at once as in a call. calibrate.c measures one
+ * core on its own memory; these are what the node segment's steps pay. On the AMD
+ * EPYC VM this was written on the same two vCPUs moved between sharing an L3
+ * (round trip 0.10 us) and not (0.50 us), and a reduction reading the other core's
+ * data ran at 35 GB/s against 48 on its own: the model costed shm_flat and dpml at
+ * 64 KiB as 2.8 and 2.6 us where they took 3.4 and 3.8.
+ *
+ * Layout in the segment's data, which no schedule uses before setup returns (the
+ * allgather after the probe orders them): A's and B's words on their own lines, then
+ * A's 64 KiB buffer and B's.
+ */
+#include "node/node.h"
+
+#include "codec/reduce_kernel.h"
+#include "util/clock.h"
+
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PROBE_BYTES    ((size_t)64 << 10)
+#define PROBE_DATA_OFF 4096
+#define PROBE_TRIPS    64
+#define PROBE_BATCHES  4
+#define PROBE_ROUNDS   8
+#define PROBE_WAIT_S   1.0
+
+typedef struct probe {
+    _Atomic uint64_t *mine, *theirs;
+    char             *mine_data, *their_data;
+    int               failed;
+} probe_t;
+
+/* Waits until the other side's word reaches v; gives up after PROBE_WAIT_S. */
+static int wait_for(probe_t *pr, uint64_t v)
+{
+    double start = 0;
+    for (unsigned spins = 0;; spins++) {
+        if (atomic_load_explicit(pr->theirs, memory_order_acquire) >= v) {
+            return 1;
+        }
+        if ((spins & 1023) == 1023) {
+            double now = fold_util_time_now();
+            start = start == 0 ? now : start;
+            if (now - start > PROBE_WAIT_S) {
+                pr->failed = 1;
+                return 0;
+            }
+        }
+    }
+}
+
+static void post(probe_t *pr, uint64_t v)
+{
+    atomic_store_explicit(pr->mine, v, memory_order_release);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof(*v), cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* Round trips: A posts, B answers. The best batch's mean (the others met noise). */
+static double round_trip_us(probe_t *pr, int is_a, uint64_t *seq)
+{
+    double best = 0;
+    for (int b = 0; b < PROBE_BATCHES && !pr->failed; b++) {
+        double start = fold_util_time_now();
+        for (int t = 0; t < PROBE_TRIPS && !pr->failed; t++) {
+            uint64_t v = ++*seq;
+            if (is_a) {
+                post(pr, v);
+                wait_for(pr, v);
+            } else {
+                wait_for(pr, v);
+                post(pr, v);
+            }
+        }
+        double us = (fold_util_time_now() - start) * 1e6 / PROBE_TRIPS;
+        best = b == 0 || us < best ? us : best;
+    }
+    return best;
+}
+
+/* Both write their buffer, then read the other's at once (a copy, or a sum with
+ * their own), as the ranks of a node-aware call do: the median rate of each side. */
+static double transfer_gbs(probe_t *pr, int reduce, float *own, float *out, uint64_t *seq)
+{
+    double t[PROBE_ROUNDS];
+    int n = 0;
+    for (int k = 0; k < PROBE_ROUNDS && !pr->failed; k++) {
+        uint64_t written = ++*seq, read = ++*seq;
+        memset(pr->mine_data, k + 1, PROBE_BYTES);
+        post(pr, written);
+        if (!wait_for(pr, written)) {
+            break;
+        }
+        double start = fold_util_time_now();
+        if (reduce) {
+            fold_reduce_local(FOLD_OP_SUM, FOLD_FLOAT32, own, pr->their_data, out,
+                              PROBE_BYTES / sizeof(float), 1, SIZE_MAX);
+        } else {
+            memcpy(out, pr->their_data, PROBE_BYTES);
+        }
+        t[n++] = fold_util_time_now() - start;
+        post(pr, read);
+        wait_for(pr, read);   /* the other is done reading before either writes again */
+    }
+    if (n == 0) {
+        return 0;
+    }
+    double s = median(t, n);
+    return s > 0 ? (double)PROBE_BYTES / s / 1e9 : 0;
+}
+
+void fold_node_probe_cores(fold_node_t *node, fold_node_calib_t *out)
+{
+    memset(out, 0, sizeof(*out));
+    const fold_shm_seg_t *seg = &node->seg;
+    int last = seg->local_size - 1;
+    int is_a = node->local_rank == 0, is_b = node->local_rank == last;
+    /* Only the schedules' part: the tiny-message and single-copy regions follow it. */
+    if (seg->base == NULL || last < 1 || (!is_a && !is_b) ||
+        node->shm_bytes < PROBE_DATA_OFF + 2 * PROBE_BYTES) {
+        return;
+    }
+    float *own = aligned_alloc(64, PROBE_BYTES), *buf = aligned_alloc(64, PROBE_BYTES);
+    if (own == NULL || buf == NULL) {
+        free(own);
+        free(buf);
+        return;   /* the other side gives up after a second */
+    }
+    memset(own, 0, PROBE_BYTES);
+    memset(buf, 0, PROBE_BYTES);
+    _Atomic uint64_t *words = (_Atomic uint64_t *)(void *)seg->data;
+    char *data_a = seg->data + PROBE_DATA_OFF, *data_b = data_a + PROBE_BYTES;
+    probe_t pr = {.mine = is_a ? &words[0] : &words[8], .theirs = is_a ? &words[8] : &words[0],
+                  .mine_data = is_a ? data_a : data_b, .their_data = is_a ? data_b : data_a};
+    uint64_t seq = 0;
+    double rtt = round_trip_us(&pr, is_a, &seq);
+    double copy = transfer_gbs(&pr, 0, own, buf, &seq);
+    double reduce = transfer_gbs(&pr, 1, own, buf, &seq);
+    /* Both are done with the segment once the other side has seen the last word. */
+    uint64_t bye = ++seq;
+    post(&pr, bye);
+    wait_for(&pr, bye);
+    if (!pr.failed) {
+        out->flag_us     = is_b ? rtt / 2 : 0;   /* both timed the trips: told once */
+        out->xcopy_gbs   = copy;
+        out->xreduce_gbs = reduce;
+    }
+    free(own);
+    free(buf);
+}

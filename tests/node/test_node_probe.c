@@ -1,0 +1,121 @@
+/*
+ * What the world's node setup measures of two cores (node/probe.c) and how it
+ * reaches the model (fold_context_set_cores): measured by a real pair of ranks on
+ * one node, plausible, the same on every rank, under the tuning file and FOLD_MODEL,
+ * and skipped where the segment has no room. No speed is asserted.
+ */
+#include "loopback_harness.h"
+
+#include "context.h"
+
+#include <criterion/criterion.h>
+#include <fold/fold.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define RANKS 3
+
+typedef struct seen {
+    const char         *shm_size;
+    fold_model_params_t model[RANKS];
+    int                 probed[RANKS];
+    double              calib_flag_us[RANKS];
+    char                measured[RANKS][256];
+} seen_t;
+
+static int one_call(fold_context_t *ctx, int rank, int size, void *arg)
+{
+    (void)size;
+    seen_t *s = arg;
+    int in[4096], out[4096];
+    for (int i = 0; i < 4096; i++) {
+        in[i] = rank;
+    }
+    int bad = fold_config_set(ctx, "SHM_SIZE", s->shm_size) != FOLD_OK;
+    bad |= fold_config_set(ctx, "ALLREDUCE_ALG", "dpml") != FOLD_OK;
+    bad |= fold_allreduce(in, out, 4096, FOLD_INT32, FOLD_OP_SUM, fold_comm_world(ctx)) !=
+           FOLD_OK;
+    bad |= out[4095] != 0 + 1 + 2;
+    s->model[rank]  = ctx->model;
+    s->probed[rank] = ctx->cores_probed;
+    s->calib_flag_us[rank] = ctx->calib.flag_us;
+    snprintf(s->measured[rank], sizeof(s->measured[rank]), "%s", ctx->measured);
+    return bad;
+}
+
+static int plausible(double gbs)
+{
+    return isfinite(gbs) && gbs > 0.1 && gbs < 1e4;
+}
+
+Test(node_probe, two_cores_measured_once_and_alike_on_every_rank)
+{
+    seen_t s = {.shm_size = "4M"};
+    cr_assert_eq(lh_run(RANKS, one_call, &s), 0);
+    for (int r = 0; r < RANKS; r++) {
+        cr_expect_eq(s.probed[r], 1);
+        cr_expect_str_eq(s.measured[r], s.measured[0], "rank %d", r);
+        cr_expect_eq(memcmp(&s.model[r], &s.model[0], sizeof(s.model[0])), 0, "rank %d", r);
+    }
+    cr_expect(s.calib_flag_us[0] > 0 && s.calib_flag_us[0] < 1e4, "flag %g us",
+              s.calib_flag_us[0]);
+    cr_expect(plausible(s.model[0].shm_gbs), "%g", s.model[0].shm_gbs);
+    cr_expect(plausible(s.model[0].shm_reduce_gbs), "%g", s.model[0].shm_reduce_gbs);
+}
+
+/* 16 KiB of segment cannot hold the probe's 64 KiB: the calibration's rates stay. */
+Test(node_probe, no_room_in_the_segment_keeps_the_fallbacks)
+{
+    seen_t s = {.shm_size = "16k"};
+    cr_assert_eq(lh_run(RANKS, one_call, &s), 0);
+    for (int r = 0; r < RANKS; r++) {
+        cr_expect_eq(s.probed[r], 1);
+        cr_expect_eq(s.calib_flag_us[r], 0);
+        cr_expect_float_eq(s.model[r].shm_gbs, s.model[r].copy_gbs, 1e-9, "copies stand in");
+        cr_expect_float_eq(s.model[r].shm_reduce_gbs, s.model[r].reduce_gbs, 1e-9);
+    }
+}
+
+static double defaults_flag_us(void)
+{
+    fold_model_params_t d;
+    fold_model_defaults(&d);
+    return d.flag_us;
+}
+
+static fold_context_t *virtual_context(void)
+{
+    int node_of[4] = {0, 0, 1, 1};
+    fold_context_t *ctx;
+    cr_assert_eq(fold_context_create_virtual(4, node_of, &ctx), FOLD_OK);
+    return ctx;
+}
+
+/* The medians of what was measured (zeros are ranks that did not), FOLD_MODEL on top. */
+Test(node_probe, medians_of_the_measuring_ranks_under_fold_model)
+{
+    fold_context_t *ctx = virtual_context();
+    fold_node_calib_t base = {.copy_gbs = 80, .reduce_gbs = 45};
+    fold_context_set_measured(ctx, &base);
+    ctx->calib = base;
+    fold_node_calib_t all[4] = {
+        {.copy_gbs = 0}, {.xcopy_gbs = 40, .xreduce_gbs = 30, .flag_us = 0.2}, {.copy_gbs = 0},
+        {.xcopy_gbs = 60, .xreduce_gbs = 34, .flag_us = 0.05}};
+    cr_assert_eq(fold_context_set_cores(ctx, all, 4), FOLD_OK);
+    cr_expect_float_eq(ctx->model.shm_gbs, 50, 1e-9);
+    cr_expect_float_eq(ctx->model.shm_reduce_gbs, 32, 1e-9);
+    cr_expect_float_eq(ctx->calib.flag_us, 0.125, 1e-9);
+    cr_expect_float_eq(ctx->model.flag_us, defaults_flag_us(), 1e-9, "logged, not costed");
+    cr_expect_float_eq(ctx->model.copy_gbs, 80, 1e-9);
+    cr_expect_str_eq(ctx->measured, "copy_gbs=80,shm_gbs=50,reduce_gbs=45,shm_reduce_gbs=32");
+    fold_context_free_virtual(ctx);
+
+    setenv("FOLD_MODEL", "shm_gbs=7", 1);
+    ctx = virtual_context();
+    unsetenv("FOLD_MODEL");
+    cr_assert_eq(fold_context_set_cores(ctx, all, 4), FOLD_OK);
+    cr_expect_float_eq(ctx->model.shm_gbs, 7, 1e-9, "FOLD_MODEL has the last word");
+    cr_expect_float_eq(ctx->model.shm_reduce_gbs, 32, 1e-9);
+    fold_context_free_virtual(ctx);
+}
