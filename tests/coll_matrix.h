@@ -1,8 +1,10 @@
 /*
  * The correctness matrix of the reduction collectives, as a list of cases: every
  * algorithm of the registry (coll/alg_table.c) for each collective it builds, at
- * each count, with roots, in place and not, a rotation of datatype x op pairs and
- * the non-commutative user op. test_coll_loopback runs the whole of it once, on the
+ * each count, with roots, in place and not, a rotation of datatype x op pairs, the
+ * non-commutative user op, and a sweep of the pair types (maxloc/minloc) and complex
+ * types (sum/prod): each of those pairs once per algorithm and collective at a small
+ * count, and one of them at the large count on up to 8 ranks. test_coll_loopback runs the whole of it once, on the
  * loopback transport at every rank count; the runs on real transports (mp_coll)
  * take slices of it.
  */

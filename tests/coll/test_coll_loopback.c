@@ -126,7 +126,7 @@ static void run_cases(int size, int nnodes, const size_t *counts, size_t ncounts
     for (size_t k = 0; k < ncounts; k++) {
         most = counts[k] > most ? counts[k] : most;
     }
-    m.expected = malloc(most * 8 + 8);
+    m.expected = malloc(most * 16 + 16);   /* up to 16-byte elements */
 
     int result = lh_run_nodes(size, nnodes, rank_main, &m);
     cr_expect_eq(m.failures, 0, "%d failures; first: %s", m.failures, m.first_failure);
