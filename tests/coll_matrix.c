@@ -58,13 +58,16 @@ static coll_case_t rotated(const fold_alg_t *alg, fold_coll_t coll, size_t count
     return c;
 }
 
-/* The typed sweep of one algorithm and collective: in full, every typed pair once at a
- * small count (not 0, below `large`; count, root and in place rotating), and one pair at
- * the first large count on up to 8 ranks (the large cases on more ranks would double
- * the sweep's time); in a slice, one pair at a small count. */
+/* The typed sweep of one algorithm and collective (spec->typed > 0): in full, every
+ * typed pair once at a small count (not 0, below `large`; count, root and in place
+ * rotating), and with typed == 2 one pair at the first large count; in a slice, one pair
+ * at a small count. */
 static void add_typed(case_list_t *l, const coll_matrix_spec_t *s, const fold_alg_t *alg,
                       fold_coll_t coll, size_t *rot)
 {
+    if (s->typed == 0) {
+        return;
+    }
     size_t small[8], nsmall = 0, large = 0;
     for (size_t k = 0; k < s->ncounts; k++) {
         if (s->counts[k] >= s->large) {
@@ -81,7 +84,7 @@ static void add_typed(case_list_t *l, const coll_matrix_spec_t *s, const fold_al
                              reduce ? (int)(c % (size_t)s->size) : 0, (int)(c / 3 % 2), d->dt,
                              d->op});
     }
-    if (!s->slice && large > 0 && s->size <= 8) {
+    if (!s->slice && large > 0 && s->typed == 2) {
         size_t c = (*rot)++;
         add(l, (coll_case_t){alg, coll, large, reduce ? s->size - 1 : 0, (int)(c % 2),
                              typed[c % NTYPED].dt, typed[c % NTYPED].op});

@@ -86,7 +86,8 @@ static void run_matrix(fold_context_h ctx, fold_op_t affine, int slice)
     const size_t counts[] = {0, 1, 7, 1024, slice ? SLICE_LARGE_COUNT : LARGE_COUNT};
     coll_matrix_spec_t spec = {.size = size, .counts = counts, .ncounts = 5,
                                .large = counts[4], .slice = slice,
-                               .rot = slice ? (size_t)size * 5 : 0, .user_op = affine};
+                               .rot = slice ? (size_t)size * 5 : 0, .user_op = affine,
+                               .typed = 1};
     size_t ncases;
     coll_case_t *cases = coll_matrix_build(&spec, &ncases);
     for (size_t k = 0; k < ncases; k++) {
