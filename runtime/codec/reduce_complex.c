@@ -13,9 +13,11 @@
 typedef struct { float re, im; } complex32_t;
 typedef struct { double re, im; } complex64_t;
 
+/* Static loops behind plain exported functions, as in reduce_loc.c (clang 14 would not
+ * export a multi-versioned function under its own name). */
 #define COMPLEX_PROD(tag, C)                                                            \
     VECTOR_CLONES                                                                       \
-    void fold_kernel_##tag##_prod(const void *left, const void *right, void *dst,      \
+    static void loop_##tag##_prod(const void *left, const void *right, void *dst,      \
                                   size_t count)                                         \
     {                                                                                   \
         const C *l = left;                                                              \
@@ -25,6 +27,11 @@ typedef struct { double re, im; } complex64_t;
             C a = l[k], b = r[k];                                                       \
             d[k] = (C){a.re * b.re - a.im * b.im, a.re * b.im + a.im * b.re};           \
         }                                                                               \
+    }                                                                                   \
+    void fold_kernel_##tag##_prod(const void *left, const void *right, void *dst,      \
+                                  size_t count)                                         \
+    {                                                                                   \
+        loop_##tag##_prod(left, right, dst, count);                                     \
     }
 
 COMPLEX_PROD(complex_float32, complex32_t)

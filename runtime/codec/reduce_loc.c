@@ -47,13 +47,23 @@ SAME_LAYOUT(loc_words32_t, fold_long_int_t, 4);
 #define LONG_SIGNED int32_t
 #endif
 
+/* Each loop is static and reached through a plain exported function: clang 14 names
+ * an exported multi-versioned function's entry point "name.ifunc", which callers in
+ * other files (reduce_kernel.c's table) would not find. */
+#define EXPORT_LOOP(tag_name)                                                           \
+    void fold_kernel_##tag_name(const void *left, const void *right, void *dst,        \
+                                size_t count)                                           \
+    {                                                                                   \
+        loop_##tag_name(left, right, dst, count);                                       \
+    }
+
 /* W: the word type; V: the value's type (its bits are the value word); `better`:
  * > for maxloc, < for minloc; use_or: how equal values combine (see above; for
  * integers either gives the same bits). For integer values the NaN masks are
  * constant zero and vanish. */
 #define LOC_WORDS_KERNEL(tag, name, P, W, V, better, use_or)                            \
     VECTOR_CLONES                                                                       \
-    void fold_kernel_##tag##_##name(const void *left, const void *right, void *dst,    \
+    static void loop_##tag##_##name(const void *left, const void *right, void *dst,    \
                                     size_t count)                                       \
     {                                                                                   \
         const P *l = left;                                                              \
@@ -73,7 +83,8 @@ SAME_LAYOUT(loc_words32_t, fold_long_int_t, 4);
             d[k].v = (ua & ma) | (ub & mb) | ((use_or ? ua | ub : ua & ub) & me);       \
             d[k].i = ((W)(uint32_t)ai & ma) | ((W)(uint32_t)bi & mb) | (lo & me);       \
         }                                                                               \
-    }
+    }                                                                                   \
+    EXPORT_LOOP(tag##_##name)
 
 #define LOC_WORDS_KERNELS(tag, P, W, V)                                                 \
     LOC_WORDS_KERNEL(tag, maxloc, P, W, V, >, 0)                                        \
@@ -86,7 +97,7 @@ LOC_WORDS_KERNELS(long_int, LONG_WORDS, uint64_t, LONG_SIGNED)
 
 #define SHORT_INT_KERNEL(name, better)                                                  \
     VECTOR_CLONES                                                                       \
-    void fold_kernel_short_int_##name(const void *left, const void *right, void *dst,  \
+    static void loop_short_int_##name(const void *left, const void *right, void *dst,  \
                                       size_t count)                                     \
     {                                                                                   \
         const loc_short_int_t *l = left;                                                \
@@ -99,7 +110,8 @@ LOC_WORDS_KERNELS(long_int, LONG_WORDS, uint64_t, LONG_SIGNED)
             d[k].pad = 0;                                                               \
             d[k].i = take_a ? ai : take_b ? bi : ai < bi ? ai : bi;                     \
         }                                                                               \
-    }
+    }                                                                                   \
+    EXPORT_LOOP(short_int_##name)
 
 SHORT_INT_KERNEL(maxloc, >)
 SHORT_INT_KERNEL(minloc, <)
