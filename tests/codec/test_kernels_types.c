@@ -134,30 +134,41 @@ static int same_pair(pair_t x, pair_t y)
     return x.i == y.i && x.v == y.v && signbit(x.v) == signbit(y.v);
 }
 
-static void fill_pairs(fold_dtype_t dt, void *buf, size_t n, uint64_t seed, int nan_too)
+/* Whether byte b of a pair element is padding (neither value nor index). */
+static int is_padding(fold_dtype_t dt, size_t b)
 {
-    uint64_t rng = seed | 1;
-    for (size_t k = 0; k < n; k++) {
-        pair_store(dt, buf, k, random_pair(&rng, dt, nan_too));
-    }
-}
-
-/* Bytes of the element beyond its value and index: must be zero in every result. */
-static int padding_is_zero(fold_dtype_t dt, const void *buf, size_t k)
-{
-    const unsigned char *p = (const unsigned char *)buf + k * fold_dtype_size(dt);
     size_t vsize = dt == FOLD_FLOAT_INT ? 4 : dt == FOLD_DOUBLE_INT ? 8
                  : dt == FOLD_LONG_INT ? sizeof(long) : dt == FOLD_2INT ? 4 : 2;
     size_t ioff = dt == FOLD_DOUBLE_INT ? offsetof(fold_double_int_t, i)
                 : dt == FOLD_LONG_INT ? offsetof(fold_long_int_t, i)
                 : dt == FOLD_SHORT_INT ? offsetof(fold_short_int_t, i) : 4;
+    return !(b < vsize || (b >= ioff && b < ioff + 4));
+}
+
+/* Padding must be zero in every result, whatever the inputs' padding held. */
+static int padding_is_zero(fold_dtype_t dt, const void *buf, size_t k)
+{
+    const unsigned char *p = (const unsigned char *)buf + k * fold_dtype_size(dt);
     for (size_t b = 0; b < fold_dtype_size(dt); b++) {
-        int is_data = b < vsize || (b >= ioff && b < ioff + 4);
-        if (!is_data && p[b] != 0) {
+        if (is_padding(dt, b) && p[b] != 0) {
             return 0;
         }
     }
     return 1;
+}
+
+/* Random pairs; the padding of every other element holds junk, as an application's
+ * uninitialised structs may. */
+static void fill_pairs(fold_dtype_t dt, void *buf, size_t n, uint64_t seed, int nan_too)
+{
+    uint64_t rng = seed | 1;
+    for (size_t k = 0; k < n; k++) {
+        pair_store(dt, buf, k, random_pair(&rng, dt, nan_too));
+        unsigned char *p = (unsigned char *)buf + k * fold_dtype_size(dt);
+        for (size_t b = 0; b < fold_dtype_size(dt) && k % 2; b++) {
+            p[b] = is_padding(dt, b) ? (unsigned char)(0xa7 + b) : p[b];
+        }
+    }
 }
 
 typedef enum { DST_DISTINCT, DST_IS_LEFT, DST_IS_RIGHT } aliasing_t;
