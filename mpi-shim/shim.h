@@ -25,8 +25,9 @@ typedef enum shim_route {
     SHIM_ROUTE_FOLD,
     SHIM_ROUTE_OFF,         /* fold is not running: disabled, failed to start, finalized */
     SHIM_ROUTE_ARGS,        /* arguments MPI rejects; its own error path answers them */
-    SHIM_ROUTE_DATATYPE,    /* derived type, or a predefined one fold has no match for */
-    SHIM_ROUTE_OP,          /* user op, MINLOC, MAXLOC, REPLACE, NO_OP */
+    SHIM_ROUTE_DATATYPE,    /* derived type, or a predefined one fold has no match for
+                               (long double and its pair and complex types, ...) */
+    SHIM_ROUTE_OP,          /* user op, REPLACE, NO_OP */
     SHIM_ROUTE_DTYPE_OP,    /* an op MPI does not define for that datatype */
     SHIM_ROUTE_SMALL,       /* below FOLD_MPI_ALLREDUCE_MIN / FOLD_MPI_REDUCE_MIN */
     SHIM_ROUTE_LARGE,       /* above FOLD_MPI_ALLREDUCE_MAX / FOLD_MPI_REDUCE_MAX */

@@ -1,9 +1,17 @@
 /*
  * MPI predefined datatypes and ops -> fold's, with MPI's rules for which op applies
- * to which datatype class (MPI 4.0, section 6.9.2). Anything not listed (derived
- * types, long double, complex, pair types, MPI_LOGICAL, user ops, MINLOC/MAXLOC,
- * REPLACE, NO_OP) and any combination MPI does not define goes to the MPI library,
- * which then answers exactly as it would without the shim.
+ * to which datatype class (MPI 4.0, section 6.9.2). Served: the C and Fortran
+ * integer, floating and logical types, MPI_BYTE; the pair types MPI_FLOAT_INT,
+ * MPI_DOUBLE_INT, MPI_LONG_INT, MPI_2INT, MPI_SHORT_INT and MPI_2INTEGER with
+ * MPI_MAXLOC / MPI_MINLOC; the complex types MPI_C_FLOAT_COMPLEX (MPI_C_COMPLEX),
+ * MPI_C_DOUBLE_COMPLEX, MPI_COMPLEX, MPI_DOUBLE_COMPLEX, MPI_COMPLEX8,
+ * MPI_COMPLEX16, MPI_CXX_FLOAT_COMPLEX and MPI_CXX_DOUBLE_COMPLEX with MPI_SUM /
+ * MPI_PROD. Each is checked against fold's layout through the MPI library's own
+ * size (and, for pairs, extent), so a kind the library built differently is left
+ * out. Everything else goes to the MPI library, which then answers exactly as it
+ * would without the shim: derived types, long double (and its pair and complex
+ * types), MPI_2REAL / MPI_2DOUBLE_PRECISION, MPI_LOGICAL and MPI_OFFSET (see
+ * below), user ops, REPLACE, NO_OP, and any combination MPI does not define.
  */
 #include "shim.h"
 
@@ -12,11 +20,13 @@
 
 /* MPI's datatype classes, as far as reductions are concerned. */
 typedef enum type_class {
-    CLASS_C_INTEGER, /* every predefined op */
+    CLASS_C_INTEGER, /* every predefined op but maxloc, minloc */
     CLASS_INTEGER,   /* Fortran integers, MPI_AINT, MPI_COUNT: arithmetic and bitwise */
     CLASS_FLOAT,     /* sum, prod, min, max */
     CLASS_LOGICAL,   /* C bool: land, lor, lxor */
     CLASS_BYTE,      /* MPI_BYTE: band, bor, bxor */
+    CLASS_PAIR,      /* value-index pairs: maxloc, minloc */
+    CLASS_COMPLEX,   /* sum, prod */
 } type_class_t;
 
 typedef struct type_entry {
@@ -27,13 +37,25 @@ typedef struct type_entry {
 
 /* Handles are link-time objects in Open MPI and constants in MPICH; either way they
  * are only compared, so a table filled at start-up serves both. */
-static type_entry_t types[48];
+static type_entry_t types[64];
 static int ntypes;
 
 static const fold_dtype_t signed_of_size[9] = {
     [1] = FOLD_INT8, [2] = FOLD_INT16, [4] = FOLD_INT32, [8] = FOLD_INT64};
 static const fold_dtype_t unsigned_of_size[9] = {
     [1] = FOLD_UINT8, [2] = FOLD_UINT16, [4] = FOLD_UINT32, [8] = FOLD_UINT64};
+
+static void add_entry(MPI_Datatype handle, fold_dtype_t dtype, type_class_t cls)
+{
+    for (int i = 0; i < ntypes; i++) {
+        if (types[i].handle == handle) {
+            return;   /* an alias (MPI_C_COMPLEX is MPI_C_FLOAT_COMPLEX in Open MPI) */
+        }
+    }
+    if (ntypes < (int)(sizeof(types) / sizeof(types[0]))) {
+        types[ntypes++] = (type_entry_t){handle, dtype, cls};
+    }
+}
 
 /* Adds a type whose fold equivalent follows from its size as the MPI library reports
  * it, so that Fortran types built with unusual kinds are matched or left out. */
@@ -55,9 +77,70 @@ static void add_type(MPI_Datatype handle, type_class_t cls, int is_signed)
         }
         dtype = is_signed ? signed_of_size[size] : unsigned_of_size[size];
     }
-    if (ntypes < (int)(sizeof(types) / sizeof(types[0]))) {
-        types[ntypes++] = (type_entry_t){handle, dtype, cls};
+    add_entry(handle, dtype, cls);
+}
+
+/* A pair type: the MPI library's size must be the value's and an int's, and its
+ * extent (lower bound 0) fold's struct size, padding included. */
+static void add_pair(MPI_Datatype handle, fold_dtype_t dtype, size_t value_size)
+{
+    int size = 0;
+    MPI_Aint lb = -1, extent = 0;
+    if (handle == MPI_DATATYPE_NULL || PMPI_Type_size(handle, &size) != MPI_SUCCESS ||
+        PMPI_Type_get_extent(handle, &lb, &extent) != MPI_SUCCESS) {
+        return;
     }
+    if ((size_t)size == value_size + sizeof(int) && lb == 0 &&
+        (size_t)extent == fold_dtype_size(dtype)) {
+        add_entry(handle, dtype, CLASS_PAIR);
+    }
+}
+
+/* A complex type: two floats or two doubles, by the MPI library's size. */
+static void add_complex(MPI_Datatype handle)
+{
+    int size = 0;
+    if (handle == MPI_DATATYPE_NULL || PMPI_Type_size(handle, &size) != MPI_SUCCESS ||
+        (size != 8 && size != 16)) {
+        return;
+    }
+    add_entry(handle, size == 8 ? FOLD_COMPLEX_FLOAT32 : FOLD_COMPLEX_FLOAT64, CLASS_COMPLEX);
+}
+
+/* The pair and complex types, each where the MPI library defines it. */
+static void add_pairs_and_complex(void)
+{
+    add_pair(MPI_DOUBLE_INT, FOLD_DOUBLE_INT, sizeof(double));
+    add_pair(MPI_2INT, FOLD_2INT, sizeof(int));
+    add_pair(MPI_FLOAT_INT, FOLD_FLOAT_INT, sizeof(float));
+    add_pair(MPI_LONG_INT, FOLD_LONG_INT, sizeof(long));
+    add_pair(MPI_SHORT_INT, FOLD_SHORT_INT, sizeof(short));
+    /* Fortran's pair of INTEGERs is 2int where INTEGER is a C int. */
+    add_pair(MPI_2INTEGER, FOLD_2INT, sizeof(int));
+#ifdef MPI_C_FLOAT_COMPLEX
+    add_complex(MPI_C_FLOAT_COMPLEX);
+#endif
+#ifdef MPI_C_COMPLEX
+    add_complex(MPI_C_COMPLEX);
+#endif
+#ifdef MPI_C_DOUBLE_COMPLEX
+    add_complex(MPI_C_DOUBLE_COMPLEX);
+#endif
+    add_complex(MPI_COMPLEX);
+    add_complex(MPI_DOUBLE_COMPLEX);
+#ifdef MPI_COMPLEX8
+    add_complex(MPI_COMPLEX8);
+#endif
+#ifdef MPI_COMPLEX16
+    add_complex(MPI_COMPLEX16);
+#endif
+    /* The C++ names are handles a C program can pass too (Open MPI, MPICH). */
+#ifdef MPI_CXX_FLOAT_COMPLEX
+    add_complex(MPI_CXX_FLOAT_COMPLEX);
+#endif
+#ifdef MPI_CXX_DOUBLE_COMPLEX
+    add_complex(MPI_CXX_DOUBLE_COMPLEX);
+#endif
 }
 
 void shim_types_init(void)
@@ -105,6 +188,7 @@ void shim_types_init(void)
     add_type(MPI_DOUBLE_PRECISION, CLASS_FLOAT, 1);
     add_type(MPI_REAL4, CLASS_FLOAT, 1);
     add_type(MPI_REAL8, CLASS_FLOAT, 1);
+    add_pairs_and_complex();
 }
 
 static int map_op(MPI_Op op, fold_op_t *fop)
@@ -119,6 +203,8 @@ static int map_op(MPI_Op op, fold_op_t *fop)
     else if (op == MPI_LAND) *fop = FOLD_OP_LAND;
     else if (op == MPI_LOR)  *fop = FOLD_OP_LOR;
     else if (op == MPI_LXOR) *fop = FOLD_OP_LXOR;
+    else if (op == MPI_MAXLOC) *fop = FOLD_OP_MAXLOC;
+    else if (op == MPI_MINLOC) *fop = FOLD_OP_MINLOC;
     else                     return 0;
     return 1;
 }
@@ -128,12 +214,15 @@ static int class_allows(type_class_t cls, fold_op_t op)
     int arithmetic = op == FOLD_OP_SUM || op == FOLD_OP_PROD || op == FOLD_OP_MIN ||
                      op == FOLD_OP_MAX;
     int bitwise = op == FOLD_OP_BAND || op == FOLD_OP_BOR || op == FOLD_OP_BXOR;
+    int loc = op == FOLD_OP_MAXLOC || op == FOLD_OP_MINLOC;
     switch (cls) {
-    case CLASS_C_INTEGER: return 1;
+    case CLASS_C_INTEGER: return !loc;
     case CLASS_INTEGER:   return arithmetic || bitwise;
     case CLASS_FLOAT:     return arithmetic;
-    case CLASS_LOGICAL:   return !arithmetic && !bitwise;
+    case CLASS_LOGICAL:   return !arithmetic && !bitwise && !loc;
     case CLASS_BYTE:      return bitwise;
+    case CLASS_PAIR:      return loc;
+    case CLASS_COMPLEX:   return op == FOLD_OP_SUM || op == FOLD_OP_PROD;
     }
     return 0;
 }

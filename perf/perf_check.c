@@ -24,8 +24,35 @@ int64_t perf_reference_combine(fold_op_t op, int64_t a, int64_t b)
     }
 }
 
+/* maxloc/minloc: the better value, the lowest rank (each rank's index) on a tie;
+ * complex: both parts summed, or the real parts multiplied (perf_data_second). */
+static void reference_two_part(const perf_data_spec_t *spec, void *expected, size_t count)
+{
+    int loc = spec->op == FOLD_OP_MAXLOC || spec->op == FOLD_OP_MINLOC;
+    for (size_t i = 0; i < count; i++) {
+        int64_t a = perf_data_value(spec, 0, i), b = perf_data_second(spec, 0, i);
+        for (int r = 1; r < spec->ranks; r++) {
+            int64_t v = perf_data_value(spec, r, i), w = perf_data_second(spec, r, i);
+            if (loc) {
+                int better = spec->op == FOLD_OP_MAXLOC ? v > a : v < a;
+                a = better ? v : a;
+                b = better ? w : b;
+            } else {
+                a = perf_reference_combine(spec->op, a, v);
+                b = spec->op == FOLD_OP_PROD ? 0 : b + w;
+            }
+        }
+        perf_element_store2(spec->dtype, a, b, expected, i);
+    }
+}
+
 void perf_reference_reduce(const perf_data_spec_t *spec, void *expected, size_t count)
 {
+    if ((spec->dtype >= FOLD_FLOAT_INT && spec->dtype <= FOLD_SHORT_INT) ||
+        spec->dtype == FOLD_COMPLEX_FLOAT32 || spec->dtype == FOLD_COMPLEX_FLOAT64) {
+        reference_two_part(spec, expected, count);
+        return;
+    }
     for (size_t i = 0; i < count; i++) {
         int64_t acc = perf_data_value(spec, 0, i);
         for (int r = 1; r < spec->ranks; r++) {

@@ -91,7 +91,9 @@ static int64_t dense_value(const perf_data_spec_t *spec, int rank, uint64_t h)
         /* Factors of 2 on the first 8 ranks only: a product stays at most 2^8. */
         return (rank < 8 && (h & 3) == 0) ? 2 : 1;
     case FOLD_OP_MIN:
-    case FOLD_OP_MAX: {
+    case FOLD_OP_MAX:
+    case FOLD_OP_MAXLOC:
+    case FOLD_OP_MINLOC: {
         int64_t v = (int64_t)(h % 201);
         return dtype_is_unsigned(spec->dtype) ? v : v - 100;
     }
@@ -131,8 +133,36 @@ int64_t perf_data_value(const perf_data_spec_t *spec, int rank, size_t index)
     return dense_value(spec, rank, h);
 }
 
+static int dtype_is_pair(fold_dtype_t dtype)
+{
+    return dtype >= FOLD_FLOAT_INT && dtype <= FOLD_SHORT_INT;
+}
+
+static int dtype_is_complex(fold_dtype_t dtype)
+{
+    return dtype == FOLD_COMPLEX_FLOAT32 || dtype == FOLD_COMPLEX_FLOAT64;
+}
+
+int64_t perf_data_second(const perf_data_spec_t *spec, int rank, size_t index)
+{
+    if (dtype_is_pair(spec->dtype)) {
+        return rank;
+    }
+    if (dtype_is_complex(spec->dtype) && spec->op != FOLD_OP_PROD) {
+        return perf_data_value(spec, rank, index + 1);
+    }
+    return 0;
+}
+
 void perf_data_fill(const perf_data_spec_t *spec, int rank, void *buf, size_t count)
 {
+    if (dtype_is_pair(spec->dtype) || dtype_is_complex(spec->dtype)) {
+        for (size_t i = 0; i < count; i++) {
+            perf_element_store2(spec->dtype, perf_data_value(spec, rank, i),
+                                perf_data_second(spec, rank, i), buf, i);
+        }
+        return;
+    }
     int dense = perf_data_rank_is_dense(spec, rank);
     uint64_t value_key = stream_key(spec->seed, STREAM_VALUE, rank);
     uint64_t zero_key = zero_key_of(spec, rank);
@@ -211,8 +241,45 @@ static float bfloat16_to_float(uint16_t b)
     return f;
 }
 
+/* A pair element: the value, then the int index at the struct's offset. */
+#define STORE_PAIR(T, buf, index, value, second)                                        \
+    do {                                                                                \
+        T e_;                                                                           \
+        memset(&e_, 0, sizeof(e_));                                                     \
+        e_.v = (value);                                                                 \
+        e_.i = (int)(second);                                                           \
+        memcpy((char *)(buf) + (index) * sizeof(T), &e_, sizeof(T));                    \
+    } while (0)
+
+void perf_element_store2(fold_dtype_t dtype, int64_t value, int64_t second, void *buf,
+                         size_t index)
+{
+    switch (dtype) {
+    case FOLD_FLOAT_INT:  STORE_PAIR(fold_float_int_t, buf, index, (float)value, second); break;
+    case FOLD_DOUBLE_INT: STORE_PAIR(fold_double_int_t, buf, index, (double)value, second); break;
+    case FOLD_LONG_INT:   STORE_PAIR(fold_long_int_t, buf, index, (long)value, second); break;
+    case FOLD_2INT:       STORE_PAIR(fold_2int_t, buf, index, (int)value, second); break;
+    case FOLD_SHORT_INT:  STORE_PAIR(fold_short_int_t, buf, index, (short)value, second); break;
+    case FOLD_COMPLEX_FLOAT32:
+        ((float *)buf)[2 * index] = (float)value;
+        ((float *)buf)[2 * index + 1] = (float)second;
+        break;
+    case FOLD_COMPLEX_FLOAT64:
+        ((double *)buf)[2 * index] = (double)value;
+        ((double *)buf)[2 * index + 1] = (double)second;
+        break;
+    default:
+        perf_element_store(dtype, value, buf, index);
+        break;
+    }
+}
+
 void perf_element_store(fold_dtype_t dtype, int64_t value, void *buf, size_t index)
 {
+    if (dtype_is_pair(dtype) || dtype_is_complex(dtype)) {
+        perf_element_store2(dtype, value, 0, buf, index);
+        return;
+    }
     switch (dtype) {
     case FOLD_INT8:
     case FOLD_UINT8:    ((uint8_t *)buf)[index]  = (uint8_t)value; break;
@@ -254,6 +321,46 @@ void perf_element_format(fold_dtype_t dtype, const void *buf, size_t index, char
         break;
     case FOLD_FLOAT32:  snprintf(out, len, "%.9g", (double)((const float *)buf)[index]); break;
     case FOLD_FLOAT64:  snprintf(out, len, "%.17g", ((const double *)buf)[index]); break;
+    case FOLD_FLOAT_INT: {
+        fold_float_int_t e;
+        memcpy(&e, (const char *)buf + index * sizeof(e), sizeof(e));
+        snprintf(out, len, "(%.9g, %d)", (double)e.v, e.i);
+        break;
+    }
+    case FOLD_DOUBLE_INT: {
+        fold_double_int_t e;
+        memcpy(&e, (const char *)buf + index * sizeof(e), sizeof(e));
+        snprintf(out, len, "(%.17g, %d)", e.v, e.i);
+        break;
+    }
+    case FOLD_LONG_INT: {
+        fold_long_int_t e;
+        memcpy(&e, (const char *)buf + index * sizeof(e), sizeof(e));
+        snprintf(out, len, "(%ld, %d)", e.v, e.i);
+        break;
+    }
+    case FOLD_2INT: {
+        fold_2int_t e;
+        memcpy(&e, (const char *)buf + index * sizeof(e), sizeof(e));
+        snprintf(out, len, "(%d, %d)", e.v, e.i);
+        break;
+    }
+    case FOLD_SHORT_INT: {
+        fold_short_int_t e;
+        memcpy(&e, (const char *)buf + index * sizeof(e), sizeof(e));
+        snprintf(out, len, "(%d, %d)", e.v, e.i);
+        break;
+    }
+    case FOLD_COMPLEX_FLOAT32: {
+        const float *c = (const float *)buf + 2 * index;
+        snprintf(out, len, "(%.9g, %.9g)", (double)c[0], (double)c[1]);
+        break;
+    }
+    case FOLD_COMPLEX_FLOAT64: {
+        const double *c = (const double *)buf + 2 * index;
+        snprintf(out, len, "(%.17g, %.17g)", c[0], c[1]);
+        break;
+    }
     default:            snprintf(out, len, "?"); break;
     }
 }

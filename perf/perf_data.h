@@ -34,8 +34,17 @@ int64_t perf_data_value(const perf_data_spec_t *spec, int rank, size_t index);
 /* Writes elements [0, count) of rank's input into buf, in the spec's datatype. */
 void perf_data_fill(const perf_data_spec_t *spec, int rank, void *buf, size_t count);
 
-/* Stores an integer value as element `index` of a buffer of dtype (integers wrap). */
+/* The second number of a pair or complex element of rank's input at index: a pair's
+ * index is the rank (MPI's usual owner index); a complex number's imaginary part is the
+ * value at index + 1, or 0 for a product (whose result then stays exact). 0 for the
+ * other datatypes. */
+int64_t perf_data_second(const perf_data_spec_t *spec, int rank, size_t index);
+
+/* Stores an integer value as element `index` of a buffer of dtype (integers wrap; a
+ * pair or complex element gets `second` as its index or imaginary part, padding 0). */
 void perf_element_store(fold_dtype_t dtype, int64_t value, void *buf, size_t index);
+void perf_element_store2(fold_dtype_t dtype, int64_t value, int64_t second, void *buf,
+                         size_t index);
 
 /* Prints element `index` of a buffer of dtype as a number. */
 void perf_element_format(fold_dtype_t dtype, const void *buf, size_t index, char *out,

@@ -64,6 +64,13 @@ static MPI_Datatype mpi_dtype(fold_dtype_t dtype)
     case FOLD_UINT64:  return MPI_UINT64_T;
     case FOLD_FLOAT32: return MPI_FLOAT;
     case FOLD_FLOAT64: return MPI_DOUBLE;
+    case FOLD_FLOAT_INT:  return MPI_FLOAT_INT;
+    case FOLD_DOUBLE_INT: return MPI_DOUBLE_INT;
+    case FOLD_LONG_INT:   return MPI_LONG_INT;
+    case FOLD_2INT:       return MPI_2INT;
+    case FOLD_SHORT_INT:  return MPI_SHORT_INT;
+    case FOLD_COMPLEX_FLOAT32: return MPI_C_FLOAT_COMPLEX;
+    case FOLD_COMPLEX_FLOAT64: return MPI_C_DOUBLE_COMPLEX;
     default:           return MPI_DATATYPE_NULL;
     }
 }
@@ -81,6 +88,8 @@ static MPI_Op mpi_op(fold_op_t op)
     case FOLD_OP_LAND: return MPI_LAND;
     case FOLD_OP_LOR:  return MPI_LOR;
     case FOLD_OP_LXOR: return MPI_LXOR;
+    case FOLD_OP_MAXLOC: return MPI_MAXLOC;
+    case FOLD_OP_MINLOC: return MPI_MINLOC;
     default:           return MPI_OP_NULL;
     }
 }

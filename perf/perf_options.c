@@ -190,7 +190,8 @@ static int opt_dtype(perf_options_t *o, const char *arg, char *why, size_t whyle
 {
     if (fold_dtype_from_name(arg, &o->dtype) != FOLD_OK) {
         snprintf(why, whylen, "expected int8, int16, int32, int64, uint8, uint16, uint32, "
-                 "uint64, float16, bfloat16, float32 or float64");
+                 "uint64, float16, bfloat16, float32, float64, float_int, double_int, long_int, "
+                 "2int, short_int, complex_float32 or complex_float64");
         return -1;
     }
     return 0;
@@ -199,7 +200,8 @@ static int opt_dtype(perf_options_t *o, const char *arg, char *why, size_t whyle
 static int opt_op(perf_options_t *o, const char *arg, char *why, size_t whylen)
 {
     if (fold_op_from_name(arg, &o->op) != FOLD_OK) {
-        snprintf(why, whylen, "expected sum, prod, min, max, band, bor, bxor, land, lor or lxor");
+        snprintf(why, whylen, "expected sum, prod, min, max, band, bor, bxor, land, lor, lxor, "
+                 "maxloc or minloc");
         return -1;
     }
     return 0;
@@ -508,9 +510,11 @@ static const perf_option_t perf_option_table[] = {
      "slowest rank's warm-ups, but not below min(10, N); 0: no limit (default 0.2)"},
      opt_time_per_size},
     {{"dtype", 'd', "NAME", "int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, "
-     "bfloat16, float32, float64 (default float32)"}, opt_dtype},
-    {{"op", 'o', "NAME", "sum, prod, min, max, band, bor, bxor, land, lor, lxor (default sum)"},
-     opt_op},
+     "bfloat16, float32, float64; the pairs float_int, double_int, long_int, 2int, short_int "
+     "(maxloc and minloc only); complex_float32, complex_float64 (sum and prod only) (default "
+     "float32)"}, opt_dtype},
+    {{"op", 'o', "NAME", "sum, prod, min, max, band, bor, bxor, land, lor, lxor, maxloc, minloc "
+     "(default sum)"}, opt_op},
     {{"root", 'r', "R", "root rank of reduce (default 0)"}, opt_root},
     {{"inplace", 'i', NULL, "reduce in place (FOLD_IN_PLACE, and MPI_IN_PLACE for MPI)"},
      opt_inplace},
@@ -649,12 +653,29 @@ static int options_validate(const perf_options_t *o, char *err, size_t errlen)
                  o->end_bytes, fold_dtype_name(o->dtype));
         return -1;
     }
+    int is_pair = o->dtype >= FOLD_FLOAT_INT && o->dtype <= FOLD_SHORT_INT;
+    int is_complex = o->dtype == FOLD_COMPLEX_FLOAT32 || o->dtype == FOLD_COMPLEX_FLOAT64;
     int is_integer = o->dtype != FOLD_FLOAT16 && o->dtype != FOLD_BFLOAT16 &&
-                     o->dtype != FOLD_FLOAT32 && o->dtype != FOLD_FLOAT64;
+                     o->dtype != FOLD_FLOAT32 && o->dtype != FOLD_FLOAT64 && !is_pair &&
+                     !is_complex;
     int is_bitwise = o->op == FOLD_OP_BAND || o->op == FOLD_OP_BOR || o->op == FOLD_OP_BXOR;
+    int is_loc = o->op == FOLD_OP_MAXLOC || o->op == FOLD_OP_MINLOC;
     if (is_bitwise && !is_integer) {
         snprintf(err, errlen, "--op %s takes integer datatypes only, not %s",
                  fold_op_name(o->op), fold_dtype_name(o->dtype));
+        return -1;
+    }
+    if (is_loc != is_pair) {
+        snprintf(err, errlen, "--op %s %s, not %s", fold_op_name(o->op),
+                 is_loc ? "takes the pair datatypes only (float_int, double_int, long_int, "
+                          "2int, short_int)"
+                        : "does not take the pair datatypes (maxloc and minloc do)",
+                 fold_dtype_name(o->dtype));
+        return -1;
+    }
+    if (is_complex && o->op != FOLD_OP_SUM && o->op != FOLD_OP_PROD) {
+        snprintf(err, errlen, "--op %s does not take complex datatypes (sum and prod do), "
+                 "not %s", fold_op_name(o->op), fold_dtype_name(o->dtype));
         return -1;
     }
     if (o->inject_rank >= 0 && !o->check) {

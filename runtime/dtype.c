@@ -19,6 +19,13 @@ static const struct {
     [FOLD_UINT32]   = {"uint32", 4},   [FOLD_UINT64]   = {"uint64", 8},
     [FOLD_FLOAT16]  = {"float16", 2},  [FOLD_BFLOAT16] = {"bfloat16", 2},
     [FOLD_FLOAT32]  = {"float32", 4},  [FOLD_FLOAT64]  = {"float64", 8},
+    [FOLD_FLOAT_INT]  = {"float_int", sizeof(fold_float_int_t)},
+    [FOLD_DOUBLE_INT] = {"double_int", sizeof(fold_double_int_t)},
+    [FOLD_LONG_INT]   = {"long_int", sizeof(fold_long_int_t)},
+    [FOLD_2INT]       = {"2int", sizeof(fold_2int_t)},
+    [FOLD_SHORT_INT]  = {"short_int", sizeof(fold_short_int_t)},
+    [FOLD_COMPLEX_FLOAT32] = {"complex_float32", 8},
+    [FOLD_COMPLEX_FLOAT64] = {"complex_float64", 16},
 };
 
 /* Other spellings people use for the same types (C and ML names). */
@@ -28,13 +35,15 @@ static const struct {
 } dtype_aliases[] = {
     {"int", FOLD_INT32},       {"float", FOLD_FLOAT32}, {"double", FOLD_FLOAT64},
     {"half", FOLD_FLOAT16},    {"bf16", FOLD_BFLOAT16},
+    {"complex64", FOLD_COMPLEX_FLOAT32}, {"complex128", FOLD_COMPLEX_FLOAT64},
+    {"float_complex", FOLD_COMPLEX_FLOAT32}, {"double_complex", FOLD_COMPLEX_FLOAT64},
 };
 
 static const char *const op_names[FOLD_OP_PREDEFINED_COUNT] = {
     [FOLD_OP_SUM] = "sum",   [FOLD_OP_PROD] = "prod", [FOLD_OP_MIN] = "min",
     [FOLD_OP_MAX] = "max",   [FOLD_OP_BAND] = "band", [FOLD_OP_BOR] = "bor",
     [FOLD_OP_BXOR] = "bxor", [FOLD_OP_LAND] = "land", [FOLD_OP_LOR] = "lor",
-    [FOLD_OP_LXOR] = "lxor",
+    [FOLD_OP_LXOR] = "lxor", [FOLD_OP_MAXLOC] = "maxloc", [FOLD_OP_MINLOC] = "minloc",
 };
 
 static int dtype_is_known(fold_dtype_t dtype)

@@ -57,6 +57,9 @@ int fold_fingerprint_diff(const fold_fingerprint_t *a, int rank_a, const fold_fi
     return differ;
 }
 
+_Static_assert(FOLD_DTYPE_COUNT <= 0x40 && FOLD_OP_USER_FIRST + 256 <= 0x10000,
+               "every datatype and op fits its packed field");
+
 uint64_t fold_fingerprint_pack(const fold_fingerprint_t *f)
 {
     return (uint64_t)(f->allreduce & 1) | (uint64_t)(f->inplace & 1) << 1 |

@@ -1,4 +1,5 @@
 #include "coll_call.h"
+#include "coll_reference.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -34,7 +35,7 @@ void coll_call_check(const coll_call_t *call, int rank, int status, const void *
     }
     if (coll_call_has_result(call, rank)) {
         for (size_t i = 0; i < n; i++) {
-            if (memcmp(call->recv + i * es, (const char *)expected + i * es, es) != 0) {
+            if (!ref_same_element(call->dt, call->recv, expected, i)) {
                 snprintf(detail, len, "wrong result at element %zu of %zu", i, n);
                 return;
             }

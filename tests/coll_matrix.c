@@ -15,6 +15,20 @@ static const dt_op_t combos[] = {
 };
 #define NCOMBOS (sizeof(combos) / sizeof(combos[0]))
 
+/* The pair and complex types with each op they take: a sweep of their own, so that
+ * every algorithm sees each of them without the rotation above thinning out. */
+static const dt_op_t typed[] = {
+    {FOLD_FLOAT_INT, FOLD_OP_MAXLOC},  {FOLD_DOUBLE_INT, FOLD_OP_MINLOC},
+    {FOLD_LONG_INT, FOLD_OP_MAXLOC},   {FOLD_2INT, FOLD_OP_MINLOC},
+    {FOLD_SHORT_INT, FOLD_OP_MAXLOC},  {FOLD_COMPLEX_FLOAT32, FOLD_OP_SUM},
+    {FOLD_COMPLEX_FLOAT64, FOLD_OP_PROD},
+    {FOLD_FLOAT_INT, FOLD_OP_MINLOC},  {FOLD_DOUBLE_INT, FOLD_OP_MAXLOC},
+    {FOLD_LONG_INT, FOLD_OP_MINLOC},   {FOLD_2INT, FOLD_OP_MAXLOC},
+    {FOLD_SHORT_INT, FOLD_OP_MINLOC},  {FOLD_COMPLEX_FLOAT32, FOLD_OP_PROD},
+    {FOLD_COMPLEX_FLOAT64, FOLD_OP_SUM},
+};
+#define NTYPED (sizeof(typed) / sizeof(typed[0]))
+
 typedef struct case_list {
     coll_case_t *cases;
     size_t       n, cap;
@@ -44,10 +58,43 @@ static coll_case_t rotated(const fold_alg_t *alg, fold_coll_t coll, size_t count
     return c;
 }
 
+/* The typed sweep of one algorithm and collective (spec->typed > 0): in full, every
+ * typed pair once at a small count (not 0, below `large`; count, root and in place
+ * rotating), and with typed == 2 one pair at the first large count; in a slice, one pair
+ * at a small count. */
+static void add_typed(case_list_t *l, const coll_matrix_spec_t *s, const fold_alg_t *alg,
+                      fold_coll_t coll, size_t *rot)
+{
+    if (s->typed == 0) {
+        return;
+    }
+    size_t small[8], nsmall = 0, large = 0;
+    for (size_t k = 0; k < s->ncounts; k++) {
+        if (s->counts[k] >= s->large) {
+            large = large ? large : s->counts[k];
+        } else if (s->counts[k] > 0 && nsmall < sizeof(small) / sizeof(small[0])) {
+            small[nsmall++] = s->counts[k];
+        }
+    }
+    int reduce = coll == FOLD_COLL_REDUCE;
+    for (size_t k = 0; k < (s->slice ? 1 : NTYPED) && nsmall > 0; k++) {
+        size_t c = (*rot)++;
+        const dt_op_t *d = s->slice ? &typed[c % NTYPED] : &typed[k];
+        add(l, (coll_case_t){alg, coll, small[c % nsmall],
+                             reduce ? (int)(c % (size_t)s->size) : 0, (int)(c / 3 % 2), d->dt,
+                             d->op});
+    }
+    if (!s->slice && large > 0 && s->typed == 2) {
+        size_t c = (*rot)++;
+        add(l, (coll_case_t){alg, coll, large, reduce ? s->size - 1 : 0, (int)(c % 2),
+                             typed[c % NTYPED].dt, typed[c % NTYPED].op});
+    }
+}
+
 coll_case_t *coll_matrix_build(const coll_matrix_spec_t *s, size_t *ncases)
 {
     case_list_t l = {NULL, 0, 0};
-    size_t rot = s->rot;
+    size_t rot = s->rot, typed_rot = s->rot;
     for (int a = 0; fold_alg_all[a] != NULL; a++) {
         const fold_alg_t *alg = fold_alg_all[a];
         for (int coll = FOLD_COLL_ALLREDUCE; coll <= FOLD_COLL_REDUCE; coll++) {
@@ -55,6 +102,7 @@ coll_case_t *coll_matrix_build(const coll_matrix_spec_t *s, size_t *ncases)
                 continue;
             }
             int reduce = coll == FOLD_COLL_REDUCE;
+            add_typed(&l, s, alg, (fold_coll_t)coll, &typed_rot);
             for (size_t k = 0; k < s->ncounts; k++) {
                 size_t count = s->counts[k];
                 int is_large = count >= s->large;

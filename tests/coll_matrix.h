@@ -1,10 +1,12 @@
 /*
  * The correctness matrix of the reduction collectives, as a list of cases: every
  * algorithm of the registry (coll/alg_table.c) for each collective it builds, at
- * each count, with roots, in place and not, a rotation of datatype x op pairs and
- * the non-commutative user op. test_coll_loopback runs the whole of it once, on the
- * loopback transport at every rank count; the runs on real transports (mp_coll)
- * take slices of it.
+ * each count, with roots, in place and not, a rotation of datatype x op pairs, the
+ * non-commutative user op, and a sweep of the pair types (maxloc/minloc) and complex
+ * types (sum/prod): each of those pairs once per algorithm and collective at a small
+ * count, and one of them at the large count (coll_matrix_spec_t.typed says which). test_coll_loopback runs
+ * the whole of it once, on the loopback transport at every rank count; the runs on
+ * real transports (mp_coll) take slices of it.
  */
 #ifndef FOLD_TEST_COLL_MATRIX_H
 #define FOLD_TEST_COLL_MATRIX_H
@@ -35,6 +37,8 @@ typedef struct coll_matrix_spec {
                                  at 7 and the large counts */
     size_t        rot;        /* where the rotation starts */
     fold_op_t     user_op;    /* the non-commutative op (ref_affine_fn) */
+    int           typed;      /* the pair/complex sweep: 0 none, 1 at small counts, 2
+                                 also one large case per algorithm and collective */
 } coll_matrix_spec_t;
 
 /* The cases (malloc'd, *ncases of them). */

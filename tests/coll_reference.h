@@ -8,6 +8,7 @@
 #define FOLD_COLL_REFERENCE_H
 
 #include <fold/fold.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -131,9 +132,145 @@ static inline int64_t ref_wrap(fold_dtype_t dt, int64_t v)
     }
 }
 
+/* ---- Pair types (maxloc/minloc) and complex types (sum/prod) ----------------- */
+
+static inline int ref_is_pair(fold_dtype_t dt)
+{
+    return dt >= FOLD_FLOAT_INT && dt <= FOLD_SHORT_INT;
+}
+
+static inline int ref_is_complex(fold_dtype_t dt)
+{
+    return dt == FOLD_COMPLEX_FLOAT32 || dt == FOLD_COMPLEX_FLOAT64;
+}
+
+/* A pair as numbers; neg_zero marks a float -0 value. */
+typedef struct ref_pair {
+    int64_t v;
+    int     neg_zero;
+    int     i;
+} ref_pair_t;
+
+/* Rank r's pair at element i: values from a small range, so ties between ranks are
+ * common (-0 beside +0 too, on the float pairs), and indices not in rank order, so
+ * the lower index is not simply the lower rank. */
+static inline ref_pair_t ref_pair_value(fold_dtype_t dt, int rank, size_t i)
+{
+    size_t r = (size_t)rank;
+    ref_pair_t p = {(int64_t)((i * 13 + r * 7) % 5) - 2, 0, (int)((r * 37 + i * 11) % 23) - 11};
+    p.neg_zero = p.v == 0 && (dt == FOLD_FLOAT_INT || dt == FOLD_DOUBLE_INT) && (i + r) % 3 == 0;
+    return p;
+}
+
+/* fold.h's maxloc/minloc: the better value with its index; on equal values the lower
+ * index, and +0 beside -0 gives +0 (maxloc) or -0 (minloc). */
+static inline ref_pair_t ref_pair_op(fold_op_t op, ref_pair_t a, ref_pair_t b)
+{
+    int maxloc = op == FOLD_OP_MAXLOC;
+    if (a.v != b.v) {
+        return (maxloc ? a.v > b.v : a.v < b.v) ? a : b;
+    }
+    ref_pair_t p = {a.v, maxloc ? a.neg_zero && b.neg_zero : a.neg_zero || b.neg_zero,
+                    a.i < b.i ? a.i : b.i};
+    return p;
+}
+
+/* Stores the pair through fold.h's struct, padding zeroed (what fold writes). */
+static inline void ref_pair_store(fold_dtype_t dt, void *buf, size_t i, ref_pair_t p)
+{
+    char *e = (char *)buf + i * fold_dtype_size(dt);
+    memset(e, 0, fold_dtype_size(dt));
+    switch (dt) {
+    case FOLD_FLOAT_INT: {
+        fold_float_int_t x = {p.neg_zero ? -0.0f : (float)p.v, p.i};
+        memcpy(e, &x.v, sizeof(x.v));
+        memcpy(e + offsetof(fold_float_int_t, i), &x.i, sizeof(x.i));
+        break;
+    }
+    case FOLD_DOUBLE_INT: {
+        fold_double_int_t x = {p.neg_zero ? -0.0 : (double)p.v, p.i};
+        memcpy(e, &x.v, sizeof(x.v));
+        memcpy(e + offsetof(fold_double_int_t, i), &x.i, sizeof(x.i));
+        break;
+    }
+    case FOLD_LONG_INT: {
+        fold_long_int_t x = {(long)p.v, p.i};
+        memcpy(e, &x.v, sizeof(x.v));
+        memcpy(e + offsetof(fold_long_int_t, i), &x.i, sizeof(x.i));
+        break;
+    }
+    case FOLD_2INT: {
+        fold_2int_t x = {(int)p.v, p.i};
+        memcpy(e, &x, sizeof(x));
+        break;
+    }
+    default: {
+        fold_short_int_t x = {(short)p.v, p.i};
+        memcpy(e, &x.v, sizeof(x.v));
+        memcpy(e + offsetof(fold_short_int_t, i), &x.i, sizeof(x.i));
+        break;
+    }
+    }
+}
+
+/* Rank r's complex number at element i, as integers: small for a sum; for a product
+ * mostly units (1, -1, i, -i) and now and then 1+i, so that any product over the
+ * ranks stays exact in float32. */
+static inline void ref_complex_value(fold_op_t op, int rank, size_t i, int64_t *re, int64_t *im)
+{
+    size_t r = (size_t)rank;
+    if (op == FOLD_OP_PROD) {
+        static const int64_t unit_re[4] = {1, 0, -1, 0}, unit_im[4] = {0, 1, 0, -1};
+        size_t u = (i * 3 + r * 5) % 4;
+        *re = unit_re[u];
+        *im = unit_im[u];
+        if ((i + r) % 7 == 0) {   /* times (1+i) */
+            int64_t a = *re, b = *im;
+            *re = a - b;
+            *im = a + b;
+        }
+        return;
+    }
+    *re = (int64_t)((i * 13 + r * 7) % 11) - 5;
+    *im = (int64_t)((i * 7 + r * 3) % 9) - 4;
+}
+
+static inline void ref_complex_store(fold_dtype_t dt, void *buf, size_t i, int64_t re,
+                                     int64_t im)
+{
+    if (dt == FOLD_COMPLEX_FLOAT32) {
+        float x[2] = {(float)re, (float)im};
+        memcpy((char *)buf + i * sizeof(x), x, sizeof(x));
+    } else {
+        double x[2] = {(double)re, (double)im};
+        memcpy((char *)buf + i * sizeof(x), x, sizeof(x));
+    }
+}
+
 /* Expected element i of the reduction over ranks 0..size-1, stored into out[i]. */
 static inline void ref_expected(fold_dtype_t dt, fold_op_t op, int size, size_t i, void *out)
 {
+    if (ref_is_pair(dt)) {
+        ref_pair_t acc = ref_pair_value(dt, 0, i);
+        for (int r = 1; r < size; r++) {
+            acc = ref_pair_op(op, acc, ref_pair_value(dt, r, i));
+        }
+        ref_pair_store(dt, out, i, acc);
+        return;
+    }
+    if (ref_is_complex(dt)) {
+        int64_t re, im;
+        ref_complex_value(op, 0, i, &re, &im);
+        for (int r = 1; r < size; r++) {
+            int64_t b_re, b_im;
+            ref_complex_value(op, r, i, &b_re, &b_im);
+            int64_t a_re = re, a_im = im;
+            re = op == FOLD_OP_PROD ? a_re * b_re - a_im * b_im : a_re + b_re;
+            im = op == FOLD_OP_PROD ? a_re * b_im + a_im * b_re : a_im + b_im;
+        }
+        ref_complex_store(dt, out, i, re, im);
+        return;
+    }
     if (op >= FOLD_OP_USER_FIRST) {
         uint64_t acc = ref_affine_value(0, i);
         for (int r = 1; r < size; r++) {
@@ -156,11 +293,40 @@ static inline void ref_expected(fold_dtype_t dt, fold_op_t op, int size, size_t 
     ref_store(dt, out, i, acc);
 }
 
+/* Whether element i of got equals want's: bit for bit, except complex numbers,
+ * compared by value: a product's zero parts take their sign from the order the ranks'
+ * factors were multiplied in ((0+1i)(-1+0i) has real part 0*-1 - 1*0 = -0), which
+ * differs between algorithms. */
+static inline int ref_same_element(fold_dtype_t dt, const void *got, const void *want, size_t i)
+{
+    const char *g = (const char *)got, *w = (const char *)want;
+    if (dt == FOLD_COMPLEX_FLOAT32) {
+        float a[2], b[2];
+        memcpy(a, g + i * sizeof(a), sizeof(a));
+        memcpy(b, w + i * sizeof(b), sizeof(b));
+        return a[0] == b[0] && a[1] == b[1];
+    }
+    if (dt == FOLD_COMPLEX_FLOAT64) {
+        double a[2], b[2];
+        memcpy(a, g + i * sizeof(a), sizeof(a));
+        memcpy(b, w + i * sizeof(b), sizeof(b));
+        return a[0] == b[0] && a[1] == b[1];
+    }
+    size_t es = fold_dtype_size(dt);
+    return memcmp(g + i * es, w + i * es, es) == 0;
+}
+
 static inline void ref_fill_input(fold_dtype_t dt, fold_op_t op, int rank, size_t count,
                                   void *buf)
 {
     for (size_t i = 0; i < count; i++) {
-        if (op >= FOLD_OP_USER_FIRST) {
+        if (ref_is_pair(dt)) {
+            ref_pair_store(dt, buf, i, ref_pair_value(dt, rank, i));
+        } else if (ref_is_complex(dt)) {
+            int64_t re, im;
+            ref_complex_value(op, rank, i, &re, &im);
+            ref_complex_store(dt, buf, i, re, im);
+        } else if (op >= FOLD_OP_USER_FIRST) {
             ((uint64_t *)buf)[i] = ref_affine_value(rank, i);
         } else {
             ref_store(dt, buf, i, ref_value(rank, i, op));

@@ -59,18 +59,38 @@ typedef enum fold_dtype {
     FOLD_FLOAT16,   /* IEEE binary16; each reduction step computes in float32 */
     FOLD_BFLOAT16,  /* bfloat16; each reduction step computes in float32 */
     FOLD_FLOAT32, FOLD_FLOAT64,
+    /* MPI's pair types, for FOLD_OP_MAXLOC / FOLD_OP_MINLOC only: a value and an
+     * int index, laid out as the C structs below (padding included), as MPI's
+     * MPI_FLOAT_INT, MPI_DOUBLE_INT, MPI_LONG_INT, MPI_2INT and MPI_SHORT_INT. */
+    FOLD_FLOAT_INT, FOLD_DOUBLE_INT, FOLD_LONG_INT, FOLD_2INT, FOLD_SHORT_INT,
+    /* {real, imaginary} as C99's float _Complex / double _Complex; sum and prod only. */
+    FOLD_COMPLEX_FLOAT32, FOLD_COMPLEX_FLOAT64,
     FOLD_DTYPE_COUNT
 } fold_dtype_t;
+
+/* The pair types' elements. A result's padding bytes are zero, or the input's where
+ * no reduction step touched the element. */
+typedef struct fold_float_int  { float  v; int i; } fold_float_int_t;
+typedef struct fold_double_int { double v; int i; } fold_double_int_t;
+typedef struct fold_long_int   { long   v; int i; } fold_long_int_t;
+typedef struct fold_2int       { int    v; int i; } fold_2int_t;
+typedef struct fold_short_int  { short  v; int i; } fold_short_int_t;
 
 /* Predefined operations. Bitwise ops (band, bor, bxor) take integer types only.
  * Logical ops treat nonzero as true and produce 0 or 1. min/max propagate NaN
  * and order -0 below +0, so every algorithm gives the same bits. Integer sum and
- * prod wrap around modulo 2^bits. User ops (fold_op_create) have values from
- * FOLD_OP_USER_FIRST on. */
+ * prod wrap around modulo 2^bits. Complex types take sum and prod only (prod is
+ * complex multiplication, (a+bi)(c+di) = (ac-bd) + (ad+bc)i, without C's recovery
+ * of infinities from NaN results). maxloc and minloc take the pair types only, and
+ * the pair types nothing else: the larger (smaller) value with its index, and on
+ * equal values the lower index (MPI's rule); equal floats of different signs give
+ * +0 (maxloc) or -0 (minloc). A NaN value follows no rule. User ops (fold_op_create)
+ * have values from FOLD_OP_USER_FIRST on. */
 typedef enum fold_op {
     FOLD_OP_SUM, FOLD_OP_PROD, FOLD_OP_MIN, FOLD_OP_MAX,
     FOLD_OP_BAND, FOLD_OP_BOR, FOLD_OP_BXOR,
     FOLD_OP_LAND, FOLD_OP_LOR, FOLD_OP_LXOR,
+    FOLD_OP_MAXLOC, FOLD_OP_MINLOC,
     FOLD_OP_PREDEFINED_COUNT,
     FOLD_OP_USER_FIRST = 64
 } fold_op_t;

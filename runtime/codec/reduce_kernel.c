@@ -10,6 +10,7 @@
  * user function need not be thread-safe.
  */
 #include "reduce_kernel.h"
+#include "reduce_impl.h"
 #include "log.h"
 
 #include <stdatomic.h>
@@ -22,20 +23,7 @@
 #define HAVE_F16C_PATH 1   /* float16 conversions by F16C when the CPU has it */
 #endif
 
-/* Each loop is also built for AVX2 and the loader picks the build the CPU can
- * run (an ifunc). Baseline x86-64 is SSE2 only; on cache-resident blocks, the
- * size pipelined collectives reduce, AVX2 measured 1.3-2x faster (float32 min,
- * float64 max and bfloat16 about 2x). Same IEEE operations, so the same bits. */
-#if defined(__x86_64__) && defined(__has_attribute)
-#if __has_attribute(target_clones)
-#define VECTOR_CLONES __attribute__((target_clones("avx2", "default")))
-#endif
-#endif
-#ifndef VECTOR_CLONES
-#define VECTOR_CLONES
-#endif
-
-typedef void (*kernel_fn)(const void *left, const void *right, void *dst, size_t count);
+typedef fold_kernel_fn kernel_fn;
 
 #define CACHE_LINE 64
 
@@ -343,6 +331,31 @@ WIDENED_KERNELS(bfloat16)
         [FOLD_OP_BXOR] = kernel_##tag##_bxor, LOGICAL_ROW(tag)                   \
     }
 
+/* Pair types take maxloc and minloc, and nothing else does (fold.h). */
+#define LOC_ROW(tag)                                                             \
+    {                                                                            \
+        [FOLD_OP_MAXLOC] = fold_kernel_##tag##_maxloc,                           \
+        [FOLD_OP_MINLOC] = fold_kernel_##tag##_minloc,                           \
+    }
+
+/* A complex sum is the float sum over the real and imaginary parts alike. */
+static void kernel_complex_float32_sum(const void *left, const void *right, void *dst,
+                                       size_t count)
+{
+    kernel_float32_sum(left, right, dst, 2 * count);
+}
+
+static void kernel_complex_float64_sum(const void *left, const void *right, void *dst,
+                                       size_t count)
+{
+    kernel_float64_sum(left, right, dst, 2 * count);
+}
+
+#define COMPLEX_ROW(tag)                                                         \
+    {                                                                            \
+        [FOLD_OP_SUM] = kernel_##tag##_sum, [FOLD_OP_PROD] = fold_kernel_##tag##_prod, \
+    }
+
 static const kernel_fn kernels[FOLD_DTYPE_COUNT][FOLD_OP_PREDEFINED_COUNT] = {
     [FOLD_INT8]     = INTEGER_ROW(int8),    [FOLD_INT16]    = INTEGER_ROW(int16),
     [FOLD_INT32]    = INTEGER_ROW(int32),   [FOLD_INT64]    = INTEGER_ROW(int64),
@@ -350,6 +363,11 @@ static const kernel_fn kernels[FOLD_DTYPE_COUNT][FOLD_OP_PREDEFINED_COUNT] = {
     [FOLD_UINT32]   = INTEGER_ROW(uint32),  [FOLD_UINT64]   = INTEGER_ROW(uint64),
     [FOLD_FLOAT16]  = FLOAT_ROW(float16),   [FOLD_BFLOAT16] = FLOAT_ROW(bfloat16),
     [FOLD_FLOAT32]  = FLOAT_ROW(float32),   [FOLD_FLOAT64]  = FLOAT_ROW(float64),
+    [FOLD_FLOAT_INT] = LOC_ROW(float_int),  [FOLD_DOUBLE_INT] = LOC_ROW(double_int),
+    [FOLD_LONG_INT]  = LOC_ROW(long_int),   [FOLD_2INT]       = LOC_ROW(2int),
+    [FOLD_SHORT_INT] = LOC_ROW(short_int),
+    [FOLD_COMPLEX_FLOAT32] = COMPLEX_ROW(complex_float32),
+    [FOLD_COMPLEX_FLOAT64] = COMPLEX_ROW(complex_float64),
 };
 
 static int dtype_is_known(fold_dtype_t dtype)

@@ -10,8 +10,9 @@
 #include <fold/fold.h>
 #include <stddef.h>
 
-/* Returns FOLD_OK, or FOLD_ERR_INVALID_ARG for an unknown datatype/op or a bitwise
- * op on a floating type. nthreads > 1 splits the work across OpenMP threads when
+/* Returns FOLD_OK, or FOLD_ERR_INVALID_ARG for an unknown datatype/op or an op the
+ * datatype does not take (fold.h: bitwise ops on floats, maxloc/minloc off the pair
+ * types, anything else on them, complex beyond sum and prod). nthreads > 1 splits the work across OpenMP threads when
  * count * elem_size >= thread_threshold bytes. */
 int fold_reduce_local(fold_op_t op, fold_dtype_t dtype, const void *left,
                       const void *right, void *dst, size_t count,

@@ -35,6 +35,19 @@ static int bad_input(fold_context_t *ctx, int rank, int size, void *arg)
     EXPECT_STATUS(fold_allreduce(buf, out, 4, FOLD_INT32, (fold_op_t)40, w), FOLD_ERR_INVALID_ARG);
     EXPECT_STATUS(fold_allreduce(buf, out, 4, FOLD_FLOAT32, FOLD_OP_BXOR, w),
                   FOLD_ERR_INVALID_ARG);
+    /* maxloc/minloc take the pair types only, which take nothing else; complex types
+     * take sum and prod. */
+    EXPECT_STATUS(fold_allreduce(buf, out, 2, FOLD_INT32, FOLD_OP_MAXLOC, w),
+                  FOLD_ERR_INVALID_ARG);
+    EXPECT_STATUS(fold_reduce(buf, out, 2, FOLD_FLOAT32, FOLD_OP_MINLOC, 0, w),
+                  FOLD_ERR_INVALID_ARG);
+    EXPECT_STATUS(fold_allreduce(buf, out, 2, FOLD_2INT, FOLD_OP_SUM, w), FOLD_ERR_INVALID_ARG);
+    EXPECT_STATUS(fold_allreduce(buf, out, 1, FOLD_DOUBLE_INT, FOLD_OP_MAX, w),
+                  FOLD_ERR_INVALID_ARG);
+    EXPECT_STATUS(fold_allreduce(buf, out, 1, FOLD_COMPLEX_FLOAT64, FOLD_OP_MAX, w),
+                  FOLD_ERR_INVALID_ARG);
+    EXPECT_STATUS(fold_allreduce(buf, out, 2, FOLD_COMPLEX_FLOAT32, FOLD_OP_MAXLOC, w),
+                  FOLD_ERR_INVALID_ARG);
     EXPECT_STATUS(fold_reduce(buf, out, 4, FOLD_INT32, FOLD_OP_SUM, size, w), FOLD_ERR_INVALID_ARG);
     EXPECT_STATUS(fold_reduce(buf, out, 4, FOLD_INT32, FOLD_OP_SUM, -1, w), FOLD_ERR_INVALID_ARG);
     EXPECT_STATUS(fold_bcast(NULL, 4, FOLD_INT32, 0, w), FOLD_ERR_INVALID_ARG);

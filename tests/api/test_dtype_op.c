@@ -117,10 +117,19 @@ Test(op_registry, concurrent_create)
 
 Test(names, dtypes)
 {
-    const size_t sizes[FOLD_DTYPE_COUNT] = {1, 2, 4, 8, 1, 2, 4, 8, 2, 2, 4, 8};
+    /* The pair types' sizes are the C structs' (padding included), as MPI's. */
+    struct float_int { float v; int i; };
+    struct double_int { double v; int i; };
+    struct long_int { long v; int i; };
+    struct short_int { short v; int i; };
+    const size_t sizes[FOLD_DTYPE_COUNT] = {
+        1, 2, 4, 8, 1, 2, 4, 8, 2, 2, 4, 8,
+        sizeof(struct float_int), sizeof(struct double_int), sizeof(struct long_int), 8,
+        sizeof(struct short_int), 8, 16};
     const char *const names[FOLD_DTYPE_COUNT] = {
         "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-        "float16", "bfloat16", "float32", "float64"};
+        "float16", "bfloat16", "float32", "float64", "float_int", "double_int", "long_int",
+        "2int", "short_int", "complex_float32", "complex_float64"};
     for (int i = 0; i < FOLD_DTYPE_COUNT; i++) {
         fold_dtype_t dt = (fold_dtype_t)-1;
         cr_assert_eq(fold_dtype_size((fold_dtype_t)i), sizes[i]);
@@ -131,7 +140,9 @@ Test(names, dtypes)
     const struct { const char *name; fold_dtype_t dt; } aliases[] = {
         {"float", FOLD_FLOAT32}, {"double", FOLD_FLOAT64}, {"half", FOLD_FLOAT16},
         {"bf16", FOLD_BFLOAT16}, {"int", FOLD_INT32}, {"FLOAT32", FOLD_FLOAT32},
-        {"Double", FOLD_FLOAT64}};
+        {"Double", FOLD_FLOAT64}, {"complex64", FOLD_COMPLEX_FLOAT32},
+        {"complex128", FOLD_COMPLEX_FLOAT64}, {"Double_Complex", FOLD_COMPLEX_FLOAT64},
+        {"float_complex", FOLD_COMPLEX_FLOAT32}, {"2INT", FOLD_2INT}};
     for (size_t i = 0; i < sizeof(aliases) / sizeof(aliases[0]); i++) {
         fold_dtype_t dt;
         cr_assert_eq(fold_dtype_from_name(aliases[i].name, &dt), FOLD_OK, "%s", aliases[i].name);
@@ -152,7 +163,8 @@ Test(names, dtypes)
 Test(names, ops)
 {
     const char *const names[FOLD_OP_PREDEFINED_COUNT] = {
-        "sum", "prod", "min", "max", "band", "bor", "bxor", "land", "lor", "lxor"};
+        "sum", "prod", "min", "max", "band", "bor", "bxor", "land", "lor", "lxor",
+        "maxloc", "minloc"};
     for (int i = 0; i < FOLD_OP_PREDEFINED_COUNT; i++) {
         fold_op_t op = (fold_op_t)-1;
         cr_assert_str_eq(fold_op_name((fold_op_t)i), names[i]);

@@ -847,6 +847,37 @@ Test(codec, empty_vectors_and_bad_arguments)
     cr_assert(st.count == 5 && st.nnz == 5);
 }
 
+/* The pair and complex types have no codec (their zeros are not one neutral word, and
+ * maxloc/minloc have no sparse form): every entry point refuses them or calls them
+ * dense, so the wire sends them as they are. */
+Test(codec, pair_and_complex_types_stay_dense)
+{
+    const fold_dtype_t types[] = {FOLD_FLOAT_INT, FOLD_DOUBLE_INT, FOLD_LONG_INT, FOLD_2INT,
+                                  FOLD_SHORT_INT, FOLD_COMPLEX_FLOAT32, FOLD_COMPLEX_FLOAT64};
+    unsigned char zeros[256] = {0}, wire[512], out[256];
+    float one = 1.0f;
+    size_t len = fold_codec_encode(FOLD_CODEC_BITS, FOLD_FLOAT32, &one, 1, wire, sizeof(wire));
+    cr_assert_gt(len, 0);
+    for (size_t t = 0; t < sizeof(types) / sizeof(types[0]); t++) {
+        fold_dtype_t dt = types[t];
+        size_t n = sizeof(zeros) / fold_dtype_size(dt);
+        for (int o = 0; o < FOLD_OP_PREDEFINED_COUNT; o++) {
+            cr_assert_not(fold_codec_supported((fold_op_t)o, dt), "%s", fold_dtype_name(dt));
+        }
+        cr_assert_eq(fold_codec_valid_mask(dt), 0);
+        cr_assert_eq(fold_codec_sample_density(dt, zeros, n, 4), 1.0);
+        fold_codec_stats_t st;
+        fold_codec_count(dt, zeros, n, &st);
+        cr_assert(st.count == n && st.nnz == n, "%s counted sparse", fold_dtype_name(dt));
+        for (size_t c = 0; c < 4; c++) {
+            cr_assert_eq(fold_codec_encode(codecs[c], dt, zeros, n, wire, sizeof(wire)), 0);
+        }
+        cr_assert_eq(fold_codec_decode(dt, wire, len, out, 1), FOLD_ERR_INVALID_ARG);
+        cr_assert_eq(fold_codec_reduce_wire(FOLD_OP_SUM, dt, wire, len, out, out, 1, NULL),
+                     FOLD_ERR_INVALID_ARG);
+    }
+}
+
 /* ---- Fused kernels ---------------------------------------------------------------------- */
 
 typedef struct pair {

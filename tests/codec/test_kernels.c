@@ -1,6 +1,7 @@
 /*
  * Local reduction kernels (with user ops) and half-precision conversions; the user-op
- * registry and the datatype/op names are tests/api/test_dtype_op.c's. Every kernel
+ * registry and the datatype/op names are tests/api/test_dtype_op.c's, the pair and
+ * complex types test_kernels_types.c's. Every kernel
  * result is checked against a scalar reference written here from the rules in fold.h
  * (it shares no code with the kernels: even float16/bfloat16 are decoded and rounded
  * with frexp/ldexp/rint).
@@ -50,6 +51,12 @@ static int is_signed_int(fold_dtype_t dt)
 static int is_bitwise(fold_op_t op)
 {
     return op == FOLD_OP_BAND || op == FOLD_OP_BOR || op == FOLD_OP_BXOR;
+}
+
+/* maxloc/minloc take the pair types only (test_kernels_types.c). */
+static int is_loc(fold_op_t op)
+{
+    return op == FOLD_OP_MAXLOC || op == FOLD_OP_MINLOC;
 }
 
 /* Raw element access by width: every datatype is 1, 2, 4 or 8 bytes of bits. */
@@ -347,7 +354,7 @@ static void check_dtype(fold_dtype_t dt)
         memcpy(right_copy, in.right, in.bytes);
 
         for (int op = 0; op < FOLD_OP_PREDEFINED_COUNT; op++) {
-            if (is_bitwise((fold_op_t)op) && is_float_dtype(dt)) {
+            if ((is_bitwise((fold_op_t)op) && is_float_dtype(dt)) || is_loc((fold_op_t)op)) {
                 continue;
             }
             for (int a = DST_DISTINCT; a <= DST_IS_RIGHT; a++) {
@@ -466,7 +473,7 @@ static void check_special_pairs(fold_dtype_t dt, const uint64_t *values, size_t 
     for (size_t i = 0; i < n; i++) {
         for (size_t j = 0; j < n; j++) {
             for (int op = 0; op < FOLD_OP_PREDEFINED_COUNT; op++) {
-                if (is_bitwise((fold_op_t)op)) {
+                if (is_bitwise((fold_op_t)op) || is_loc((fold_op_t)op)) {
                     continue;
                 }
                 uint64_t ab = reduce_pair((fold_op_t)op, dt, values[i], values[j]);

@@ -62,8 +62,8 @@ static void run_case(fold_context_h ctx, const char *alg, int allreduce, size_t 
                        : fold_reduce(sbuf, rbuf, n, dt, op, root, w);
     }
     int ok = st == FOLD_OK;
-    if (ok && has_out) {
-        ok = memcmp(out, expected, n * es) == 0;
+    for (size_t i = 0; i < n && ok && has_out; i++) {
+        ok = ref_same_element(dt, out, expected, i);
     }
     if (ok && !inplace) {
         ok = memcmp(in, copy, n * es) == 0;
@@ -86,7 +86,8 @@ static void run_matrix(fold_context_h ctx, fold_op_t affine, int slice)
     const size_t counts[] = {0, 1, 7, 1024, slice ? SLICE_LARGE_COUNT : LARGE_COUNT};
     coll_matrix_spec_t spec = {.size = size, .counts = counts, .ncounts = 5,
                                .large = counts[4], .slice = slice,
-                               .rot = slice ? (size_t)size * 5 : 0, .user_op = affine};
+                               .rot = slice ? (size_t)size * 5 : 0, .user_op = affine,
+                               .typed = 1};
     size_t ncases;
     coll_case_t *cases = coll_matrix_build(&spec, &ncases);
     for (size_t k = 0; k < ncases; k++) {
@@ -242,7 +243,7 @@ int main(int argc, char **argv)
     fold_comm_size(fold_comm_world(ctx), &size);
     fold_op_t affine;
     fold_op_create(ref_affine_fn, NULL, 0, &affine);
-    expected = malloc(LARGE_COUNT * 8);
+    expected = malloc(LARGE_COUNT * 16);   /* up to 16-byte elements */
 
     run_matrix(ctx, affine, slice);
     run_sparse(ctx, slice);

@@ -10,6 +10,7 @@
 
 #include "loopback_harness.h"
 #include "stderr_capture.h"
+#include "fingerprint.h"
 #include "util/clock.h"
 
 #include <stdio.h>
@@ -382,4 +383,40 @@ Test(check, mixed_paths_pass)
     setenv("FOLD_TIMEOUT", "20", 1);
     cr_expect_eq(lh_run(2, mixed_rank, NULL), 0);
     cr_expect_eq(lh_run(3, mixed_rank, NULL), 0);
+}
+
+/* A pair type with maxloc against float32 with sum, the same bytes on every rank:
+ * FOLD_CHECK=1 names the datatype and op, and the fingerprint every path carries
+ * keeps every datatype and op apart (6 and 16 bits packed). */
+static int pair_mistake_rank(fold_context_t *ctx, int rank, int size, void *arg)
+{
+    (void)size;
+    (void)arg;
+    fold_comm_h w = fold_comm_world(ctx);
+    if (fold_config_set(ctx, "CHECK", "1") != FOLD_OK) {
+        return 1;
+    }
+    float in[COUNT] = {0}, out[COUNT];
+    int st = rank == 1 ? fold_allreduce(in, out, COUNT / 2, FOLD_FLOAT_INT, FOLD_OP_MAXLOC, w)
+                       : fold_allreduce(in, out, COUNT, FOLD_FLOAT32, FOLD_OP_SUM, w);
+    return st != FOLD_ERR_MISMATCH;
+}
+
+Test(check, pair_type_against_float)
+{
+    cr_expect_eq(lh_run(3, pair_mistake_rank, NULL), 0);
+    char *text = stderr_redirected();
+    cr_expect(strstr(text, "passed datatype float32, rank 1 passed float_int") != NULL ||
+                  strstr(text, "rank 1 passed datatype float_int") != NULL,
+              "log:\n%s", text);
+    cr_expect(strstr(text, "maxloc") != NULL, "log:\n%s", text);
+    free(text);
+    for (int d = 0; d < FOLD_DTYPE_COUNT; d++) {
+        for (int o = 0; o < FOLD_OP_PREDEFINED_COUNT; o++) {
+            fold_fingerprint_t f = {.allreduce = 1, .count = 7, .dtype = d, .op = o};
+            fold_fingerprint_t g = fold_fingerprint_unpack(fold_fingerprint_pack(&f));
+            cr_assert(g.dtype == d && g.op == o, "%s %s", fold_dtype_name((fold_dtype_t)d),
+                      fold_op_name((fold_op_t)o));
+        }
+    }
 }

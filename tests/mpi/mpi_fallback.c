@@ -1,7 +1,7 @@
 /*
  * Calls the fold MPI shim must hand to the MPI library, each with its expected reason:
- * derived datatypes, user ops (commutative and not), MPI_MINLOC / MPI_MAXLOC on pair
- * types, long double, complex, MPI_OFFSET, ops MPI does not define for a type but
+ * derived datatypes, user ops (commutative and not), long double (its pair and complex
+ * types too), MPI_OFFSET, ops MPI does not define for a type but
  * Open MPI accepts, an intercommunicator, messages outside FOLD_MPI_*_MIN..MAX, and
  * erroneous calls, whose MPI error class must not change with the shim. Results are
  * checked; a few served calls stand beside them as a control. Needs 2 or more ranks.
@@ -156,20 +156,23 @@ static void user_ops(void)
     MPI_Op_free(&keep_first);
 }
 
+/* The pair types fold serves (MPI_2INT, a control within the size range) beside one
+ * it does not: long double's pair. */
 static void pair_types(void)
 {
-    struct { double v; int i; } din[N], dout[N];
+    struct { long double v; int i; } lin[N], lout[N];
     struct { int v, i; } iin[N], iout[N];
     for (int i = 0; i < N; i++) {
-        din[i].v = value(rank, i);
-        din[i].i = rank;
+        lin[i].v = value(rank, i);
+        lin[i].i = rank;
         iin[i].v = value(rank, i);
         iin[i].i = rank;
     }
-    check_rc(MPI_Allreduce(din, dout, N, MPI_DOUBLE_INT, MPI_MAXLOC, MPI_COMM_WORLD), "maxloc");
+    check_rc(MPI_Allreduce(lin, lout, N, MPI_LONG_DOUBLE_INT, MPI_MAXLOC, MPI_COMM_WORLD),
+             "maxloc");
     test_expect(COLL_ALLREDUCE, ROUTE_DATATYPE);
     check_rc(MPI_Reduce(iin, iout, N, MPI_2INT, MPI_MINLOC, 1, MPI_COMM_WORLD), "minloc");
-    test_expect(COLL_REDUCE, ROUTE_DATATYPE);
+    test_expect(COLL_REDUCE, ROUTE_FOLD);
     int ok_max = 1, ok_min = 1;
     for (int i = 0; i < N; i++) {
         int best_max = 0, best_min = 0;
@@ -177,21 +180,22 @@ static void pair_types(void)
             best_max = value(r, i) > value(best_max, i) ? r : best_max;
             best_min = value(r, i) < value(best_min, i) ? r : best_min;
         }
-        ok_max &= dout[i].v == value(best_max, i) && dout[i].i == best_max;
+        ok_max &= lout[i].v == value(best_max, i) && lout[i].i == best_max;
         ok_min &= rank != 1 || (iout[i].v == value(best_min, i) && iout[i].i == best_min);
     }
     check(ok_max, "maxloc");
     check(ok_min, "minloc");
-    for (int i = 0; i < N; i++) {   /* field by field: the struct has padding */
-        test_digest(&dout[i].v, sizeof(dout[i].v));
-        test_digest(&dout[i].i, sizeof(dout[i].i));
+    for (int i = 0; i < N; i++) {   /* the fields: long double's pair has padding */
+        int v = (int)lout[i].v;
+        test_digest(&v, sizeof(v));
+        test_digest(&lout[i].i, sizeof(lout[i].i));
     }
 }
 
 static void types_mpi_keeps(void)
 {
     long double lin[N], lout[N];
-    double complex cin[N], cout[N];
+    long double complex cin[N], cout[N];
     MPI_Offset oin[N], oout[N];
     unsigned char bin[N], bout[N];
     MPI_Aint ain[N], aout[N];
@@ -204,7 +208,7 @@ static void types_mpi_keeps(void)
     }
     check_rc(MPI_Allreduce(lin, lout, N, MPI_LONG_DOUBLE, MPI_SUM, MPI_COMM_WORLD), "ldouble");
     test_expect(COLL_ALLREDUCE, ROUTE_DATATYPE);
-    check_rc(MPI_Allreduce(cin, cout, N, MPI_C_DOUBLE_COMPLEX, MPI_SUM, MPI_COMM_WORLD),
+    check_rc(MPI_Allreduce(cin, cout, N, MPI_C_LONG_DOUBLE_COMPLEX, MPI_SUM, MPI_COMM_WORLD),
              "complex");
     test_expect(COLL_ALLREDUCE, ROUTE_DATATYPE);
     check_rc(MPI_Allreduce(oin, oout, N, MPI_OFFSET, MPI_SUM, MPI_COMM_WORLD), "offset");
@@ -222,7 +226,7 @@ static void types_mpi_keeps(void)
         for (int r = 0; r < size; r++) {
             any |= i % 3 != 0 && value(r, i) != 0;
         }
-        ok &= lout[i] == s && creal(cout[i]) == s && cimag(cout[i]) ==
+        ok &= lout[i] == s && creall(cout[i]) == s && cimagl(cout[i]) ==
               sum_over_ranks(i + 1, 0, size) && oout[i] == s &&
               bout[i] == (unsigned char)(s + 5 * size) && aout[i] == any;
     }
@@ -344,6 +348,10 @@ static void erroneous_calls(void)
     record_error(MPI_Allreduce(flags, out, N, MPI_C_BOOL, MPI_SUM, comm), "sum of bools");
     test_expect(COLL_ALLREDUCE, ROUTE_DTYPE_OP);
     record_error(MPI_Allreduce(d, out, N, MPI_DOUBLE, MPI_BAND, comm), "band of doubles");
+    test_expect(COLL_ALLREDUCE, ROUTE_DTYPE_OP);
+    record_error(MPI_Allreduce(buf, out, N, MPI_INT, MPI_MAXLOC, comm), "maxloc of ints");
+    test_expect(COLL_ALLREDUCE, ROUTE_DTYPE_OP);
+    record_error(MPI_Allreduce(buf, out, N / 2, MPI_2INT, MPI_SUM, comm), "sum of pairs");
     test_expect(COLL_ALLREDUCE, ROUTE_DTYPE_OP);
     record_error(MPI_Allreduce(buf, out, N, MPI_INT, MPI_OP_NULL, comm), "MPI_OP_NULL");
     test_expect(COLL_ALLREDUCE, ROUTE_OP);

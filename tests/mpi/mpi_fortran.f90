@@ -1,7 +1,8 @@
 ! MPI_ALLREDUCE and MPI_REDUCE from Fortran (use mpi), which Open MPI's bindings send
 ! straight to PMPI_*: the shim's Fortran entry points must see them. Double precision
 ! and integer data, out of place and with Fortran's MPI_IN_PLACE, on MPI_COMM_WORLD
-! and a split communicator in reverse rank order; every result checked. Prints the
+! and a split communicator in reverse rank order, MPI_MAXLOC on MPI_2INTEGER and a sum
+! of MPI_DOUBLE_COMPLEX; every result checked. Prints the
 ! "digest:" and "expect:" lines shim_run.sh compares; run it with fold serving
 ! 8 .. 8000 bytes (FOLD_MPI_*_MIN, FOLD_MPI_*_MAX).
 program mpi_fortran
@@ -12,6 +13,8 @@ program mpi_fortran
   integer :: failures, nallreduce, nreduce, total_failures
   double precision :: x(n), y(n)
   integer :: k(n), m(n)
+  integer :: pin(2, 100), pout(2, 100), j
+  double complex :: zin(100), zout(100)
   integer(kind=8) :: digest
 
   call MPI_Init(ierr)
@@ -41,6 +44,20 @@ program mpi_fortran
      call MPI_Reduce(k, m, n, MPI_INTEGER, MPI_MAX, root, MPI_COMM_WORLD, ierr)
   end if
   nreduce = nreduce + 1
+
+  ! MAXLOC on pairs of integers (value, rank): the largest value and the lowest rank
+  ! holding it. Then a sum of double complex numbers.
+  do j = 1, 100
+     pin(1, j) = val(rank, j)
+     pin(2, j) = rank
+     zin(j) = dcmplx(dble(val(rank, j)), dble(val(rank, j + 1)))
+  end do
+  call MPI_Allreduce(pin, pout, 100, MPI_2INTEGER, MPI_MAXLOC, MPI_COMM_WORLD, ierr)
+  nallreduce = nallreduce + 1
+  call check_maxloc(pout, nranks)
+  call MPI_Allreduce(zin, zout, 100, MPI_DOUBLE_COMPLEX, MPI_SUM, MPI_COMM_WORLD, ierr)
+  nallreduce = nallreduce + 1
+  call check_complex_sum(zout, nranks)
 
   ! The same on a split communicator whose ranks run in reverse world order.
   call MPI_Comm_split(MPI_COMM_WORLD, 0, nranks - rank, sub, ierr)
@@ -126,5 +143,41 @@ contains
        digest = mod(digest * 31_8 + int(a(j), 8) + 17_8, 1000000007_8)
     end do
   end subroutine check_max
+
+  subroutine check_maxloc(a, p)
+    integer, intent(in) :: a(2, 100)
+    integer, intent(in) :: p
+    integer :: i, r, want, at
+    do i = 1, 100
+       want = val(0, i)
+       at = 0
+       do r = 1, p - 1
+          if (val(r, i) > want) then
+             want = val(r, i)
+             at = r
+          end if
+       end do
+       if (a(1, i) /= want .or. a(2, i) /= at) failures = failures + 1
+       digest = mod(digest * 31_8 + int(a(1, i) * 64 + a(2, i), 8) + 17_8, 1000000007_8)
+    end do
+  end subroutine check_maxloc
+
+  subroutine check_complex_sum(a, p)
+    double complex, intent(in) :: a(100)
+    integer, intent(in) :: p
+    integer :: i, r
+    double precision :: re, im
+    do i = 1, 100
+       re = 0
+       im = 0
+       do r = 0, p - 1
+          re = re + dble(val(r, i))
+          im = im + dble(val(r, i + 1))
+       end do
+       if (abs(dble(a(i)) - re) > 0 .or. abs(aimag(a(i)) - im) > 0) failures = failures + 1
+       digest = mod(digest * 31_8 + int(dble(a(i)) * 64 + aimag(a(i)), 8) + 17_8, &
+                    1000000007_8)
+    end do
+  end subroutine check_complex_sum
 
 end program mpi_fortran

@@ -1,11 +1,11 @@
 /*
  * shm_flat's tiny-message fast path (runtime/node/fast.c), ranks as threads on
  * one node: a long random sequence of blocking allreduces and reduces (random
- * roots, counts, datatypes, in place or not, a non-commutative op in between, which
- * takes an ordered algorithm) that exercises
- * slot reuse across call kinds, checked against the independent reference; the
- * calls must really have taken the fast path. A rank that never comes makes the
- * others time out naming it.
+ * roots, counts, datatypes with pair and complex types among them, in place or
+ * not, a non-commutative op in between, which takes an ordered algorithm) that
+ * exercises slot reuse across call kinds, checked against the independent
+ * reference; the calls must really have taken the fast path. A rank that never
+ * comes makes the others time out naming it.
  */
 #include <criterion/criterion.h>
 
@@ -34,7 +34,10 @@ typedef struct fast_run {
 static const struct { fold_dtype_t dt; fold_op_t op; } combos[] = {
     {FOLD_FLOAT32, FOLD_OP_SUM}, {FOLD_INT64, FOLD_OP_PROD}, {FOLD_FLOAT64, FOLD_OP_MAX},
     {FOLD_UINT8, FOLD_OP_BXOR},  {FOLD_INT32, FOLD_OP_SUM},  {FOLD_FLOAT16, FOLD_OP_SUM},
+    {FOLD_DOUBLE_INT, FOLD_OP_MAXLOC}, {FOLD_SHORT_INT, FOLD_OP_MINLOC},
+    {FOLD_COMPLEX_FLOAT64, FOLD_OP_PROD},
 };
+#define NCOMBOS (int)(sizeof(combos) / sizeof(combos[0]))
 
 static void make_calls(fast_run_t *run, int size)
 {
@@ -44,8 +47,8 @@ static void make_calls(fast_run_t *run, int size)
         c->allreduce = rand_r(&seed) % 3 != 0;
         c->root      = rand_r(&seed) % size;
         c->inplace   = rand_r(&seed) % 2;
-        int pick     = rand_r(&seed) % 7;
-        if (pick == 6) {
+        int pick     = rand_r(&seed) % (NCOMBOS + 1);
+        if (pick == NCOMBOS) {
             c->dt = FOLD_UINT64;
             c->op = run->affine;
         } else {
@@ -62,7 +65,7 @@ static int fast_rank(fold_context_t *ctx, int rank, int size, void *arg)
 {
     fast_run_t *run = arg;
     fold_comm_h w = fold_comm_world(ctx);
-    size_t cap = (FOLD_FAST_MAX_BYTES + 8 * NCALLS) * 8;
+    size_t cap = (FOLD_FAST_MAX_BYTES + 8 * NCALLS) * 16;   /* up to 16-byte elements */
     char *all_in = malloc(cap), *all_want = malloc(cap), out[FOLD_FAST_MAX_BYTES];
     int bad = 0;
     fold_config_set(ctx, "ALLREDUCE_ALG", "shm_flat");
@@ -84,7 +87,11 @@ static int fast_rank(fold_context_t *ctx, int rank, int size, void *arg)
         int st = c->allreduce ? fold_allreduce(sbuf, out, c->count, c->dt, c->op, w)
                               : fold_reduce(sbuf, has_out ? out : NULL, c->count, c->dt, c->op,
                                             c->root, w);
-        if (st != FOLD_OK || (has_out && memcmp(out, want, c->count * es) != 0)) {
+        int same = 1;
+        for (size_t i = 0; i < c->count && has_out; i++) {
+            same &= ref_same_element(c->dt, out, want, i);
+        }
+        if (st != FOLD_OK || !same) {
             fprintf(stderr, "rank %d call %d (%s root %d count %zu %s): %s\n", rank, k,
                     c->allreduce ? "allreduce" : "reduce", c->root, c->count,
                     fold_dtype_name(c->dt), st != FOLD_OK ? fold_status_string(st)

@@ -1,7 +1,8 @@
 #!/bin/sh
 # One real fold_perf run under mpirun: allreduce and reduce with two algorithm choices,
 # checked, with the MPI library beside fold when built with MPI, writing CSV, JSON
-# and (with gnuplot) a PNG; then a sparse in-place run, and the missing-gnuplot error.
+# and (with gnuplot) a PNG; then a sparse in-place run, a pair type with maxloc and a
+# complex product, and the missing-gnuplot error.
 # Usage: perf_mp_run.sh path/to/fold_perf mpirun [mpirun options...]
 set -u
 PERF=$1
@@ -69,6 +70,18 @@ fi
 status=$?
 [ "$status" -eq 0 ] || fail "the sparse in-place run exited $status: $(cat "$TMP/err2")"
 expect_in out2 "sparse, 0.9 of each input zero, imbalanced distribution"
+
+# A pair type with maxloc and a complex product, checked, with the MPI library beside.
+for dtype_op in "double_int maxloc" "complex_float32 prod"; do
+    # shellcheck disable=SC2086 # $dtype_op is two words; $compare a list
+    "$@" "$PERF" -c allreduce,reduce -b 16 -e 64k -f 64 -n 10 -w 1 \
+        -d ${dtype_op% *} -o ${dtype_op#* } --check $compare --probe-size 0 \
+        >"$TMP/out4" 2>"$TMP/err4"
+    status=$?
+    [ "$status" -eq 0 ] || fail "the $dtype_op run exited $status: $(cat "$TMP/err4")"
+    rows=$(grep -c " ok" "$TMP/out4")
+    [ "$rows" -eq 6 ] || fail "$dtype_op: expected 6 checked rows, got $rows"
+done
 
 # --plot without gnuplot fails before the sweep, with a clear message.
 "$@" -x FOLD_PERF_GNUPLOT="$TMP/no-gnuplot" "$PERF" --plot "$TMP/x.png" -e 64 \

@@ -220,3 +220,56 @@ Test(perf_check, sparsity_and_distributions)
     perf_data_spec_init(&imbalanced, &o, 2);
     cr_expect_eq(imbalanced.dense_ranks, 2, "no more dense ranks than ranks");
 }
+
+/* maxloc/minloc: each rank's index is its rank, and the reference keeps the better
+ * value with the lowest rank holding it; complex sums add both parts, products the
+ * real parts (the imaginary parts are 0). Checked from perf_data_value itself. */
+Test(perf_check, pairs_and_complex)
+{
+    enum { N = 300, P = 5 };
+    for (int o = 0; o < 2; o++) {
+        fold_op_t op = o ? FOLD_OP_MINLOC : FOLD_OP_MAXLOC;
+        perf_data_spec_t spec = make_spec(FOLD_DOUBLE_INT, op, P);
+        fold_double_int_t expected[N], in[N];
+        perf_reference_reduce(&spec, expected, N);
+        perf_data_fill(&spec, 3, in, N);
+        int ties = 0;
+        for (size_t i = 0; i < N; i++) {
+            cr_assert(in[i].v == (double)perf_data_value(&spec, 3, i) && in[i].i == 3);
+            int at = 0;
+            for (int r = 1; r < P; r++) {
+                int64_t v = perf_data_value(&spec, r, i), best = perf_data_value(&spec, at, i);
+                at = (o ? v < best : v > best) ? r : at;
+                ties += v == best;
+            }
+            cr_assert(expected[i].v == (double)perf_data_value(&spec, at, i) &&
+                          expected[i].i == at, "%s index %zu", fold_op_name(op), i);
+        }
+        cr_assert_gt(ties, 0, "no tie to decide");
+    }
+    perf_data_spec_t spec = make_spec(FOLD_COMPLEX_FLOAT32, FOLD_OP_SUM, P);
+    float sum[2 * N];
+    perf_reference_reduce(&spec, sum, N);
+    for (size_t i = 0; i < N; i++) {
+        int64_t re = 0, im = 0;
+        for (int r = 0; r < P; r++) {
+            re += perf_data_value(&spec, r, i);
+            im += perf_data_value(&spec, r, i + 1);
+        }
+        cr_assert(sum[2 * i] == (float)re && sum[2 * i + 1] == (float)im, "index %zu", i);
+    }
+    spec = make_spec(FOLD_COMPLEX_FLOAT64, FOLD_OP_PROD, P);
+    double prod[2 * N];
+    perf_reference_reduce(&spec, prod, N);
+    for (size_t i = 0; i < N; i++) {
+        int64_t re = 1;
+        for (int r = 0; r < P; r++) {
+            re *= perf_data_value(&spec, r, i);
+        }
+        cr_assert(prod[2 * i] == (double)re && prod[2 * i + 1] == 0, "index %zu", i);
+    }
+    char text[64];
+    fold_short_int_t pair = {-7, 4};
+    perf_element_format(FOLD_SHORT_INT, &pair, 0, text, sizeof(text));
+    cr_assert_str_eq(text, "(-7, 4)");
+}

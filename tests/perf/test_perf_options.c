@@ -203,6 +203,11 @@ Test(perf_options, inconsistent_options_are_named)
     EXPECT_ERROR("--begin must be at least 1 byte", "-b", "0");
     EXPECT_ERROR("smaller than one float64 element", "-b", "1", "-e", "4", "-d", "float64");
     EXPECT_ERROR("--op bxor takes integer datatypes only", "-o", "bxor", "-d", "float32");
+    EXPECT_ERROR("--op maxloc takes the pair datatypes only", "-o", "maxloc", "-d", "int32");
+    EXPECT_ERROR("--op sum does not take the pair datatypes", "-d", "double_int");
+    EXPECT_ERROR("--op min does not take complex datatypes", "-o", "min", "-d",
+                 "complex_float64");
+    EXPECT_ERROR("--op bor takes integer datatypes only", "-o", "bor", "-d", "2int");
     EXPECT_ERROR("--inject-error needs --check", "--inject-error", "1");
     EXPECT_ERROR("--dense-ranks needs --distribution imbalanced", "--dense-ranks", "2");
     EXPECT_ERROR("--csv needs a file name", "--csv", "");
