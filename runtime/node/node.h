@@ -180,8 +180,8 @@ void   fold_node_calibrate(fold_node_calib_t *out);
 
 /* probe.c: what the node's first and last local ranks measure of each other through
  * a new segment: both the transfer rates, the last the flag's trip; zeros elsewhere,
- * or where the segment is too small or the other rank does not answer within a
- * second. Both must call it. */
+ * where the segment is too small, or where the probe took over 50 ms (the other rank
+ * was not running). Both must call it. */
 void fold_node_probe_cores(fold_node_t *node, fold_node_calib_t *out);
 
 /* fast.c */

@@ -19,6 +19,7 @@
 #include "codec/reduce_kernel.h"
 #include "util/clock.h"
 
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -29,28 +30,39 @@
 #define PROBE_TRIPS    64
 #define PROBE_BATCHES  4
 #define PROBE_ROUNDS   8
-#define PROBE_WAIT_S   1.0
+#define PROBE_BUDGET_S 0.05    /* about 0.3 ms where both ranks have a core */
+#define PROBE_ABORT    UINT64_MAX
 
 typedef struct probe {
     _Atomic uint64_t *mine, *theirs;
     char             *mine_data, *their_data;
+    double            deadline;
     int               failed;
 } probe_t;
 
-/* Waits until the other side's word reaches v; gives up after PROBE_WAIT_S. */
+/* Waits until the other side's word reaches v. On a node with more ranks than cores
+ * the other side may not be running: yield, and give up once the whole probe has
+ * taken PROBE_BUDGET_S (its figures would measure the scheduler anyway). */
 static int wait_for(probe_t *pr, uint64_t v)
 {
-    double start = 0;
-    for (unsigned spins = 0;; spins++) {
-        if (atomic_load_explicit(pr->theirs, memory_order_acquire) >= v) {
+    for (unsigned spins = 1;; spins++) {
+        uint64_t w = atomic_load_explicit(pr->theirs, memory_order_acquire);
+        if (w == PROBE_ABORT) {
+            pr->failed = 1;
+            return 0;
+        }
+        if (w >= v) {
             return 1;
         }
-        if ((spins & 1023) == 1023) {
-            double now = fold_util_time_now();
-            start = start == 0 ? now : start;
-            if (now - start > PROBE_WAIT_S) {
+        if ((spins & 255) == 0) {
+            if (pr->failed || fold_util_time_now() > pr->deadline) {
+                /* Tell the other side, so that it neither waits nor reads on. */
+                atomic_store_explicit(pr->mine, PROBE_ABORT, memory_order_release);
                 pr->failed = 1;
                 return 0;
+            }
+            if (spins >= 1024) {
+                sched_yield();
             }
         }
     }
@@ -58,7 +70,9 @@ static int wait_for(probe_t *pr, uint64_t v)
 
 static void post(probe_t *pr, uint64_t v)
 {
-    atomic_store_explicit(pr->mine, v, memory_order_release);
+    if (!pr->failed) {
+        atomic_store_explicit(pr->mine, v, memory_order_release);
+    }
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -148,7 +162,8 @@ void fold_node_probe_cores(fold_node_t *node, fold_node_calib_t *out)
     _Atomic uint64_t *words = (_Atomic uint64_t *)(void *)seg->data;
     char *data_a = seg->data + PROBE_DATA_OFF, *data_b = data_a + PROBE_BYTES;
     probe_t pr = {.mine = is_a ? &words[0] : &words[8], .theirs = is_a ? &words[8] : &words[0],
-                  .mine_data = is_a ? data_a : data_b, .their_data = is_a ? data_b : data_a};
+                  .mine_data = is_a ? data_a : data_b, .their_data = is_a ? data_b : data_a,
+                  .deadline = fold_util_time_now() + PROBE_BUDGET_S};
     uint64_t seq = 0;
     double rtt = round_trip_us(&pr, is_a, &seq);
     double copy = transfer_gbs(&pr, 0, own, buf, &seq);
