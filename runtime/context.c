@@ -228,14 +228,20 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* The median of v[0..n) (sorts v). */
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof(*v), cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
 /* The median of one field of every rank's calibration (sorts v). */
 static double median_of(const locality_record_t *all, int p, size_t offset, double *v)
 {
     for (int r = 0; r < p; r++) {
         v[r] = field_of(&all[r].calib, offset);
     }
-    qsort(v, (size_t)p, sizeof(*v), cmp_double);
-    return p % 2 ? v[p / 2] : (v[p / 2 - 1] + v[p / 2]) / 2;
+    return median(v, p);
 }
 
 /* What fold_init measured, agreed by every rank: the medians over the ranks, so
@@ -291,8 +297,7 @@ int fold_context_set_cores(fold_context_t *ctx, const fold_node_calib_t *all, in
             }
         }
         if (m > 0) {
-            qsort(v, (size_t)m, sizeof(*v), cmp_double);
-            double med = m % 2 ? v[m / 2] : (v[m / 2 - 1] + v[m / 2]) / 2;
+            double med = median(v, m);
             memcpy((char *)&ctx->calib + fields[f], &med, sizeof(med));
         }
     }
