@@ -6,6 +6,7 @@
  * what it accepts), scalar stats, and fold_reduce_local for every fused kernel
  * (same bits). Every case runs under each instruction set this CPU has.
  */
+#include "test_rng.h"
 #include <criterion/criterion.h>
 
 #include "codec/codec.h"
@@ -29,16 +30,6 @@ static const fold_codec_id_t codecs[] = {FOLD_CODEC_DENSE, FOLD_CODEC_BITS, FOLD
                                          FOLD_CODEC_RLE};
 
 /* ---- Small helpers ------------------------------------------------------------- */
-
-static uint64_t rng_next(uint64_t *state)
-{
-    uint64_t x = *state;   /* xorshift64* */
-    x ^= x >> 12;
-    x ^= x << 25;
-    x ^= x >> 27;
-    *state = x;
-    return x * 0x2545F4914F6CDD1DULL;
-}
 
 static double rng_unit(uint64_t *rng)
 {

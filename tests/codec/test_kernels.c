@@ -6,6 +6,7 @@
  * (it shares no code with the kernels: even float16/bfloat16 are decoded and rounded
  * with frexp/ldexp/rint).
  */
+#include "test_rng.h"
 #include <criterion/criterion.h>
 
 #include "codec/reduce_kernel.h"
@@ -25,17 +26,6 @@ static const size_t counts[] = {0, 1, 7, 1024, 1000003};
 
 typedef enum { DST_DISTINCT, DST_IS_LEFT, DST_IS_RIGHT } aliasing_t;
 static const char *const aliasing_names[] = {"distinct", "dst==left", "dst==right"};
-
-static uint64_t rng_next(uint64_t *state)
-{
-    /* xorshift64*: deterministic, good enough to spread bits. */
-    uint64_t x = *state;
-    x ^= x >> 12;
-    x ^= x << 25;
-    x ^= x >> 27;
-    *state = x;
-    return x * 0x2545F4914F6CDD1DULL;
-}
 
 static int is_float_dtype(fold_dtype_t dt)
 {

@@ -7,6 +7,7 @@
  * padding written as zeros); NaN inputs reduce without crashing; and every
  * (datatype, op) pair outside the rules is refused.
  */
+#include "test_rng.h"
 #include <criterion/criterion.h>
 
 #include "codec/reduce_kernel.h"
@@ -27,16 +28,6 @@ static const fold_dtype_t pair_types[] = {FOLD_FLOAT_INT, FOLD_DOUBLE_INT, FOLD_
 static const fold_dtype_t complex_types[] = {FOLD_COMPLEX_FLOAT32, FOLD_COMPLEX_FLOAT64};
 
 #define NELEMS(a) (sizeof(a) / sizeof((a)[0]))
-
-static uint64_t rng_next(uint64_t *state)
-{
-    uint64_t x = *state;   /* xorshift64* */
-    x ^= x >> 12;
-    x ^= x << 25;
-    x ^= x >> 27;
-    *state = x;
-    return x * 0x2545F4914F6CDD1DULL;
-}
 
 static int is_pair(fold_dtype_t dt)
 {
