@@ -26,6 +26,9 @@ static int read_codec(const char *text, void *field, const void *arg, char *why,
 /* FOLD_SINGLE_COPY: the field holds the index, so "off" is 0 and means off. */
 static const char *const single_copy_names[] = {"off", "auto", NULL};
 
+/* FOLD_UCX_ERR_MODE: the index is the mode, so "none" is 0. */
+static const char *const ucx_err_mode_names[] = {"none", "peer", NULL};
+
 static const fold_util_config_field_t config_fields[] = {
     {"TRANSPORT", "ucp",
      "Transport backend: ucp (UCX tagged messages), ofi (libfabric tagged messages); "
@@ -77,6 +80,13 @@ static const fold_util_config_field_t config_fields[] = {
      "lists those found); empty = the first that offers reliable datagrams with tagged "
      "messages. The transport opens with it at fold_init; it cannot change later",
      FOLD_CONFIG_FIELD(ofi_provider), FOLD_UTIL_CONFIG_STRING},
+    {"UCX_ERR_MODE", "peer",
+     "Error handling of the ucp transport's endpoints: peer (a dead or unreachable peer "
+     "fails the operations towards it at once with FOLD_ERR_PEER_FAILED; UCX then leaves "
+     "out the transports that cannot tell, cross-memory attach among them) or none (UCX "
+     "may use every transport, cma included; a dead peer is only noticed by FOLD_TIMEOUT). "
+     "Read at fold_init",
+     FOLD_CONFIG_FIELD(ucx_err_mode), FOLD_UTIL_CONFIG_ENUM(ucx_err_mode_names)},
     {"DPML_LEADERS", "auto",
      "Leaders per node of the dpml algorithms (at most the fewest ranks on a node); "
      "auto: the cost model's choice for the message size and shape",

@@ -33,6 +33,7 @@ typedef struct fold_config {
     long         num_threads;       /* 0 = auto */
     size_t       thread_threshold;
     const char  *ofi_provider;
+    int          ucx_err_mode;      /* FOLD_UCX_ERR_MODE: 0 none, 1 peer */
     long         dpml_leaders;      /* 0 = auto */
     int          single_copy;       /* 0 off, 1 auto (FOLD_SINGLE_COPY) */
     size_t       shm_size;          /* node segment data bytes per communicator */

@@ -646,6 +646,7 @@ int fold_context_create(fold_bootstrap_t *bs, const char *transport, void *loopb
         .size            = ctx->bs.size,
         .loopback_fabric = loopback_fabric,
         .ofi_provider    = ctx->config.ofi_provider,
+        .ucx_err_none    = ctx->config.ucx_err_mode == 0,
     };
     if (local == FOLD_OK && (local = ctx->tl_ops->open(&params, &ctx->tl)) != FOLD_OK) {
         ctx->tl = NULL;

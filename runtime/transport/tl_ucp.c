@@ -5,7 +5,11 @@
  * included, so that a dead sender is noticed), with peer error handling: the error
  * callback marks the peer failed, later operations towards it fail with
  * FOLD_ERR_PEER_FAILED, and receives already posted from it complete with that
- * status.
+ * status. FOLD_UCX_ERR_MODE=none opens them without: UCX may then pick transports
+ * that cannot report a failure (cross-memory attach for rendezvous), and a dead peer
+ * is noticed only by the executor's FOLD_TIMEOUT. Measured (2 ranks of one AMD EPYC
+ * node, rabenseifner 64 KiB-16 MiB): none is 1.5-2.8x slower there, since its
+ * process_vm_readv runs at ~14 GB/s against ~55 GB/s for UCX's shared-memory copies.
  *
  * Tags on the wire: the caller's FOLD_TL_TAG_BITS-bit tag in the low bits and the
  * sender's rank in the bits above; receives use a full mask, so a receive matches
@@ -61,6 +65,7 @@ struct fold_tl {
     int            rank;
     int            size;
     int            closing;     /* peer errors during close are expected */
+    int            err_none;    /* endpoints without peer error handling (FOLD_UCX_ERR_MODE) */
     ucp_context_h  context;
     ucp_worker_h   worker;
     char           tls[128];       /* UCX transports in use (caps.provider) */
@@ -232,6 +237,11 @@ static int tl_ucp_connect(fold_tl_t *tl, int rank, ucp_ep_h *ep)
             .err_handler.cb  = tl_ucp_peer_failed,
             .err_handler.arg = peer,
         };
+        if (tl->err_none) {
+            params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS |
+                                UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
+            params.err_mode   = UCP_ERR_HANDLING_MODE_NONE;
+        }
         ucs_status_t ucs_status = ucp_ep_create(tl->worker, &params, &peer->ep);
         if (ucs_status != UCS_OK) {
             /* Usually UCX_TLS leaves no transport that reaches the peer and can
@@ -328,8 +338,9 @@ static int tl_ucp_open(const fold_tl_params_t *params, fold_tl_t **tl_p)
         fold_error("ucp: out of memory");
         return FOLD_ERR_NO_MEMORY;
     }
-    tl->rank = params->rank;
-    tl->size = params->size;
+    tl->rank     = params->rank;
+    tl->size     = params->size;
+    tl->err_none = params->ucx_err_none;
 
     ucp_params_t ucp_params = {
         .field_mask        = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_REQUEST_SIZE |

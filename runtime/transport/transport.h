@@ -76,6 +76,9 @@ typedef struct fold_tl_params {
     /* ofi backend only: the libfabric provider, read during open (the context passes
      * its FOLD_OFI_PROVIDER setting); NULL or empty: the first that fits. */
     const char *ofi_provider;
+    /* ucp backend only: 1 opens endpoints without UCX's peer error handling (a failed
+     * peer is not reported, and UCX may use cross-memory attach); 0, the default, with. */
+    int         ucx_err_none;
 } fold_tl_params_t;
 
 typedef struct fold_tl_ops {

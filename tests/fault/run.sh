@@ -19,8 +19,9 @@
 # Options: --bin PATH (fold_fault; default build/tests/fault/fold_fault), --ranks N,
 # --runs "SEED:VICTIM:VARIANT ..." (VICTIM a rank or "rotate"; VARIANT plain, nb or
 # split), --faults "kill stop", --timeout S (FOLD_TIMEOUT, default 2),
-# --transports "ucp ucp:tcp ofi:tcp;ofi_rxm ofi:shm" (ucp:tcp is UCX_TLS=tcp,self, where
-# UCX itself notices a dead peer), --algs "allreduce:ring reduce:chain ...",
+# --transports "ucp ucp:tcp ucp+errnone ofi:tcp;ofi_rxm ofi:shm" (ucp:tcp is
+# UCX_TLS=tcp,self, where UCX itself notices a dead peer; ucp+errnone is
+# FOLD_UCX_ERR_MODE=none, where only FOLD_TIMEOUT does), --algs "allreduce:ring reduce:chain ...",
 # --max-count N (largest call, int32 elements), --netns A,B (ranks blocked over two
 # network namespaces).
 # Exits 1 when any case failed: a survivor without FOLD_ERR_PEER_FAILED or
@@ -99,12 +100,15 @@ row() { printf '%-20s %-32s %-5s %6s %4s %9s %5s %10s %8s %9s %s\n' "$@"; }
 row transport collective fault victim seed survivors clean "detect(s)" "final(s)" \
     leftovers verdict
 for tl in $transports; do
+    errmode=peer
     case $tl in
     ofi:*) tname=ofi; prov=${tl#ofi:}; tls="" ;;
+    ucp+errnone) tname=ucp; prov=""; tls=""; errmode=none ;;
     ucp:*) tname=ucp; prov=""; tls="${tl#ucp:},self" ;;
     *) tname=$tl; prov=""; tls="" ;;
     esac
     tlabel=$tname${prov:+/$prov}${tls:+/$tls}
+    [ "$errmode" = none ] && tlabel="$tlabel/errnone"
     for ca in $algs; do
         coll=${ca%%:*}; alg=${ca#*:}
         for fault in $faults; do
@@ -126,9 +130,9 @@ for tl in $transports; do
                 split) set -- "$@" -S; tag="(split)" ;;
                 esac
                 if [ -n "$tls" ]; then
-                    UCX_TLS=$tls "$bin" "$@" >"$out" 2>&1
+                    UCX_TLS=$tls FOLD_UCX_ERR_MODE=$errmode "$bin" "$@" >"$out" 2>&1
                 else
-                    "$bin" "$@" >"$out" 2>&1
+                    FOLD_UCX_ERR_MODE=$errmode "$bin" "$@" >"$out" 2>&1
                 fi
                 rc=$?
                 line=$(grep '^RESULT ' "$out")
