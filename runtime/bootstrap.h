@@ -16,6 +16,12 @@ struct fold_bootstrap {
     /* Gathers len bytes from every rank into out (size * len bytes, rank order). */
     int  (*allgather)(fold_bootstrap_t *bs, const void *in, void *out, size_t len);
     void (*finalize)(fold_bootstrap_t *bs);
+    /* A directory, where the backend has one (PMIx; NULL otherwise): publish makes
+     * len bytes under key known to the other ranks from the next allgather on (which
+     * fences); lookup fetches rank's, as a malloc'd copy, so that no rank needs
+     * every rank's data. */
+    int  (*publish)(fold_bootstrap_t *bs, const char *key, const void *data, size_t len);
+    int  (*lookup)(fold_bootstrap_t *bs, int rank, const char *key, void **data, size_t *len);
     /* A name for the node this rank runs on, unique per node within the job (PMIx
      * hostname, or gethostname() plus the network namespace). */
     char node_name[64];

@@ -1,7 +1,8 @@
 /*
  * PMIx bootstrap: rank, size and host from the PMIx server that launched us
- * (mpirun, srun, prterun), and an allgather built from put + commit + fence with
- * data collection + get from every rank.
+ * (mpirun, srun, prterun), an allgather built from put + commit + fence with
+ * data collection + get from every rank, and a directory: put + commit now, get of
+ * one rank's value when it is needed (the launcher's server holds the values).
  */
 #include "bootstrap.h"
 #include "log.h"
@@ -106,6 +107,51 @@ static int bootstrap_pmix_allgather(fold_bootstrap_t *bs, const void *in, void *
     }
 
     return len > 0 ? bootstrap_pmix_get_all(bs, key, out, len) : FOLD_OK;
+}
+
+static int bootstrap_pmix_publish(fold_bootstrap_t *bs, const char *key, const void *data,
+                                  size_t len)
+{
+    (void)bs;
+    pmix_value_t value;
+    PMIX_VALUE_CONSTRUCT(&value);
+    value.type          = PMIX_BYTE_OBJECT;
+    value.data.bo.bytes = (char *)data;   /* PMIx_Put copies it */
+    value.data.bo.size  = len;
+    pmix_status_t rc = PMIx_Put(PMIX_GLOBAL, key, &value);
+    if (rc == PMIX_SUCCESS) {
+        rc = PMIx_Commit();
+    }
+    if (rc != PMIX_SUCCESS) {
+        fold_error("pmix: publishing %s (%zu bytes) failed: %s", key, len,
+                   PMIx_Error_string(rc));
+        return FOLD_ERR_BOOTSTRAP;
+    }
+    return FOLD_OK;
+}
+
+static int bootstrap_pmix_lookup(fold_bootstrap_t *bs, int rank, const char *key, void **data,
+                                 size_t *len)
+{
+    pmix_proc_t peer = bootstrap_pmix_peer(bs->impl, (pmix_rank_t)rank);
+    pmix_value_t *value = NULL;
+    pmix_status_t rc = PMIx_Get(&peer, key, NULL, 0, &value);
+    if (rc != PMIX_SUCCESS) {
+        fold_error("pmix: PMIx_Get(%s) of rank %d failed: %s", key, rank, PMIx_Error_string(rc));
+        return FOLD_ERR_BOOTSTRAP;
+    }
+    int status = FOLD_OK;
+    if (value->type != PMIX_BYTE_OBJECT || value->data.bo.size == 0) {
+        fold_error("pmix: rank %d published no bytes under %s", rank, key);
+        status = FOLD_ERR_BOOTSTRAP;
+    } else if ((*data = malloc(value->data.bo.size)) == NULL) {
+        status = FOLD_ERR_NO_MEMORY;
+    } else {
+        memcpy(*data, value->data.bo.bytes, value->data.bo.size);
+        *len = value->data.bo.size;
+    }
+    PMIX_VALUE_RELEASE(value);
+    return status;
 }
 
 static void bootstrap_pmix_finalize(fold_bootstrap_t *bs)
@@ -219,6 +265,8 @@ int fold_bootstrap_pmix_init(fold_bootstrap_t *bs)
     result.rank      = (int)impl->proc.rank;
     result.allgather = bootstrap_pmix_allgather;
     result.finalize  = bootstrap_pmix_finalize;
+    result.publish   = bootstrap_pmix_publish;
+    result.lookup    = bootstrap_pmix_lookup;
     result.impl      = impl;
     bootstrap_pmix_node_name(impl, result.node_name, sizeof(result.node_name));
     bootstrap_pmix_job_id(impl, result.job_id, sizeof(result.job_id));

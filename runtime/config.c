@@ -84,7 +84,8 @@ static const fold_util_config_field_t config_fields[] = {
      "Error handling of the ucp transport's endpoints: peer (a dead or unreachable peer "
      "fails the operations towards it at once with FOLD_ERR_PEER_FAILED; UCX then leaves "
      "out the transports that cannot tell, cross-memory attach among them) or none (UCX "
-     "may use every transport, cma included; a dead peer is only noticed by FOLD_TIMEOUT). "
+     "may use every transport, cma included; a dead peer is noticed by FOLD_TIMEOUT at best: "
+     "UCX aborts the process when a cma transfer finds the peer gone). "
      "Read at fold_init",
      FOLD_CONFIG_FIELD(ucx_err_mode), FOLD_UTIL_CONFIG_ENUM(ucx_err_mode_names)},
     {"DPML_LEADERS", "auto",

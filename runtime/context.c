@@ -476,28 +476,88 @@ static void report_fallback(const fold_context_t *ctx, const address_head_t *hea
     }
 }
 
-/* Exchanges transport addresses; `local` is this rank's status so far (a failed rank
- * has no transport but still takes part). */
+/* Where transports publish their addresses in the bootstrap's directory. */
+#define ADDRESS_KEY "fold.tl.addr"
+
+/* A peer's address, for the transport on its first operation towards the peer
+ * (fold_tl_resolve_fn): from the bootstrap's directory, or from the table gathered
+ * at init where it has none. */
+static int context_resolve(void *arg, int rank, void **addr, size_t *len)
+{
+    fold_context_t *ctx = arg;
+    if (ctx->addr_table == NULL) {
+        return ctx->bs.lookup(&ctx->bs, rank, ADDRESS_KEY, addr, len);
+    }
+    const char *entry = ctx->addr_table + (size_t)rank * ctx->addr_entry;
+    uint64_t n;
+    memcpy(&n, entry, sizeof(n));
+    if ((*addr = malloc((size_t)n)) == NULL) {
+        return FOLD_ERR_NO_MEMORY;
+    }
+    memcpy(*addr, entry + sizeof(n), (size_t)n);
+    *len = (size_t)n;
+    return FOLD_OK;
+}
+
+/* Every rank's address into ctx->addr_table, for a bootstrap without a directory. */
+static int gather_addresses(fold_context_t *ctx, const address_head_t *heads, const void *addr,
+                            size_t len)
+{
+    int p = ctx->bs.size;
+    size_t max = 0;
+    for (int r = 0; r < p; r++) {
+        max = heads[r].len > max ? (size_t)heads[r].len : max;
+    }
+    size_t entry = sizeof(uint64_t) + max;
+    char *mine = calloc(1, entry);
+    char *table = malloc((size_t)p * entry);
+    int status = FOLD_OK;
+    if (mine == NULL || table == NULL) {
+        status = FOLD_ERR_NO_MEMORY;
+    } else {
+        uint64_t n = len;
+        memcpy(mine, &n, sizeof(n));
+        memcpy(mine + sizeof(n), addr, len);
+        if (ctx->bs.allgather(&ctx->bs, mine, table, entry) != FOLD_OK) {
+            status = FOLD_ERR_BOOTSTRAP;
+        }
+    }
+    free(mine);
+    if (status != FOLD_OK) {
+        free(table);
+        return status;
+    }
+    ctx->addr_table = table;
+    ctx->addr_entry = entry;
+    return FOLD_OK;
+}
+
+/* Makes every rank's transport reachable; `local` is this rank's status so far (a
+ * failed rank has no transport but still takes part). With a directory (PMIx) each
+ * rank only publishes its address, and a transport fetches a peer's on its first
+ * operation towards it, so no process holds the job's addresses; an out-of-band
+ * allgather gives no way to ask one rank's, so there every rank keeps them all. */
 static int context_connect(fold_context_t *ctx, int local)
 {
     int p = ctx->bs.size;
     const void *addr = NULL;
     size_t len = ADDRESS_FAILED;
     int status = local;
-    if (status == FOLD_OK && (status = ctx->tl_ops->address(ctx->tl, &addr, &len)) != FOLD_OK) {
+    if (status == FOLD_OK && (status = ctx->tl_ops->address(ctx->tl, &addr, &len)) == FOLD_OK &&
+        ctx->bs.publish != NULL) {
+        status = ctx->bs.publish(&ctx->bs, ADDRESS_KEY, addr, len);
+    }
+    if (status != FOLD_OK) {
         len = ADDRESS_FAILED;
     }
     address_head_t head = {len, status == FOLD_OK && transport_fallback(ctx) != NULL};
     address_head_t *heads = malloc((size_t)p * sizeof(*heads));
-    size_t *lens = malloc((size_t)p * sizeof(size_t));
-    const void **addrs = malloc((size_t)p * sizeof(void *));
-    char *blob = NULL, *mine = NULL;
-    if (heads == NULL || lens == NULL || addrs == NULL) {
+    if (heads == NULL) {
         /* Without room for the answers this rank cannot take part: the others will
          * wait for it until the launcher ends the job. */
-        status = FOLD_ERR_NO_MEMORY;
-        goto out;
+        return FOLD_ERR_NO_MEMORY;
     }
+    /* Also the fence after which the published addresses can be looked up. */
     if (ctx->bs.allgather(&ctx->bs, &head, heads, sizeof(head)) != FOLD_OK) {
         status = FOLD_ERR_BOOTSTRAP;
         goto out;
@@ -506,11 +566,7 @@ static int context_connect(fold_context_t *ctx, int local)
         goto out;   /* this rank's own failure, reported where it happened */
     }
     for (int r = 0; r < p; r++) {
-        lens[r] = heads[r].len == (uint64_t)ADDRESS_FAILED ? ADDRESS_FAILED
-                                                           : (size_t)heads[r].len;
-    }
-    for (int r = 0; r < p; r++) {
-        if (lens[r] == ADDRESS_FAILED) {
+        if (heads[r].len == (uint64_t)ADDRESS_FAILED || heads[r].len == 0) {
             fold_error("rank %d could not open its transport, so no rank can connect (its "
                        "own log says why)", r);
             status = FOLD_ERR_PEER_FAILED;
@@ -518,30 +574,14 @@ static int context_connect(fold_context_t *ctx, int local)
         }
     }
     report_fallback(ctx, heads);
-    size_t max = 0;
-    for (int r = 0; r < p; r++) {
-        max = lens[r] > max ? lens[r] : max;
-    }
-    blob = malloc((size_t)p * max + 1);
-    mine = calloc(1, max + 1);
-    if (blob == NULL || mine == NULL) {
-        status = FOLD_ERR_NO_MEMORY;
+    if (ctx->bs.lookup == NULL && (status = gather_addresses(ctx, heads, addr, len)) != FOLD_OK) {
         goto out;
     }
-    memcpy(mine, addr, len);
-    if (ctx->bs.allgather(&ctx->bs, mine, blob, max) != FOLD_OK) {
-        status = FOLD_ERR_BOOTSTRAP;
-        goto out;
-    }
-    for (int r = 0; r < p; r++) {
-        addrs[r] = blob + (size_t)r * max;
-    }
-    status = ctx->tl_ops->set_peers(ctx->tl, addrs, lens);
+    fold_debug("transport addresses: %s", ctx->addr_table == NULL
+                   ? "published, each fetched from the launcher on first use"
+                   : "every rank's gathered at init (the bootstrap has no directory)");
+    status = ctx->tl_ops->set_resolver(ctx->tl, context_resolve, ctx);
 out:
-    free(mine);
-    free(blob);
-    free(addrs);
-    free(lens);
     free(heads);
     return status;
 }
@@ -568,6 +608,8 @@ static void context_destroy(fold_context_t *ctx)
         ctx->tl_ops->close(ctx->tl);
         ctx->tl = NULL;
     }
+    free(ctx->addr_table);
+    ctx->addr_table = NULL;
     while (ctx->ncomms > 0) {
         fold_comm_destroy(ctx->comms[ctx->ncomms - 1]);
     }

@@ -56,6 +56,11 @@ struct fold_context {
     fold_bootstrap_t     bs;
     const fold_tl_ops_t *tl_ops;
     fold_tl_t           *tl;
+    /* Peers' transport addresses when the bootstrap has no directory to ask on first
+     * use (an out-of-band allgather): every rank's, gathered at init, addr_entry bytes
+     * each (a uint64_t length, then the address). NULL with PMIx. */
+    char                *addr_table;
+    size_t               addr_entry;
     void                *loopback_fabric;
     fold_config_t        config;
     int                  nthreads;        /* resolved FOLD_NUM_THREADS */

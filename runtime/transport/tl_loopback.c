@@ -154,12 +154,12 @@ static int lb_address(fold_tl_t *tl, const void **addr, size_t *len)
     return FOLD_OK;
 }
 
-static int lb_set_peers(fold_tl_t *tl, const void *const *addrs, const size_t *lens)
+/* Mailboxes are found by rank: no address is ever asked for. */
+static int lb_set_resolver(fold_tl_t *tl, fold_tl_resolve_fn resolve, void *arg)
 {
     (void)tl;
-    (void)addrs;
-    (void)lens;
-    return FOLD_OK;
+    (void)arg;
+    return resolve != NULL ? FOLD_OK : FOLD_ERR_INVALID_ARG;
 }
 
 static int lb_check_peer(fold_tl_t *tl, int peer)
@@ -330,7 +330,7 @@ const fold_tl_ops_t fold_tl_loopback_ops = {
     .close        = lb_close,
     .query        = lb_query,
     .address      = lb_address,
-    .set_peers    = lb_set_peers,
+    .set_resolver = lb_set_resolver,
     .tag_send     = lb_tag_send,
     .tag_recv     = lb_tag_recv,
     .cancel       = lb_cancel,

@@ -9,8 +9,8 @@
  * fi_getinfo offers for what fold asks, which is libfabric's own order of
  * preference (FI_PROVIDER filters it too).
  *
- * Peers: set_peers keeps every address; a peer enters the address vector on the
- * first operation towards it. Receives take any source (FI_ADDR_UNSPEC): the
+ * Peers: a peer's record is made, its address asked of the resolver and put in the
+ * address vector, on the first operation towards it (peer_table.h). Receives take any source (FI_ADDR_UNSPEC): the
  * caller's FOLD_TL_TAG_BITS-bit tag travels in the low bits and the sender's rank in
  * the bits above, and a receive ignores no bit, so it matches exactly (peer, tag)
  * without needing FI_DIRECTED_RECV.
@@ -111,41 +111,82 @@ int tl_ofi_register(fold_tl_t *tl, void *buf, size_t len, uint64_t access,
 
 /* ---- peers ---------------------------------------------------------------------- */
 
-static int tl_ofi_check_peer(fold_tl_t *tl, int peer)
+/* Room in tl->waiting for every peer, so that queueing an operation cannot fail. */
+static int tl_ofi_waiting_room(fold_tl_t *tl)
 {
-    if (tl->peers == NULL) {
-        fold_error("ofi: operation before set_peers");
-        return FOLD_ERR_INVALID_ARG;
+    if ((size_t)tl->waiting_cap > tl->peers.count) {
+        return FOLD_OK;
     }
-    if (peer < 0 || peer >= tl->size) {
-        fold_error("ofi: peer %d out of range [0, %d)", peer, tl->size);
-        return FOLD_ERR_INVALID_ARG;
+    int cap = tl->waiting_cap ? 2 * tl->waiting_cap : 16;
+    tl_ofi_peer_t **waiting = realloc(tl->waiting, (size_t)cap * sizeof(*waiting));
+    if (waiting == NULL) {
+        return FOLD_ERR_NO_MEMORY;
     }
+    tl->waiting     = waiting;
+    tl->waiting_cap = cap;
     return FOLD_OK;
 }
 
-/* Puts the peer in the address vector on first use. */
+/* A new peer's record: its address from the resolver, into the address vector. Each
+ * address gets a terminating NUL: string formats (FI_ADDR_STR) need one. */
+static int tl_ofi_add_peer(fold_tl_t *tl, int rank, tl_ofi_peer_t **peer_p)
+{
+    if (tl->resolve == NULL) {
+        fold_error("ofi: operation before set_resolver");
+        return FOLD_ERR_INVALID_ARG;
+    }
+    if (rank < 0 || rank >= tl->size) {
+        fold_error("ofi: peer %d out of range [0, %d)", rank, tl->size);
+        return FOLD_ERR_INVALID_ARG;
+    }
+    void *addr = NULL;
+    size_t len = 0;
+    int status = tl->resolve(tl->resolve_arg, rank, &addr, &len);
+    if (status != FOLD_OK || addr == NULL || len == 0) {
+        fold_error("ofi: no address for peer %d", rank);
+        free(addr);
+        return status != FOLD_OK ? status : FOLD_ERR_TRANSPORT;
+    }
+    char *terminated = realloc(addr, len + 1);
+    if (terminated == NULL) {
+        free(addr);
+        return FOLD_ERR_NO_MEMORY;
+    }
+    terminated[len] = '\0';
+    fi_addr_t fi_addr;
+    int ret = fi_av_insert(tl->av, terminated, 1, &fi_addr, 0, NULL);
+    free(terminated);
+    if (ret != 1) {
+        fold_error("ofi: cannot add peer %d to the address vector: %s", rank,
+                   ret < 0 ? fi_strerror(-ret) : "address rejected");
+        return FOLD_ERR_TRANSPORT;
+    }
+    tl_ofi_peer_t *peer = calloc(1, sizeof(*peer));
+    if (peer == NULL || tl_ofi_waiting_room(tl) != FOLD_OK ||
+        fold_peer_table_add(&tl->peers, rank, peer) != FOLD_OK) {
+        fold_error("ofi: out of memory for peer %d", rank);
+        free(peer);
+        return FOLD_ERR_NO_MEMORY;   /* its address vector entry stays unused */
+    }
+    peer->rank    = rank;
+    peer->fi_addr = fi_addr;
+    tl_ofi_list_init(&peer->queued_tx);
+    tl_ofi_list_init(&peer->queued_rx);
+    *peer_p = peer;
+    return FOLD_OK;
+}
+
+/* Makes the peer's record (and address vector entry) on first use. */
 int tl_ofi_connect(fold_tl_t *tl, int rank)
 {
-    int status = tl_ofi_check_peer(tl, rank);
-    if (status != FOLD_OK) {
-        return status;
-    }
-    tl_ofi_peer_t *peer = &tl->peers[rank];
-    if (peer->failed) {
-        return FOLD_ERR_PEER_FAILED;
-    }
-    if (peer->fi_addr == FI_ADDR_NOTAVAIL) {
-        fi_addr_t fi_addr;
-        int ret = fi_av_insert(tl->av, peer->addr, 1, &fi_addr, 0, NULL);
-        if (ret != 1) {
-            fold_error("ofi: cannot add peer %d to the address vector: %s", rank,
-                       ret < 0 ? fi_strerror(-ret) : "address rejected");
-            return FOLD_ERR_TRANSPORT;
+    tl_ofi_peer_t *peer = fold_peer_table_find(&tl->peers, rank);
+    if (peer == NULL) {
+        int status = tl_ofi_add_peer(tl, rank, &peer);
+        if (status != FOLD_OK) {
+            return status;
         }
-        peer->fi_addr = fi_addr;
     }
-    return FOLD_OK;
+    return peer->failed ? FOLD_ERR_PEER_FAILED : FOLD_OK;
 }
 
 /* ---- open / close --------------------------------------------------------------- */
@@ -244,6 +285,7 @@ static int tl_ofi_open(const fold_tl_params_t *params, fold_tl_t **tl_p)
     tl->rank = params->rank;
     tl->size = params->size;
     tl_ofi_list_init(&tl->posted);
+    fold_peer_table_init(&tl->peers);
 
     if ((status = tl_ofi_getinfo(params->ofi_provider, &tl->info)) != FOLD_OK) {
         goto err_free;
@@ -349,9 +391,10 @@ err_free:
 static int tl_ofi_drain(fold_tl_t *tl)
 {
     tl_ofi_op_t *op;
-    for (int i = 0; i < tl->size; i++) {
-        tl_ofi_peer_t *peer = &tl->peers[i];
-        while ((op = peer->queued_tx.head) != NULL || (op = peer->queued_rx.head) != NULL) {
+    for (size_t i = 0; i < tl->peers.cap; i++) {
+        tl_ofi_peer_t *peer = fold_peer_table_slot(&tl->peers, i);
+        while (peer != NULL &&
+               ((op = peer->queued_tx.head) != NULL || (op = peer->queued_rx.head) != NULL)) {
             tl_ofi_complete(tl, op, FOLD_ERR_CANCELED, 0);
         }
     }
@@ -386,11 +429,14 @@ static fold_tl_t *tl_ofi_kept;
 static void tl_ofi_close(fold_tl_t *tl)
 {
     tl->closing = 1;
-    if (tl->peers != NULL && tl_ofi_drain(tl) > 0) {
+    if (tl->peers.count > 0 && tl_ofi_drain(tl) > 0 &&
+        strstr(tl->info->fabric_attr->prov_name, "ofi_rxm") != NULL) {
         /* The provider still owns operations (a peer or link that went away
          * mid-transfer): libfabric 1.17's ofi_rxm can then crash closing the endpoint
          * (the fault harness's link-down cases, about one close in eight). Keep the
-         * endpoint and everything it may touch, operations included, open. */
+         * endpoint and everything it may touch, operations included, open. Other
+         * providers close: the shm provider unlinks its region in /dev/shm only
+         * then (a kept one stayed there after the process ended). */
         fold_warn("ofi: keeping the endpoint open: the provider still owns operations");
         tl->kept_next = tl_ofi_kept;
         tl_ofi_kept = tl;
@@ -409,9 +455,11 @@ static void tl_ofi_close(fold_tl_t *tl)
         tl->bounce_cache = bounce->next;
         free(bounce);
     }
-    free(tl->peers);
-    free(tl->waiting_peers);
-    free(tl->peer_addrs);
+    for (size_t i = 0; i < tl->peers.cap; i++) {
+        free(fold_peer_table_slot(&tl->peers, i));
+    }
+    fold_peer_table_release(&tl->peers);
+    free(tl->waiting);
     if (tl->discard != NULL) {
         munmap(tl->discard, tl->discard_len);
     }
@@ -434,6 +482,7 @@ static int tl_ofi_query(fold_tl_t *tl, fold_tl_caps_t *caps)
         .provider = tl->info->fabric_attr->prov_name,
         .flags    = FOLD_TL_CAP_ORDERED | FOLD_TL_CAP_SEND_REUSE | FOLD_TL_CAP_TRUNCATION,
         .tag_bits = FOLD_TL_TAG_BITS,   /* the bits above carry the sender's rank */
+        .peers    = tl->peers.count,
     };
     return FOLD_OK;
 }
@@ -445,46 +494,14 @@ static int tl_ofi_address(fold_tl_t *tl, const void **addr, size_t *len)
     return FOLD_OK;
 }
 
-static int tl_ofi_set_peers(fold_tl_t *tl, const void *const *addrs, const size_t *lens)
+static int tl_ofi_set_resolver(fold_tl_t *tl, fold_tl_resolve_fn resolve, void *arg)
 {
-    if (tl->peers != NULL) {
-        fold_error("ofi: set_peers called twice");
+    if (resolve == NULL) {
+        fold_error("ofi: set_resolver without a resolver");
         return FOLD_ERR_INVALID_ARG;
     }
-
-    /* Each address gets a terminating NUL: string formats (FI_ADDR_STR) need one. */
-    size_t total = 0;
-    for (int i = 0; i < tl->size; i++) {
-        if (addrs[i] == NULL || lens[i] == 0) {
-            fold_error("ofi: no address for peer %d", i);
-            return FOLD_ERR_INVALID_ARG;
-        }
-        total += lens[i] + 1;
-    }
-
-    tl_ofi_peer_t *peers = calloc((unsigned)tl->size, sizeof(*peers));
-    int *waiting_peers = calloc((unsigned)tl->size, sizeof(*waiting_peers));
-    char *block = calloc(1, total);
-    if (peers == NULL || waiting_peers == NULL || block == NULL) {
-        fold_error("ofi: out of memory for %d peer addresses", tl->size);
-        free(block);
-        free(waiting_peers);
-        free(peers);
-        return FOLD_ERR_NO_MEMORY;
-    }
-
-    size_t offset = 0;
-    for (int i = 0; i < tl->size; i++) {
-        memcpy(block + offset, addrs[i], lens[i]);
-        peers[i].addr    = block + offset;
-        peers[i].fi_addr = FI_ADDR_NOTAVAIL;
-        tl_ofi_list_init(&peers[i].queued_tx);
-        tl_ofi_list_init(&peers[i].queued_rx);
-        offset += lens[i] + 1;
-    }
-    tl->peers         = peers;
-    tl->waiting_peers = waiting_peers;
-    tl->peer_addrs    = block;
+    tl->resolve     = resolve;
+    tl->resolve_arg = arg;
     return FOLD_OK;
 }
 
@@ -496,7 +513,7 @@ const fold_tl_ops_t fold_tl_ofi_ops = {
     .close        = tl_ofi_close,
     .query        = tl_ofi_query,
     .address      = tl_ofi_address,
-    .set_peers    = tl_ofi_set_peers,
+    .set_resolver = tl_ofi_set_resolver,
     .tag_send     = tl_ofi_tag_send,
     .tag_recv     = tl_ofi_tag_recv,
     .cancel       = tl_ofi_cancel,

@@ -45,9 +45,9 @@ void tl_ofi_complete(fold_tl_t *tl, tl_ofi_op_t *op, int status, size_t length)
  * no connection, so the provider will not fail them) are canceled. */
 void tl_ofi_peer_failed(fold_tl_t *tl, int rank, const char *why)
 {
-    tl_ofi_peer_t *peer = &tl->peers[rank];
-    if (peer->failed) {
-        return;
+    tl_ofi_peer_t *peer = tl_ofi_peer_of(tl, rank);
+    if (peer == NULL || peer->failed) {
+        return;   /* no operation was ever started with it */
     }
     if (tl->closing) {
         fold_debug("ofi: peer %d error while closing: %s", rank, why);

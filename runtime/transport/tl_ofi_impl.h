@@ -13,6 +13,7 @@
 #ifndef FOLD_TL_OFI_IMPL_H
 #define FOLD_TL_OFI_IMPL_H
 
+#include "transport/peer_table.h"
 #include "transport/transport.h"
 
 #include <rdma/fabric.h>
@@ -81,10 +82,10 @@ struct tl_ofi_op {
 };
 
 typedef struct tl_ofi_peer {
-    const void   *addr;
-    fi_addr_t     fi_addr;      /* FI_ADDR_NOTAVAIL until the first operation */
+    int           rank;
+    fi_addr_t     fi_addr;      /* in the address vector since the first operation */
     int           failed;
-    int           waiting;      /* listed in tl->waiting_peers */
+    int           waiting;      /* listed in tl->waiting */
     tl_ofi_list_t queued_tx;    /* sends refused with -FI_EAGAIN */
     tl_ofi_list_t queued_rx;    /* receives refused with -FI_EAGAIN */
 } tl_ofi_peer_t;
@@ -113,10 +114,12 @@ struct fold_tl {
     size_t             bounce_cached;
     void              *discard;     /* receives' second iov; NULL: none */
     size_t             discard_len;
-    tl_ofi_peer_t     *peers;       /* NULL until set_peers */
-    char              *peer_addrs;  /* one block holding every peer's address */
-    int               *waiting_peers; /* peers with queued operations, for progress() */
+    fold_tl_resolve_fn resolve;     /* NULL until set_resolver */
+    void              *resolve_arg;
+    fold_peer_table_t  peers;       /* tl_ofi_peer_t records, made on first use */
+    tl_ofi_peer_t    **waiting;     /* peers with queued operations, for progress() */
     int                nwaiting;
+    int                waiting_cap; /* as many as there are peers */
     tl_ofi_list_t      posted;
     tl_ofi_op_t       *free_ops;    /* recycled ops, chained through next */
 };
@@ -162,10 +165,16 @@ static inline uint64_t tl_ofi_wire_tag(int sender, uint64_t tag)
     return ((uint64_t)sender << FOLD_TL_TAG_BITS) | tag;
 }
 
+/* The record of a peer an operation was started with (so tl_ofi_connect made it). */
+static inline tl_ofi_peer_t *tl_ofi_peer_of(fold_tl_t *tl, int rank)
+{
+    return fold_peer_table_find(&tl->peers, rank);
+}
+
 /* Where op waits if the provider pushes back. */
 static inline tl_ofi_list_t *tl_ofi_queue_of(fold_tl_t *tl, const tl_ofi_op_t *op)
 {
-    tl_ofi_peer_t *peer = &tl->peers[op->peer];
+    tl_ofi_peer_t *peer = tl_ofi_peer_of(tl, op->peer);
     return op->kind == TL_OFI_RECV ? &peer->queued_rx : &peer->queued_tx;
 }
 

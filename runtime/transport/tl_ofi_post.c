@@ -180,7 +180,7 @@ static int tl_ofi_post_busy(const fold_tl_t *tl, ssize_t ret)
 static ssize_t tl_ofi_post(fold_tl_t *tl, tl_ofi_op_t *op)
 {
     void *desc = op->local_mr != NULL ? fi_mr_desc(op->local_mr) : NULL;
-    fi_addr_t dest = tl->peers[op->peer].fi_addr;
+    fi_addr_t dest = tl_ofi_peer_of(tl, op->peer)->fi_addr;
 
     switch (op->kind) {
     case TL_OFI_SEND:
@@ -260,10 +260,10 @@ static int tl_ofi_start(fold_tl_t *tl, tl_ofi_op_t *op, fold_tl_req_t *req)
     }
     op->state = TL_OFI_OP_QUEUED;
     tl_ofi_list_push(queue, op);
-    tl_ofi_peer_t *peer = &tl->peers[op->peer];
+    tl_ofi_peer_t *peer = tl_ofi_peer_of(tl, op->peer);
     if (!peer->waiting) {
         peer->waiting = 1;
-        tl->waiting_peers[tl->nwaiting++] = op->peer;
+        tl->waiting[tl->nwaiting++] = peer;   /* room for every peer (tl_ofi_connect) */
     }
 started:
     req->handle = op->req != NULL ? op : NULL;
@@ -306,12 +306,12 @@ static int tl_ofi_post_queued(fold_tl_t *tl)
     int events = 0;
 
     for (int i = 0; i < tl->nwaiting;) {
-        tl_ofi_peer_t *peer = &tl->peers[tl->waiting_peers[i]];
+        tl_ofi_peer_t *peer = tl->waiting[i];
         events += tl_ofi_post_queue(tl, &peer->queued_tx);
         events += tl_ofi_post_queue(tl, &peer->queued_rx);
         if (peer->queued_tx.head == NULL && peer->queued_rx.head == NULL) {
             peer->waiting = 0;
-            tl->waiting_peers[i] = tl->waiting_peers[--tl->nwaiting];
+            tl->waiting[i] = tl->waiting[--tl->nwaiting];
         } else {
             i++;
         }
@@ -346,9 +346,10 @@ int tl_ofi_tag_send(fold_tl_t *tl, int peer, uint64_t tag, const void *buf, size
     }
 
     uint64_t wire_tag = tl_ofi_wire_tag(tl->rank, tag);
-    if (len <= tl->inject_size && tl->peers[peer].queued_tx.head == NULL) {
+    tl_ofi_peer_t *to = tl_ofi_peer_of(tl, peer);
+    if (len <= tl->inject_size && to->queued_tx.head == NULL) {
         /* The provider copies the data: complete now, no completion entry follows. */
-        ssize_t ret = fi_tinject(tl->ep, buf, len, tl->peers[peer].fi_addr, wire_tag);
+        ssize_t ret = fi_tinject(tl->ep, buf, len, to->fi_addr, wire_tag);
         if (ret == 0) {
             req->handle = NULL;
             req->status = FOLD_OK;

@@ -7,7 +7,8 @@
  * FOLD_ERR_PEER_FAILED, and receives already posted from it complete with that
  * status. FOLD_UCX_ERR_MODE=none opens them without: UCX may then pick transports
  * that cannot report a failure (cross-memory attach for rendezvous), and a dead peer
- * is noticed only by the executor's FOLD_TIMEOUT. Measured (2 ranks of one AMD EPYC
+ * is noticed by the executor's FOLD_TIMEOUT at best: UCX's cma transport aborts the
+ * process when the peer it reads from is gone (tests/fault/run.sh, ucp+errnone). Measured (2 ranks of one AMD EPYC
  * node, rabenseifner 64 KiB-16 MiB): none is 1.5-2.8x slower there, since its
  * process_vm_readv runs at ~14 GB/s against ~55 GB/s for UCX's shared-memory copies.
  *
@@ -22,6 +23,7 @@
  * callback stores the status and frees the request itself.
  */
 #include "transport/transport.h"
+#include "transport/peer_table.h"
 #include "transport/tl_ucp_start.h"
 #include "log.h"
 #include "util/clock.h"
@@ -54,7 +56,7 @@ struct tl_ucp_op {
 typedef struct tl_ucp_peer {
     fold_tl_t   *tl;
     int          rank;
-    const void  *addr;
+    void        *addr;          /* the peer's worker address (owned) */
     ucp_ep_h     ep;            /* NULL until the first operation */
     int          failed;
     tl_ucp_op_t *ops;           /* operations in flight with this peer */
@@ -72,8 +74,9 @@ struct fold_tl {
     char           fallback[1024]; /* why without shared memory (caps.fallback) */
     ucp_address_t *address;
     size_t         address_len;
-    tl_ucp_peer_t *peers;       /* NULL until set_peers */
-    char          *peer_addrs;  /* one block holding every peer's address */
+    fold_tl_resolve_fn resolve; /* NULL until set_resolver */
+    void              *resolve_arg;
+    fold_peer_table_t  peers;   /* tl_ucp_peer_t records, made on first use */
 };
 
 static int tl_ucp_status(ucs_status_t status)
@@ -145,7 +148,7 @@ static void tl_ucp_complete(void *request, ucs_status_t ucs_status, fold_tl_req_
         return;
     }
 
-    tl_ucp_peer_t *peer = &op->tl->peers[op->peer];
+    tl_ucp_peer_t *peer = fold_peer_table_find(&op->tl->peers, op->peer);
     tl_ucp_op_unlink(peer, op);
     if (status != FOLD_OK && status != FOLD_ERR_TRUNCATED && (op->peer_failed || peer->failed)) {
         status = FOLD_ERR_PEER_FAILED;
@@ -202,28 +205,50 @@ static void tl_ucp_peer_failed(void *arg, ucp_ep_h ep, ucs_status_t status)
     }
 }
 
-static int tl_ucp_check_peer(fold_tl_t *tl, int peer)
+/* The record of a peer, made (with its address from the resolver) on first use. */
+static int tl_ucp_peer(fold_tl_t *tl, int rank, tl_ucp_peer_t **peer_p)
 {
-    if (tl->peers == NULL) {
-        fold_error("ucp: operation before set_peers");
+    tl_ucp_peer_t *peer = fold_peer_table_find(&tl->peers, rank);
+    if (peer != NULL) {
+        *peer_p = peer;
+        return FOLD_OK;
+    }
+    if (tl->resolve == NULL) {
+        fold_error("ucp: operation before set_resolver");
         return FOLD_ERR_INVALID_ARG;
     }
-    if (peer < 0 || peer >= tl->size) {
-        fold_error("ucp: peer %d out of range [0, %d)", peer, tl->size);
+    if (rank < 0 || rank >= tl->size) {
+        fold_error("ucp: peer %d out of range [0, %d)", rank, tl->size);
         return FOLD_ERR_INVALID_ARG;
     }
+    void *addr = NULL;
+    size_t len = 0;
+    int status = tl->resolve(tl->resolve_arg, rank, &addr, &len);
+    if (status != FOLD_OK || addr == NULL || len == 0) {
+        fold_error("ucp: no address for peer %d", rank);
+        free(addr);
+        return status != FOLD_OK ? status : FOLD_ERR_TRANSPORT;
+    }
+    peer = calloc(1, sizeof(*peer));
+    if (peer == NULL || fold_peer_table_add(&tl->peers, rank, peer) != FOLD_OK) {
+        fold_error("ucp: out of memory for peer %d", rank);
+        free(peer);
+        free(addr);
+        return FOLD_ERR_NO_MEMORY;
+    }
+    *peer = (tl_ucp_peer_t){.tl = tl, .rank = rank, .addr = addr};
+    *peer_p = peer;
     return FOLD_OK;
 }
 
 /* The peer's endpoint, created on first use. */
 static int tl_ucp_connect(fold_tl_t *tl, int rank, ucp_ep_h *ep)
 {
-    int status = tl_ucp_check_peer(tl, rank);
+    tl_ucp_peer_t *peer;
+    int status = tl_ucp_peer(tl, rank, &peer);
     if (status != FOLD_OK) {
         return status;
     }
-
-    tl_ucp_peer_t *peer = &tl->peers[rank];
     if (peer->failed) {
         return FOLD_ERR_PEER_FAILED;
     }
@@ -295,7 +320,8 @@ static int tl_ucp_posted(fold_tl_t *tl, int rank, int is_recv, ucs_status_ptr_t 
     }
     if (UCS_PTR_IS_ERR(ptr)) {
         ucs_status_t ucs_status = UCS_PTR_STATUS(ptr);
-        if (tl->peers[rank].failed) {
+        tl_ucp_peer_t *peer = fold_peer_table_find(&tl->peers, rank);
+        if (peer != NULL && peer->failed) {
             return FOLD_ERR_PEER_FAILED;
         }
         fold_error("ucp: %s with peer %d failed: %s", what, rank,
@@ -314,7 +340,7 @@ static int tl_ucp_posted(fold_tl_t *tl, int rank, int is_recv, ucs_status_ptr_t 
     op->peer        = rank;
     op->is_recv     = is_recv;
     op->peer_failed = 0;
-    tl_ucp_op_link(&tl->peers[rank], op);
+    tl_ucp_op_link(fold_peer_table_find(&tl->peers, rank), op);
     req->handle = ptr;
     req->status = FOLD_INPROGRESS;
     op->req     = req;
@@ -341,6 +367,7 @@ static int tl_ucp_open(const fold_tl_params_t *params, fold_tl_t **tl_p)
     tl->rank     = params->rank;
     tl->size     = params->size;
     tl->err_none = params->ucx_err_none;
+    fold_peer_table_init(&tl->peers);
 
     ucp_params_t ucp_params = {
         .field_mask        = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_REQUEST_SIZE |
@@ -390,9 +417,9 @@ static void tl_ucp_close_endpoints(fold_tl_t *tl)
 {
     int pending = 0;
 
-    for (int i = 0; i < tl->size; i++) {
-        tl_ucp_peer_t *peer = &tl->peers[i];
-        if (peer->ep == NULL) {
+    for (size_t i = 0; i < tl->peers.cap; i++) {
+        tl_ucp_peer_t *peer = fold_peer_table_slot(&tl->peers, i);
+        if (peer == NULL || peer->ep == NULL) {
             continue;
         }
         ucp_request_param_t param = {
@@ -405,7 +432,7 @@ static void tl_ucp_close_endpoints(fold_tl_t *tl)
             peer->close_req = ptr;
             pending++;
         } else if (UCS_PTR_IS_ERR(ptr)) {
-            fold_debug("ucp: closing endpoint to peer %d: %s", i,
+            fold_debug("ucp: closing endpoint to peer %d: %s", peer->rank,
                        ucs_status_string(UCS_PTR_STATUS(ptr)));
         }
     }
@@ -418,9 +445,9 @@ static void tl_ucp_close_endpoints(fold_tl_t *tl)
             }
             sched_yield();
         }
-        for (int i = 0; i < tl->size; i++) {
-            tl_ucp_peer_t *peer = &tl->peers[i];
-            if (peer->close_req != NULL &&
+        for (size_t i = 0; i < tl->peers.cap; i++) {
+            tl_ucp_peer_t *peer = fold_peer_table_slot(&tl->peers, i);
+            if (peer != NULL && peer->close_req != NULL &&
                 ucp_request_check_status(peer->close_req) != UCS_INPROGRESS) {
                 ucp_request_free(peer->close_req);
                 peer->close_req = NULL;
@@ -432,10 +459,11 @@ static void tl_ucp_close_endpoints(fold_tl_t *tl)
     if (pending > 0) {
         fold_warn("ucp: %d endpoint(s) did not close within %.0f s", pending,
                   TL_UCP_CLOSE_TIMEOUT_SEC);
-        for (int i = 0; i < tl->size; i++) {
-            if (tl->peers[i].close_req != NULL) {
-                ucp_request_free(tl->peers[i].close_req);
-                tl->peers[i].close_req = NULL;
+        for (size_t i = 0; i < tl->peers.cap; i++) {
+            tl_ucp_peer_t *peer = fold_peer_table_slot(&tl->peers, i);
+            if (peer != NULL && peer->close_req != NULL) {
+                ucp_request_free(peer->close_req);
+                peer->close_req = NULL;
             }
         }
     }
@@ -448,9 +476,13 @@ static void tl_ucp_abandon_ops(fold_tl_t *tl)
 {
     int abandoned = 0;
 
-    for (int i = 0; i < tl->size; i++) {
+    for (size_t i = 0; i < tl->peers.cap; i++) {
+        tl_ucp_peer_t *peer = fold_peer_table_slot(&tl->peers, i);
+        if (peer == NULL) {
+            continue;
+        }
         tl_ucp_op_t *next;
-        for (tl_ucp_op_t *op = tl->peers[i].ops; op != NULL; op = next) {
+        for (tl_ucp_op_t *op = peer->ops; op != NULL; op = next) {
             fold_tl_req_t *req = op->req;
             next = op->next;
             op->req = NULL;
@@ -459,7 +491,7 @@ static void tl_ucp_abandon_ops(fold_tl_t *tl)
             req->status = FOLD_ERR_CANCELED;
             abandoned++;
         }
-        tl->peers[i].ops = NULL;
+        peer->ops = NULL;
     }
     if (abandoned > 0) {
         fold_warn("ucp: %d operation(s) were still in flight at close; completed them as "
@@ -470,22 +502,27 @@ static void tl_ucp_abandon_ops(fold_tl_t *tl)
 static void tl_ucp_close(fold_tl_t *tl)
 {
     tl->closing = 1;
-    if (tl->peers != NULL) {
-        /* Receives nobody will match: complete them as canceled. */
-        for (int i = 0; i < tl->size; i++) {
-            tl_ucp_op_t *next;
-            for (tl_ucp_op_t *op = tl->peers[i].ops; op != NULL; op = next) {
-                next = op->next;
-                if (op->is_recv) {
-                    ucp_request_cancel(tl->worker, op);
-                }
+    /* Receives nobody will match: complete them as canceled. */
+    for (size_t i = 0; i < tl->peers.cap; i++) {
+        tl_ucp_peer_t *peer = fold_peer_table_slot(&tl->peers, i);
+        tl_ucp_op_t *next;
+        for (tl_ucp_op_t *op = peer ? peer->ops : NULL; op != NULL; op = next) {
+            next = op->next;
+            if (op->is_recv) {
+                ucp_request_cancel(tl->worker, op);
             }
         }
-        tl_ucp_close_endpoints(tl);
-        tl_ucp_abandon_ops(tl);
-        free(tl->peers);
-        free(tl->peer_addrs);
     }
+    tl_ucp_close_endpoints(tl);
+    tl_ucp_abandon_ops(tl);
+    for (size_t i = 0; i < tl->peers.cap; i++) {
+        tl_ucp_peer_t *peer = fold_peer_table_slot(&tl->peers, i);
+        if (peer != NULL) {
+            free(peer->addr);
+            free(peer);
+        }
+    }
+    fold_peer_table_release(&tl->peers);
     ucp_worker_release_address(tl->worker, tl->address);
     ucp_worker_destroy(tl->worker);
     ucp_cleanup(tl->context);
@@ -502,6 +539,7 @@ static int tl_ucp_query(fold_tl_t *tl, fold_tl_caps_t *caps)
         .fallback = tl->fallback[0] ? tl->fallback : NULL,
         .flags    = FOLD_TL_CAP_ORDERED | FOLD_TL_CAP_SEND_REUSE | FOLD_TL_CAP_TRUNCATION,
         .tag_bits = FOLD_TL_TAG_BITS,   /* the bits above carry the sender's rank */
+        .peers    = tl->peers.count,
     };
     return FOLD_OK;
 }
@@ -513,41 +551,14 @@ static int tl_ucp_address(fold_tl_t *tl, const void **addr, size_t *len)
     return FOLD_OK;
 }
 
-static int tl_ucp_set_peers(fold_tl_t *tl, const void *const *addrs, const size_t *lens)
+static int tl_ucp_set_resolver(fold_tl_t *tl, fold_tl_resolve_fn resolve, void *arg)
 {
-    if (tl->peers != NULL) {
-        fold_error("ucp: set_peers called twice");
+    if (resolve == NULL) {
+        fold_error("ucp: set_resolver without a resolver");
         return FOLD_ERR_INVALID_ARG;
     }
-
-    size_t total = 0;
-    for (int i = 0; i < tl->size; i++) {
-        if (addrs[i] == NULL || lens[i] == 0) {
-            fold_error("ucp: no address for peer %d", i);
-            return FOLD_ERR_INVALID_ARG;
-        }
-        total += lens[i];
-    }
-
-    tl_ucp_peer_t *peers = calloc((unsigned)tl->size, sizeof(*peers));
-    char *block = malloc(total);
-    if (peers == NULL || block == NULL) {
-        fold_error("ucp: out of memory for %d peer addresses", tl->size);
-        free(block);
-        free(peers);
-        return FOLD_ERR_NO_MEMORY;
-    }
-
-    size_t offset = 0;
-    for (int i = 0; i < tl->size; i++) {
-        memcpy(block + offset, addrs[i], lens[i]);
-        peers[i].tl   = tl;
-        peers[i].rank = i;
-        peers[i].addr = block + offset;
-        offset += lens[i];
-    }
-    tl->peers      = peers;
-    tl->peer_addrs = block;
+    tl->resolve     = resolve;
+    tl->resolve_arg = arg;
     return FOLD_OK;
 }
 
@@ -611,7 +622,7 @@ const fold_tl_ops_t fold_tl_ucp_ops = {
     .close        = tl_ucp_close,
     .query        = tl_ucp_query,
     .address      = tl_ucp_address,
-    .set_peers    = tl_ucp_set_peers,
+    .set_resolver = tl_ucp_set_resolver,
     .tag_send     = tl_ucp_tag_send,
     .tag_recv     = tl_ucp_tag_recv,
     .cancel       = tl_ucp_cancel,

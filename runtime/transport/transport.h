@@ -64,6 +64,7 @@ typedef struct fold_tl_caps {
                               UCX's shared memory); NULL when it does not */
     unsigned    flags;     /* FOLD_TL_CAP_* */
     int         tag_bits;  /* low tag bits a caller may use */
+    size_t      peers;     /* peers this instance has state for (made on first use) */
 } fold_tl_caps_t;
 
 /* A flag's meaning in words, for error messages; NULL for an unknown flag. */
@@ -81,6 +82,10 @@ typedef struct fold_tl_params {
     int         ucx_err_none;
 } fold_tl_params_t;
 
+/* A peer's address, asked for on the first operation towards it: stores a copy that
+ * the backend then owns (free()) in *addr and its length in *len. */
+typedef int (*fold_tl_resolve_fn)(void *arg, int rank, void **addr, size_t *len);
+
 typedef struct fold_tl_ops {
     const char *name;
     const char *description;
@@ -90,11 +95,12 @@ typedef struct fold_tl_ops {
     /* What this instance guarantees; the strings stay valid until close. */
     int  (*query)(fold_tl_t *tl, fold_tl_caps_t *caps);
 
-    /* This instance's address, to be exchanged through the bootstrap. */
+    /* This instance's address, for the bootstrap to publish. */
     int  (*address)(fold_tl_t *tl, const void **addr, size_t *len);
-    /* Every peer's address (index = rank). The backend copies what it keeps and
-     * connects lazily, on the first operation towards a peer. */
-    int  (*set_peers)(fold_tl_t *tl, const void *const *addrs, const size_t *lens);
+    /* Where peers' addresses come from (arg stays valid until close). The backend
+     * keeps no table of the job's addresses: it asks for a peer's on the first
+     * operation towards it, and keeps state only for the peers it talks to. */
+    int  (*set_resolver)(fold_tl_t *tl, fold_tl_resolve_fn resolve, void *arg);
 
     /* Tagged messages; a receive matches exactly (peer, tag). A message longer than
      * the receive buffer completes the receive with FOLD_ERR_TRUNCATED. */

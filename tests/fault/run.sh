@@ -21,7 +21,8 @@
 # split), --faults "kill stop", --timeout S (FOLD_TIMEOUT, default 2),
 # --transports "ucp ucp:tcp ucp+errnone ofi:tcp;ofi_rxm ofi:shm" (ucp:tcp is
 # UCX_TLS=tcp,self, where UCX itself notices a dead peer; ucp+errnone is
-# FOLD_UCX_ERR_MODE=none, where only FOLD_TIMEOUT does), --algs "allreduce:ring reduce:chain ...",
+# FOLD_UCX_ERR_MODE=none, where nothing is promised: a survivor times out, or UCX
+# aborts it when its cma transport finds the peer's process gone), --algs "allreduce:ring reduce:chain ...",
 # --max-count N (largest call, int32 elements), --netns A,B (ranks blocked over two
 # network namespaces).
 # Exits 1 when any case failed: a survivor without FOLD_ERR_PEER_FAILED or

@@ -144,8 +144,20 @@ void mp_tl_check_pattern(const void *buf, size_t len, int sender, uint64_t tag,
     }
 }
 
-/* Exchanges transport addresses: lengths first, then addresses padded to the
- * longest. */
+/* The transport asks for a peer's address on first use: from the table below. */
+static int resolve_address(void *arg, int rank, void **addr, size_t *len)
+{
+    mp_tl_env_t *env = arg;
+    *len = env->addr_lens[rank];
+    if ((*addr = malloc(*len)) == NULL) {
+        return FOLD_ERR_NO_MEMORY;
+    }
+    memcpy(*addr, env->addrs + (size_t)rank * env->addr_max, *len);
+    return FOLD_OK;
+}
+
+/* Gathers every transport address (lengths first, then addresses padded to the
+ * longest) and hands the transport a resolver over them. */
 static void connect_peers(mp_tl_env_t *env)
 {
     const void *addr;
@@ -153,35 +165,23 @@ static void connect_peers(mp_tl_env_t *env)
     mp_tl_check_ok(env->ops->address(env->tl, &addr, &addr_len), "address");
 
     uint64_t my_len = addr_len;
-    uint64_t *all_lens = malloc(sizeof(uint64_t) * (size_t)env->size);
-    MP_TL_CHECK(all_lens != NULL, "out of memory");
-    mp_tl_check_ok(env->bs.allgather(&env->bs, &my_len, all_lens, sizeof(my_len)),
+    env->addr_lens = malloc(sizeof(uint64_t) * (size_t)env->size);
+    MP_TL_CHECK(env->addr_lens != NULL, "out of memory");
+    mp_tl_check_ok(env->bs.allgather(&env->bs, &my_len, env->addr_lens, sizeof(my_len)),
                    "address length allgather");
 
-    size_t max_len = 0;
+    env->addr_max = 0;
     for (int r = 0; r < env->size; r++) {
-        max_len = all_lens[r] > max_len ? all_lens[r] : max_len;
+        env->addr_max = env->addr_lens[r] > env->addr_max ? env->addr_lens[r] : env->addr_max;
     }
-    char *padded = calloc(1, max_len);
-    char *all = malloc(max_len * (size_t)env->size);
-    const void **addrs = malloc(sizeof(void *) * (size_t)env->size);
-    size_t *lens = malloc(sizeof(size_t) * (size_t)env->size);
-    MP_TL_CHECK(padded != NULL && all != NULL && addrs != NULL && lens != NULL,
-                "out of memory");
+    char *padded = calloc(1, env->addr_max);
+    env->addrs = malloc(env->addr_max * (size_t)env->size);
+    MP_TL_CHECK(padded != NULL && env->addrs != NULL, "out of memory");
     memcpy(padded, addr, addr_len);
-    mp_tl_check_ok(env->bs.allgather(&env->bs, padded, all, max_len), "address allgather");
-
-    for (int r = 0; r < env->size; r++) {
-        addrs[r] = all + (size_t)r * max_len;
-        lens[r] = all_lens[r];
-    }
-    mp_tl_check_ok(env->ops->set_peers(env->tl, addrs, lens), "set_peers");
-
-    free(lens);
-    free(addrs);
-    free(all);
+    mp_tl_check_ok(env->bs.allgather(&env->bs, padded, env->addrs, env->addr_max),
+                   "address allgather");
     free(padded);
-    free(all_lens);
+    mp_tl_check_ok(env->ops->set_resolver(env->tl, resolve_address, env), "set_resolver");
 }
 
 void mp_tl_env_init(mp_tl_env_t *env, const char *test_name)
@@ -213,6 +213,10 @@ void mp_tl_env_close(mp_tl_env_t *env)
     mp_tl_barrier(env);
     env->ops->close(env->tl);
     env->tl = NULL;
+    free(env->addrs);
+    free(env->addr_lens);
+    env->addrs     = NULL;
+    env->addr_lens = NULL;
 }
 
 void mp_tl_env_finalize(mp_tl_env_t *env)

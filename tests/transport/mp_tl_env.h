@@ -26,6 +26,9 @@ typedef struct mp_tl_env {
     int                  rank, size;
     int                  left, right; /* ring neighbours */
     unsigned             barrier_seq;
+    uint64_t            *addr_lens;   /* every rank's transport address (connect_peers) */
+    char                *addrs;       /* addr_max bytes each */
+    size_t               addr_max;
 } mp_tl_env_t;
 
 /* Joins the job through PMIx and loads the configuration; test_name prefixes every
