@@ -1,7 +1,7 @@
 /*
  * Calls the fold MPI shim must hand to the MPI library, each with its expected reason:
  * derived datatypes with gaps, a user op on a derived type of several elements, an op
- * the shim never saw created (PMPI_Op_create), long double (its pair and complex
+ * the shim never saw created (PMPI_Op_create), one beyond fold's 256, long double (its pair and complex
  * types too), MPI_OFFSET, ops MPI does not define for a type but Open MPI accepts, an
  * intercommunicator, messages outside FOLD_MPI_*_MIN..MAX, and erroneous calls, whose
  * MPI error class must not change with the shim. Results are checked; a few served
@@ -165,6 +165,31 @@ static void user_ops(void)
     }
     MPI_Op_free(&add);
     MPI_Op_free(&keep_first);
+}
+
+/* fold holds 256 user ops at a time: the 257th op created goes to MPI. */
+static void user_op_slots(void)
+{
+    enum { OPS = 257 };
+    MPI_Op ops[OPS];
+    for (int k = 0; k < OPS; k++) {
+        MPI_Op_create(add_ints, 1, &ops[k]);
+    }
+    int in[N], out[N];
+    for (int i = 0; i < N; i++) {
+        in[i] = value(rank, i);
+    }
+    check_rc(MPI_Allreduce(in, out, N, MPI_INT, ops[OPS - 1], MPI_COMM_WORLD), "257th op");
+    test_expect(COLL_ALLREDUCE, ROUTE_USER_OP);
+    int ok = 1;
+    for (int i = 0; i < N; i++) {
+        ok &= out[i] == sum_over_ranks(i, 0, size);
+    }
+    check(ok, "257th op");
+    test_digest(out, sizeof(out));
+    for (int k = 0; k < OPS; k++) {
+        MPI_Op_free(&ops[k]);
+    }
 }
 
 /* The pair types fold serves (MPI_2INT, a control within the size range) beside one
@@ -440,6 +465,7 @@ int main(int argc, char **argv)
     derived_types();
     derived_sizes();
     user_ops();
+    user_op_slots();
     pair_types();
     types_mpi_keeps();
     intercomm();
