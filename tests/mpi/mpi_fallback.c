@@ -430,7 +430,7 @@ static void erroneous_calls(void)
     record_error(MPI_Allreduce(buf, out, N / 2, MPI_2INT, MPI_SUM, comm), "sum of pairs");
     test_expect(COLL_ALLREDUCE, ROUTE_DTYPE_OP);
     /* A predefined op on a type with gaps: MPI's answer, whatever it is (Open MPI:
-     * MPI_ERR_OP; MPICH reduces it). */
+     * MPI_ERR_OP; a library that takes it reduces it). */
     MPI_Datatype gapped;
     MPI_Type_vector(2, 1, 2, MPI_INT, &gapped);
     MPI_Type_commit(&gapped);
