@@ -347,6 +347,11 @@ int main(int argc, char **argv)
             }
         }
     }
+    /* The non-commutative op at 2 MiB, where fold pipelines and segments. */
+    for (int inplace = 0; inplace <= 1; inplace++) {
+        run_case(&cases[0], 1, 262147, inplace);
+        run_case(&cases[0], 0, 262147, !inplace);
+    }
     for (size_t k = 0; k < sizeof(made) / sizeof(made[0]); k++) {
         MPI_Type_free(made[k]);
     }
