@@ -25,10 +25,14 @@ typedef enum shim_route {
     SHIM_ROUTE_FOLD,
     SHIM_ROUTE_OFF,         /* fold is not running: disabled, failed to start, finalized */
     SHIM_ROUTE_ARGS,        /* arguments MPI rejects; its own error path answers them */
-    SHIM_ROUTE_DATATYPE,    /* derived type, or a predefined one fold has no match for
-                               (long double and its pair and complex types, ...) */
-    SHIM_ROUTE_OP,          /* user op, REPLACE, NO_OP */
+    SHIM_ROUTE_DATATYPE,    /* a predefined type fold has no match for (long double and
+                               its pair and complex types, ...), or copies of one */
+    SHIM_ROUTE_OP,          /* REPLACE, NO_OP, or an op the shim did not see created */
     SHIM_ROUTE_DTYPE_OP,    /* an op MPI does not define for that datatype */
+    SHIM_ROUTE_DERIVED,     /* a derived type that is not copies of one type back to back:
+                               holes, gaps, a lower bound, mixed types, subarray, ... */
+    SHIM_ROUTE_USER_OP,     /* a user op fold could not register (its table is full) */
+    SHIM_ROUTE_USER_OP_DERIVED, /* a user op on a derived type of several elements */
     SHIM_ROUTE_SMALL,       /* below FOLD_MPI_ALLREDUCE_MIN / FOLD_MPI_REDUCE_MIN */
     SHIM_ROUTE_LARGE,       /* above FOLD_MPI_ALLREDUCE_MAX / FOLD_MPI_REDUCE_MAX */
     SHIM_ROUTE_MPI_FASTER,  /* no range set: fold_serve_advice expects MPI to be faster */
@@ -69,11 +73,48 @@ void shim_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* ---- datatypes and ops (shim_types.c) ------------------------------------------ */
 
+/* A call's datatype and op in fold's terms. */
+typedef struct shim_typemap {
+    fold_dtype_t dtype;
+    fold_op_t    op;
+    size_t       elements;   /* fold elements per element of the call's datatype */
+    MPI_Datatype base;       /* the predefined type those elements are */
+    int          derived;    /* the call's datatype is a derived one */
+} shim_typemap_t;
+
 /* Fills the datatype table (the MPI handles are only usable after MPI_Init). */
 void shim_types_init(void);
-/* SHIM_ROUTE_FOLD with *dtype and *op set, or the reason MPI must handle it. */
-shim_route_t shim_types_map(MPI_Datatype datatype, MPI_Op op, fold_dtype_t *dtype,
-                            fold_op_t *fop);
+/* SHIM_ROUTE_FOLD with *map set, or the reason MPI must handle the call. */
+shim_route_t shim_types_map(MPI_Datatype datatype, MPI_Op op, shim_typemap_t *map);
+/* The table's index of a predefined datatype fold serves, or -1. */
+int shim_types_find(MPI_Datatype datatype);
+/* The MPI handle and fold datatype at an index shim_types_find gave. */
+MPI_Datatype shim_types_handle(int index);
+fold_dtype_t shim_types_dtype(int index);
+
+/* ---- derived datatypes (shim_derived.c) ----------------------------------------- */
+
+/* The cache's attribute key; created after MPI_Init, freed before MPI_Finalize. */
+void shim_derived_start(void);
+void shim_derived_stop(void);
+/* For a datatype not in the table: SHIM_ROUTE_FOLD when it is n copies of the
+ * table's entry *base back to back from offset 0, or the reason it is not. */
+shim_route_t shim_derived_decode(MPI_Datatype datatype, int *base, size_t *n);
+
+/* ---- user ops (shim_userop.c) ---------------------------------------------------- */
+
+/* Records an op the application created (C or Fortran calling convention) and
+ * registers it with fold; forgets one it frees. */
+void shim_userop_record(MPI_Op op, void (*fn)(void), int fortran);
+void shim_userop_forget(MPI_Op op);
+/* Forgets every op (MPI_Finalize). */
+void shim_userop_clear(void);
+/* SHIM_ROUTE_FOLD and fold's op for a recorded op on a datatype of `elements` fold
+ * elements, or the reason MPI must run it. */
+shim_route_t shim_userop_get(MPI_Op op, size_t elements, fold_op_t *fop);
+/* The datatype the application passed to the call this thread is about to run in
+ * fold: what its user op receives. */
+void shim_userop_set_datatype(MPI_Datatype datatype);
 
 /* ---- communicators (shim_comm.c) ------------------------------------------------ */
 
@@ -126,10 +167,13 @@ typedef struct shim_fold_call {
     fold_op_t    op;
     int          root;
     fold_comm_h  comm;
+    MPI_Datatype datatype;  /* the application's, which a user op receives */
 } shim_fold_call_t;
 
-/* Decides whether fold serves the call; if so fills *fcall. */
-shim_route_t shim_route(const shim_call_t *call, shim_fold_call_t *fcall);
+/* Decides whether fold serves the call; if so fills *fcall. *map is set (elements
+ * nonzero) whenever the datatype and op are ones fold could serve. */
+shim_route_t shim_route(const shim_call_t *call, shim_typemap_t *map,
+                        shim_fold_call_t *fcall);
 /* Runs the call in fold (under the lock). Returns a fold status. */
 int shim_run(const shim_fold_call_t *fcall);
 /* Serves one call: fold when shim_route says so, else PMPI. Returns an MPI code. */

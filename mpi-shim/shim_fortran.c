@@ -7,8 +7,13 @@
  * hands anything it does not serve to PMPI_Allreduce / PMPI_Reduce, as the real
  * binding would.
  *
- * Each routine carries the four names Fortran compilers use (mpi_allreduce_, ...)
- * and Open MPI's internal ompi_allreduce_f, which its mpi_f08 module calls.
+ * MPI_OP_CREATE and MPI_OP_FREE run the real binding and record or forget the op
+ * (shim_userop.c), whose function fold then calls with Fortran's arguments. Each
+ * routine carries the four names Fortran compilers use (mpi_allreduce_, ...) and
+ * Open MPI's internal ompi_allreduce_f, which its mpi_f08 module calls for most
+ * routines. Not for MPI_Op_create: Open MPI's mpi_f08 calls pmpi_op_create_, which a
+ * profiling library must leave alone, so the shim never sees mpi_f08's ops, and calls
+ * with them go to MPI (reason op); their MPI_Op_free comes here all the same.
  * Fortran's MPI_IN_PLACE and MPI_BOTTOM are addresses of common blocks named by the
  * MPI library; without them (not Open MPI) every call goes to the real binding.
  */
@@ -24,6 +29,10 @@ typedef void (*allreduce_fn)(void *sendbuf, void *recvbuf, MPI_Fint *count,
                              MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
 typedef void (*reduce_fn)(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype,
                           MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
+/* commute is a Fortran LOGICAL, passed through untouched. */
+typedef void (*op_create_fn)(void (*function)(void), void *commute, MPI_Fint *op,
+                             MPI_Fint *ierr);
+typedef void (*op_free_fn)(MPI_Fint *op, MPI_Fint *ierr);
 
 /* The real binding: the first of the names this MPI library defines after us. */
 static void *next_binding(const char *ompi_name, const char *name)
@@ -128,6 +137,25 @@ SHIM_EXPORT void mpi_reduce_(void *sendbuf, void *recvbuf, MPI_Fint *count,
     fortran.reduce(sendbuf, recvbuf, count, datatype, op, root, comm, ierr);
 }
 FORTRAN_NAMES(mpi_reduce, MPI_REDUCE, ompi_reduce_f)
+
+SHIM_EXPORT void mpi_op_create_(void (*function)(void), void *commute, MPI_Fint *op,
+                                MPI_Fint *ierr)
+{
+    op_create_fn real = (op_create_fn)next_binding("ompi_op_create_f", "mpi_op_create_");
+    real(function, commute, op, ierr);
+    if (*ierr == MPI_SUCCESS) {
+        shim_userop_record(PMPI_Op_f2c(*op), function, 1);
+    }
+}
+FORTRAN_NAMES(mpi_op_create, MPI_OP_CREATE, ompi_op_create_f)
+
+SHIM_EXPORT void mpi_op_free_(MPI_Fint *op, MPI_Fint *ierr)
+{
+    shim_userop_forget(PMPI_Op_f2c(*op));   /* before MPI may hand the handle out again */
+    op_free_fn real = (op_free_fn)next_binding("ompi_op_free_f", "mpi_op_free_");
+    real(op, ierr);
+}
+FORTRAN_NAMES(mpi_op_free, MPI_OP_FREE, ompi_op_free_f)
 
 SHIM_EXPORT void mpi_init_(MPI_Fint *ierr)
 {

@@ -9,6 +9,7 @@
  */
 #include "shim.h"
 
+#include <limits.h>
 #include <stddef.h>
 #include <string.h>
 
@@ -59,19 +60,24 @@ static int shim_advice(const shim_comm_t *comm, shim_coll_t coll, size_t bytes)
     return serve;
 }
 
-shim_route_t shim_route(const shim_call_t *call, shim_fold_call_t *fcall)
+shim_route_t shim_route(const shim_call_t *call, shim_typemap_t *map,
+                        shim_fold_call_t *fcall)
 {
+    map->elements = 0;
     if (!shim.running) {
         return SHIM_ROUTE_OFF;
     }
     if (call->comm == MPI_COMM_NULL || call->count < 0) {
         return SHIM_ROUTE_ARGS;
     }
-    shim_route_t route = shim_types_map(call->datatype, call->op, &fcall->dtype, &fcall->op);
+    shim_route_t route = shim_types_map(call->datatype, call->op, map);
     if (route != SHIM_ROUTE_FOLD) {
+        map->elements = 0;
         return route;
     }
-    size_t bytes = (size_t)call->count * fold_dtype_size(fcall->dtype), lo, hi;
+    /* A type's size fits an int, so this cannot overflow. */
+    size_t count = (size_t)call->count * map->elements;
+    size_t bytes = count * fold_dtype_size(map->dtype), lo, hi;
     int ranged = shim_config_range(&shim.config, call->coll, &lo, &hi);
     if (ranged && bytes < lo) {
         return SHIM_ROUTE_SMALL;
@@ -93,24 +99,39 @@ shim_route_t shim_route(const shim_call_t *call, shim_fold_call_t *fcall)
     if (!buffers_valid(call, has_output)) {
         return SHIM_ROUTE_ARGS;
     }
-    fcall->comm    = comm->fold;
-    fcall->coll    = call->coll;
-    fcall->sendbuf = call->sendbuf == MPI_IN_PLACE ? FOLD_IN_PLACE : call->sendbuf;
+    fcall->comm     = comm->fold;
+    fcall->coll     = call->coll;
+    fcall->sendbuf  = call->sendbuf == MPI_IN_PLACE ? FOLD_IN_PLACE : call->sendbuf;
     /* At a reduce non-root MPI ignores recvbuf; fold must not read or write it. */
-    fcall->recvbuf = has_output ? call->recvbuf : NULL;
-    fcall->count   = (size_t)call->count;
-    fcall->root    = call->root;
+    fcall->recvbuf  = has_output ? call->recvbuf : NULL;
+    fcall->count    = count;
+    fcall->dtype    = map->dtype;
+    fcall->op       = map->op;
+    fcall->root     = call->root;
+    fcall->datatype = call->datatype;
     return SHIM_ROUTE_FOLD;
 }
 
-static int forward(const shim_call_t *call)
+/* Open MPI refuses predefined ops on derived types, which the shim serves where the
+ * type is copies of one predefined type. Such a call that goes to MPI all the same
+ * (its size, its communicator) goes as the same call on the base type, so that
+ * whether it works does not depend on its route. Erroneous arguments go unchanged,
+ * for MPI's own error. */
+static int forward(const shim_call_t *call, shim_route_t route, const shim_typemap_t *map)
 {
-    if (call->coll == SHIM_ALLREDUCE) {
-        return PMPI_Allreduce(call->sendbuf, call->recvbuf, call->count, call->datatype,
-                              call->op, call->comm);
+    int count = call->count;
+    MPI_Datatype datatype = call->datatype;
+    if (map->elements > 0 && map->derived && map->op < FOLD_OP_PREDEFINED_COUNT &&
+        route != SHIM_ROUTE_ARGS && (size_t)count * map->elements <= INT_MAX) {
+        count = (int)((size_t)count * map->elements);
+        datatype = map->base;
     }
-    return PMPI_Reduce(call->sendbuf, call->recvbuf, call->count, call->datatype, call->op,
-                       call->root, call->comm);
+    if (call->coll == SHIM_ALLREDUCE) {
+        return PMPI_Allreduce(call->sendbuf, call->recvbuf, count, datatype, call->op,
+                              call->comm);
+    }
+    return PMPI_Reduce(call->sendbuf, call->recvbuf, count, datatype, call->op, call->root,
+                       call->comm);
 }
 
 /* The MPI error class of a fold failure. Arguments were checked before fold ran,
@@ -131,11 +152,12 @@ static int error_class(int status, const char **name)
 
 int shim_reduction(const shim_call_t *call)
 {
+    shim_typemap_t map;
     shim_fold_call_t fcall;
-    shim_route_t route = shim_route(call, &fcall);
+    shim_route_t route = shim_route(call, &map, &fcall);
     shim_stats_count(call->coll, route);
     if (route != SHIM_ROUTE_FOLD) {
-        return forward(call);
+        return forward(call, route, &map);
     }
     int status = shim_run(&fcall);
     if (status == FOLD_OK) {

@@ -55,6 +55,7 @@ static int run_polled(const shim_fold_call_t *c)
 
 int shim_run(const shim_fold_call_t *fcall)
 {
+    shim_userop_set_datatype(fcall->datatype);
     if (shim.thread_multiple) {
         return run_polled(fcall);
     }

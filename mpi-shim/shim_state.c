@@ -114,6 +114,7 @@ void shim_start(void)
         return;
     }
     shim_types_init();
+    shim_derived_start();
     if (!start_fold()) {
         shim_stats_banner("off: fold did not start; every call goes to the MPI library");
         return;
@@ -128,6 +129,8 @@ void shim_start(void)
 void shim_stop(void)
 {
     shim_stats_report();
+    shim_userop_clear();
+    shim_derived_stop();
     if (!shim.running) {
         return;
     }

@@ -8,10 +8,13 @@
  * MPI_COMPLEX16, MPI_CXX_FLOAT_COMPLEX and MPI_CXX_DOUBLE_COMPLEX with MPI_SUM /
  * MPI_PROD. Each is checked against fold's layout through the MPI library's own
  * size (and, for pairs, extent), so a kind the library built differently is left
- * out. Everything else goes to the MPI library, which then answers exactly as it
- * would without the shim: derived types, long double (and its pair and complex
- * types), MPI_2REAL / MPI_2DOUBLE_PRECISION, MPI_LOGICAL and MPI_OFFSET (see
- * below), user ops, REPLACE, NO_OP, and any combination MPI does not define.
+ * out. A derived type made of copies of one of these back to back is served as
+ * that many of it (shim_derived.c); user ops created through the shim run in fold
+ * on any of these (shim_userop.c). Everything else goes to the MPI library, which
+ * then answers exactly as it would without the shim: long double (and its pair and
+ * complex types), MPI_2REAL / MPI_2DOUBLE_PRECISION, MPI_LOGICAL and MPI_OFFSET (see
+ * below), derived types with holes, REPLACE, NO_OP, and any combination MPI does not
+ * define.
  */
 #include "shim.h"
 
@@ -227,24 +230,45 @@ static int class_allows(type_class_t cls, fold_op_t op)
     return 0;
 }
 
-shim_route_t shim_types_map(MPI_Datatype datatype, MPI_Op op, fold_dtype_t *dtype,
-                            fold_op_t *fop)
+int shim_types_find(MPI_Datatype datatype)
 {
-    const type_entry_t *entry = NULL;
-    for (int i = 0; i < ntypes && entry == NULL; i++) {
+    for (int i = 0; i < ntypes; i++) {
         if (types[i].handle == datatype) {
-            entry = &types[i];
+            return i;
         }
     }
-    if (entry == NULL) {
-        return SHIM_ROUTE_DATATYPE;
+    return -1;
+}
+
+MPI_Datatype shim_types_handle(int index)
+{
+    return types[index].handle;
+}
+
+fold_dtype_t shim_types_dtype(int index)
+{
+    return types[index].dtype;
+}
+
+shim_route_t shim_types_map(MPI_Datatype datatype, MPI_Op op, shim_typemap_t *map)
+{
+    int index = shim_types_find(datatype);
+    size_t elements = 1;
+    shim_route_t route;
+    if (index < 0 &&
+        (route = shim_derived_decode(datatype, &index, &elements)) != SHIM_ROUTE_FOLD) {
+        return route;
     }
-    if (!map_op(op, fop)) {
-        return SHIM_ROUTE_OP;
+    const type_entry_t *entry = &types[index];
+    fold_op_t fop;
+    if (map_op(op, &fop)) {
+        if (!class_allows(entry->cls, fop)) {
+            return SHIM_ROUTE_DTYPE_OP;
+        }
+    } else if ((route = shim_userop_get(op, elements, &fop)) != SHIM_ROUTE_FOLD) {
+        return route;
     }
-    if (!class_allows(entry->cls, *fop)) {
-        return SHIM_ROUTE_DTYPE_OP;
-    }
-    *dtype = entry->dtype;
+    *map = (shim_typemap_t){.dtype = entry->dtype, .op = fop, .elements = elements,
+                            .base = entry->handle, .derived = entry->handle != datatype};
     return SHIM_ROUTE_FOLD;
 }

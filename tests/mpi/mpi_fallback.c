@@ -1,10 +1,11 @@
 /*
  * Calls the fold MPI shim must hand to the MPI library, each with its expected reason:
- * derived datatypes, user ops (commutative and not), long double (its pair and complex
- * types too), MPI_OFFSET, ops MPI does not define for a type but
- * Open MPI accepts, an intercommunicator, messages outside FOLD_MPI_*_MIN..MAX, and
- * erroneous calls, whose MPI error class must not change with the shim. Results are
- * checked; a few served calls stand beside them as a control. Needs 2 or more ranks.
+ * derived datatypes with gaps, a user op on a derived type of several elements, an op
+ * the shim never saw created (PMPI_Op_create), one beyond fold's 256, long double (its pair and complex
+ * types too), MPI_OFFSET, ops MPI does not define for a type but Open MPI accepts, an
+ * intercommunicator, messages outside FOLD_MPI_*_MIN..MAX, and erroneous calls, whose
+ * MPI error class must not change with the shim. Results are checked; a few served
+ * calls stand beside them as a control. Needs 2 or more ranks.
  */
 #include "shim_test.h"
 
@@ -50,8 +51,9 @@ static long sum_over_ranks(int i, int lo, int hi)
     return s;
 }
 
-/* Open MPI applies predefined ops to predefined types only: derived types come with
- * a user op here, and the datatype decides the route. */
+/* Open MPI applies predefined ops to predefined types only (the shim serves them on
+ * derived types without gaps too: mpi_derived_check): derived types come with a user
+ * op here, and the datatype decides the route. */
 static void add_int_pairs(void *in, void *inout, int *len, MPI_Datatype *type)
 {
     (void)type;
@@ -60,53 +62,60 @@ static void add_int_pairs(void *in, void *inout, int *len, MPI_Datatype *type)
     }
 }
 
-static void add_doubles(void *in, void *inout, int *len, MPI_Datatype *type)
+/* vector(2, 1, 2, MPI_DOUBLE): doubles at bytes 0 and 16 of a 24-byte element. */
+static void add_gapped_doubles(void *in, void *inout, int *len, MPI_Datatype *type)
 {
     (void)type;
     for (int i = 0; i < *len; i++) {
-        ((double *)inout)[i] += ((double *)in)[i];
+        ((double *)inout)[3 * i] += ((double *)in)[3 * i];
+        ((double *)inout)[3 * i + 2] += ((double *)in)[3 * i + 2];
     }
 }
 
+/* A user op on a derived type of two ints (fold could split its elements), and one on
+ * a vector with gaps. */
 static void derived_types(void)
 {
-    MPI_Datatype pair, same;
+    MPI_Datatype pair, gapped;
     MPI_Op add_pairs, add_dbl;
     MPI_Type_contiguous(2, MPI_INT, &pair);
     MPI_Type_commit(&pair);
-    MPI_Type_dup(MPI_DOUBLE, &same);
+    MPI_Type_vector(2, 1, 2, MPI_DOUBLE, &gapped);
+    MPI_Type_commit(&gapped);
     MPI_Op_create(add_int_pairs, 1, &add_pairs);
-    MPI_Op_create(add_doubles, 1, &add_dbl);
+    MPI_Op_create(add_gapped_doubles, 1, &add_dbl);
     int in[2 * N], out[2 * N];
-    double din[N], dout[N];
+    double din[3 * N / 2], dout[3 * N / 2];
     for (int i = 0; i < 2 * N; i++) {
         in[i] = value(rank, i);
     }
-    for (int i = 0; i < N; i++) {
+    for (int i = 0; i < 3 * N / 2; i++) {
         din[i] = value(rank, i);
+        dout[i] = 0;
     }
     check_rc(MPI_Allreduce(in, out, N, pair, add_pairs, MPI_COMM_WORLD), "contiguous type");
-    test_expect(COLL_ALLREDUCE, ROUTE_DATATYPE);
+    test_expect(COLL_ALLREDUCE, ROUTE_USER_OP_DERIVED);
     int ok = 1;
     for (int i = 0; i < 2 * N; i++) {
         ok &= out[i] == sum_over_ranks(i, 0, size);
     }
     check(ok, "contiguous type");
     test_digest(out, sizeof(out));
-    check_rc(MPI_Reduce(din, dout, N, same, add_dbl, size - 1, MPI_COMM_WORLD), "dup type");
-    test_expect(COLL_REDUCE, ROUTE_DATATYPE);
+    check_rc(MPI_Reduce(din, dout, N / 2, gapped, add_dbl, size - 1, MPI_COMM_WORLD),
+             "vector with gaps");
+    test_expect(COLL_REDUCE, ROUTE_DERIVED);
     if (rank == size - 1) {
         ok = 1;
-        for (int i = 0; i < N; i++) {
-            ok &= dout[i] == (double)sum_over_ranks(i, 0, size);
+        for (int i = 0; i < 3 * N / 2; i++) {
+            ok &= dout[i] == (i % 3 == 1 ? 0.0 : (double)sum_over_ranks(i, 0, size));
         }
-        check(ok, "dup type");
+        check(ok, "vector with gaps");
         test_digest(dout, sizeof(dout));
     }
     MPI_Op_free(&add_pairs);
     MPI_Op_free(&add_dbl);
     MPI_Type_free(&pair);
-    MPI_Type_free(&same);
+    MPI_Type_free(&gapped);
 }
 
 static void add_ints(void *in, void *inout, int *len, MPI_Datatype *type)
@@ -124,17 +133,19 @@ static void first(void *in, void *inout, int *len, MPI_Datatype *type)
     memcpy(inout, in, (size_t)*len * sizeof(int));
 }
 
+/* A user op the shim saw created, served (a control), and one made through
+ * PMPI_Op_create, which the shim never sees: MPI runs it. */
 static void user_ops(void)
 {
     MPI_Op add, keep_first;
     MPI_Op_create(add_ints, 1, &add);
-    MPI_Op_create(first, 0, &keep_first);
+    PMPI_Op_create(first, 0, &keep_first);
     int in[N], out[N];
     for (int i = 0; i < N; i++) {
         in[i] = value(rank, i);
     }
     check_rc(MPI_Allreduce(in, out, N, MPI_INT, add, MPI_COMM_WORLD), "user op");
-    test_expect(COLL_ALLREDUCE, ROUTE_OP);
+    test_expect(COLL_ALLREDUCE, ROUTE_FOLD);
     int ok = 1;
     for (int i = 0; i < N; i++) {
         ok &= out[i] == sum_over_ranks(i, 0, size);
@@ -154,6 +165,31 @@ static void user_ops(void)
     }
     MPI_Op_free(&add);
     MPI_Op_free(&keep_first);
+}
+
+/* fold holds 256 user ops at a time: the 257th op created goes to MPI. */
+static void user_op_slots(void)
+{
+    enum { OPS = 257 };
+    MPI_Op ops[OPS];
+    for (int k = 0; k < OPS; k++) {
+        MPI_Op_create(add_ints, 1, &ops[k]);
+    }
+    int in[N], out[N];
+    for (int i = 0; i < N; i++) {
+        in[i] = value(rank, i);
+    }
+    check_rc(MPI_Allreduce(in, out, N, MPI_INT, ops[OPS - 1], MPI_COMM_WORLD), "257th op");
+    test_expect(COLL_ALLREDUCE, ROUTE_USER_OP);
+    int ok = 1;
+    for (int i = 0; i < N; i++) {
+        ok &= out[i] == sum_over_ranks(i, 0, size);
+    }
+    check(ok, "257th op");
+    test_digest(out, sizeof(out));
+    for (int k = 0; k < OPS; k++) {
+        MPI_Op_free(&ops[k]);
+    }
 }
 
 /* The pair types fold serves (MPI_2INT, a control within the size range) beside one
@@ -271,6 +307,46 @@ static void intercomm(void)
     MPI_Comm_free(&half);
 }
 
+/* A predefined op on a derived type without gaps, which the shim serves and Open MPI
+ * alone refuses: where MPI_* takes it (under the shim), it must also work at sizes the
+ * shim hands to MPI, which then gets the same call on the base type. Only checked, not
+ * digested: without the shim it fails. */
+static void derived_sizes(void)
+{
+    MPI_Datatype pair;
+    MPI_Type_contiguous(2, MPI_INT, &pair);
+    MPI_Type_commit(&pair);
+    MPI_Comm comm;
+    MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+    MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+    int in[2 * 100], out[2 * 100];
+    for (int i = 0; i < 2 * 100; i++) {
+        in[i] = value(rank, i);
+    }
+    /* 10 pairs = 80 bytes: served; 4 = 32 and 100 = 800 bytes: outside 64 .. 512. */
+    static const int counts[3] = {10, 4, 100};
+    static const test_route_t routes[3] = {ROUTE_FOLD, ROUTE_SMALL, ROUTE_LARGE};
+    int accepted = 0;
+    for (int k = 0; k < 3; k++) {
+        memset(out, 0, sizeof(out));
+        int rc = MPI_Allreduce(in, out, counts[k], pair, MPI_SUM, comm);
+        test_expect(COLL_ALLREDUCE, routes[k]);
+        if (k == 0) {
+            accepted = rc == MPI_SUCCESS;
+        }
+        if (accepted) {
+            check_rc(rc, "sum on a contiguous type");
+            int ok = 1;
+            for (int i = 0; i < 2 * counts[k]; i++) {
+                ok &= out[i] == sum_over_ranks(i, 0, size);
+            }
+            check(ok, "sum on a contiguous type");
+        }
+    }
+    MPI_Comm_free(&comm);
+    MPI_Type_free(&pair);
+}
+
 static size_t env_size(const char *name)
 {
     const char *text = getenv(name);
@@ -353,6 +429,16 @@ static void erroneous_calls(void)
     test_expect(COLL_ALLREDUCE, ROUTE_DTYPE_OP);
     record_error(MPI_Allreduce(buf, out, N / 2, MPI_2INT, MPI_SUM, comm), "sum of pairs");
     test_expect(COLL_ALLREDUCE, ROUTE_DTYPE_OP);
+    /* A predefined op on a type with gaps: MPI's answer, whatever it is (Open MPI:
+     * MPI_ERR_OP; a library that takes it reduces it). */
+    MPI_Datatype gapped;
+    MPI_Type_vector(2, 1, 2, MPI_INT, &gapped);
+    MPI_Type_commit(&gapped);
+    int cls = MPI_SUCCESS;
+    MPI_Error_class(MPI_Allreduce(buf, out, N / 3, gapped, MPI_SUM, comm), &cls);
+    test_digest(&cls, sizeof(cls));
+    test_expect(COLL_ALLREDUCE, ROUTE_DERIVED);
+    MPI_Type_free(&gapped);
     record_error(MPI_Allreduce(buf, out, N, MPI_INT, MPI_OP_NULL, comm), "MPI_OP_NULL");
     test_expect(COLL_ALLREDUCE, ROUTE_OP);
     record_error(MPI_Allreduce(buf, out, N, MPI_DATATYPE_NULL, MPI_SUM, comm),
@@ -377,7 +463,9 @@ int main(int argc, char **argv)
         return 2;
     }
     derived_types();
+    derived_sizes();
     user_ops();
+    user_op_slots();
     pair_types();
     types_mpi_keeps();
     intercomm();

@@ -1,12 +1,35 @@
 ! MPI_ALLREDUCE and MPI_REDUCE from Fortran (use mpi), which Open MPI's bindings send
 ! straight to PMPI_*: the shim's Fortran entry points must see them. Double precision
 ! and integer data, out of place and with Fortran's MPI_IN_PLACE, on MPI_COMM_WORLD
-! and a split communicator in reverse rank order, MPI_MAXLOC on MPI_2INTEGER and a sum
-! of MPI_DOUBLE_COMPLEX; every result checked. Prints the
+! and a split communicator in reverse rank order, MPI_MAXLOC on MPI_2INTEGER, a sum
+! of MPI_DOUBLE_COMPLEX, and two ops made with MPI_OP_CREATE (one not commutative),
+! which fold runs with Fortran's arguments; every result checked. Prints the
 ! "digest:" and "expect:" lines shim_run.sh compares; run it with fold serving
 ! 8 .. 8000 bytes (FOLD_MPI_*_MIN, FOLD_MPI_*_MAX).
+module fortran_user_ops
+  use mpi
+  implicit none
+  integer :: wrong_types = 0
+contains
+  ! a op b = a: associative, not commutative; the result is rank 0's input.
+  subroutine keep_first(invec, inoutvec, len, datatype)
+    integer :: len, datatype
+    integer :: invec(len), inoutvec(len)
+    if (datatype /= MPI_INTEGER) wrong_types = wrong_types + 1
+    inoutvec = invec
+  end subroutine keep_first
+
+  subroutine add_doubles(invec, inoutvec, len, datatype)
+    integer :: len, datatype
+    double precision :: invec(len), inoutvec(len)
+    if (datatype /= MPI_DOUBLE_PRECISION) wrong_types = wrong_types + 1
+    inoutvec = inoutvec + invec
+  end subroutine add_doubles
+end module fortran_user_ops
+
 program mpi_fortran
   use mpi
+  use fortran_user_ops
   implicit none
   integer, parameter :: n = 1000
   integer :: ierr, rank, nranks, sub, subrank, subsize, root
@@ -16,6 +39,7 @@ program mpi_fortran
   integer :: pin(2, 100), pout(2, 100), j
   double complex :: zin(100), zout(100)
   integer(kind=8) :: digest
+  integer :: first_op, add_op
 
   call MPI_Init(ierr)
   call MPI_Comm_rank(MPI_COMM_WORLD, rank, ierr)
@@ -58,6 +82,21 @@ program mpi_fortran
   call MPI_Allreduce(zin, zout, 100, MPI_DOUBLE_COMPLEX, MPI_SUM, MPI_COMM_WORLD, ierr)
   nallreduce = nallreduce + 1
   call check_complex_sum(zout, nranks)
+
+  ! User ops: the first rank's integers to everybody, a sum of doubles to rank 0.
+  call MPI_Op_create(keep_first, .false., first_op, ierr)
+  call MPI_Op_create(add_doubles, .true., add_op, ierr)
+  call fill_integers(k, rank)
+  call MPI_Allreduce(k, m, n, MPI_INTEGER, first_op, MPI_COMM_WORLD, ierr)
+  nallreduce = nallreduce + 1
+  call check_first(m)
+  call fill_doubles(x, rank)
+  call MPI_Reduce(x, y, n, MPI_DOUBLE_PRECISION, add_op, 0, MPI_COMM_WORLD, ierr)
+  nreduce = nreduce + 1
+  if (rank == 0) call check_sum(y, nranks)
+  call MPI_Op_free(first_op, ierr)
+  call MPI_Op_free(add_op, ierr)
+  failures = failures + wrong_types
 
   ! The same on a split communicator whose ranks run in reverse world order.
   call MPI_Comm_split(MPI_COMM_WORLD, 0, nranks - rank, sub, ierr)
@@ -143,6 +182,15 @@ contains
        digest = mod(digest * 31_8 + int(a(j), 8) + 17_8, 1000000007_8)
     end do
   end subroutine check_max
+
+  subroutine check_first(a)
+    integer, intent(in) :: a(n)
+    integer :: j
+    do j = 1, n
+       if (a(j) /= val(0, j)) failures = failures + 1
+       digest = mod(digest * 31_8 + int(a(j), 8) + 17_8, 1000000007_8)
+    end do
+  end subroutine check_first
 
   subroutine check_maxloc(a, p)
     integer, intent(in) :: a(2, 100)

@@ -9,6 +9,9 @@
  *   phase 2: the main thread reduces once on every communicator: all are mapped
  *   phase 3: every thread again, now all served by fold
  *
+ * Each round adds a user op's sum on the thread's own dup of MPI_INT: the op must
+ * receive the datatype of the call its thread is making.
+ *
  * Prints "expect-min: fold=N": calls of phases 2 and 3 (fold must serve them all);
  * phase 1's may go either way, but only as comm_busy. Exits 77 without
  * MPI_THREAD_MULTIPLE.
@@ -23,14 +26,26 @@
 #define ROUNDS  12
 
 typedef struct worker {
-    int      id;
-    MPI_Comm comm;
-    int      failures;
-    unsigned calls;
+    int          id;
+    MPI_Comm     comm;
+    MPI_Datatype type;   /* its own dup of MPI_INT */
+    int          failures;
+    unsigned     calls;
 } worker_t;
 
 static int rank, size;
 static pthread_barrier_t start_line;
+static MPI_Op add_op;
+static _Thread_local MPI_Datatype my_type;
+static _Thread_local int wrong_types;
+
+static void add_ints(void *in, void *inout, int *len, MPI_Datatype *type)
+{
+    wrong_types += *type != my_type;
+    for (int i = 0; i < *len; i++) {
+        ((int *)inout)[i] += ((int *)in)[i];
+    }
+}
 
 static int value(int r, int i, int round, int id)
 {
@@ -62,12 +77,23 @@ static void reduce_once(worker_t *w, int round)
         }
         ok_root &= out[i] == want;
     }
-    if (!ok_all || !ok_root) {
+    my_type = w->type;
+    wrong_types = 0;
+    int ok_user = 1;
+    MPI_Allreduce(in, out, count, w->type, add_op, w->comm);
+    for (int i = 0; i < count; i++) {
+        int want = 0;
+        for (int r = 0; r < size; r++) {
+            want += value(r, i, round, w->id);
+        }
+        ok_user &= out[i] == want && wrong_types == 0;
+    }
+    if (!ok_all || !ok_root || !ok_user) {
         fprintf(stderr, "rank %d thread %d round %d: wrong %s\n", rank, w->id, round,
-                ok_all ? "reduce" : "allreduce");
+                !ok_all ? "allreduce" : !ok_root ? "reduce" : "user-op allreduce");
         w->failures++;
     }
-    w->calls += 2;
+    w->calls += 3;
     free(in);
     free(out);
 }
@@ -111,9 +137,12 @@ int main(int argc, char **argv)
         return 77;
     }
     worker_t workers[THREADS];
+    MPI_Op_create(add_ints, 1, &add_op);
     for (int t = 0; t < THREADS; t++) {
-        workers[t] = (worker_t){t, MPI_COMM_NULL, 0, 0};
+        workers[t] = (worker_t){t, MPI_COMM_NULL, MPI_DATATYPE_NULL, 0, 0};
         MPI_Comm_dup(MPI_COMM_WORLD, &workers[t].comm);
+        MPI_Type_dup(MPI_INT, &workers[t].type);
+        MPI_Type_commit(&workers[t].type);
     }
     run_threads(workers);                               /* phase 1 */
     unsigned racing = 0;
@@ -129,7 +158,9 @@ int main(int argc, char **argv)
         failures += workers[t].failures;
         served += workers[t].calls;
         MPI_Comm_free(&workers[t].comm);
+        MPI_Type_free(&workers[t].type);
     }
+    MPI_Op_free(&add_op);
     served -= racing;
     unsigned total = 0;
     MPI_Reduce(&served, &total, 1, MPI_UNSIGNED, MPI_SUM, 0, MPI_COMM_WORLD);

@@ -10,8 +10,8 @@ test_type_t test_types[40];
 int test_ntypes;
 
 static const char *const route_names[ROUTE_COUNT] = {
-    "fold", "off", "args", "datatype", "op", "dtype_op", "small", "large", "mpi_faster",
-    "intercomm",
+    "fold", "off", "args", "datatype", "op", "dtype_op", "derived", "user_op",
+    "user_op_derived", "small", "large", "mpi_faster", "intercomm",
     "foreign", "comm_failed", "comm_busy"};
 
 static unsigned long expected[2][ROUTE_COUNT];
@@ -106,7 +106,7 @@ int test_op_valid(const test_type_t *t, test_op_t op)
     return 0;
 }
 
-static uint32_t mix(uint32_t seed, int rank, size_t i)
+uint32_t test_mix(uint32_t seed, int rank, size_t i)
 {
     uint64_t x = ((uint64_t)seed << 40) ^ ((uint64_t)(unsigned)rank << 32) ^ (uint64_t)i;
     x ^= x >> 33;
@@ -119,7 +119,7 @@ static uint32_t mix(uint32_t seed, int rank, size_t i)
 
 int64_t test_value(const test_type_t *t, test_op_t op, uint32_t seed, int rank, size_t i)
 {
-    uint32_t h = mix(seed, rank, i);
+    uint32_t h = test_mix(seed, rank, i);
     int has_sign = t->kind == KIND_SIGNED || t->kind == KIND_FLOAT;
     switch (op) {
     case OP_SUM:
@@ -134,7 +134,7 @@ int64_t test_value(const test_type_t *t, test_op_t op, uint32_t seed, int rank, 
     case OP_BAND:
     case OP_BOR:
     case OP_BXOR: {
-        uint64_t bits = ((uint64_t)h << 32) | mix(seed ^ 0x5bd1e995u, rank, i);
+        uint64_t bits = ((uint64_t)h << 32) | test_mix(seed ^ 0x5bd1e995u, rank, i);
         unsigned width = (unsigned)t->size * 8;
         if (width < 64) {
             bits &= (1ull << width) - 1;

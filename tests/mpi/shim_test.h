@@ -40,8 +40,9 @@ typedef enum test_op {
 
 /* The routes the shim reports, in its order and spelling. */
 typedef enum test_route {
-    ROUTE_FOLD, ROUTE_OFF, ROUTE_ARGS, ROUTE_DATATYPE, ROUTE_OP, ROUTE_DTYPE_OP, ROUTE_SMALL,
-    ROUTE_LARGE, ROUTE_MPI_FASTER, ROUTE_INTERCOMM, ROUTE_FOREIGN, ROUTE_COMM_FAILED, ROUTE_COMM_BUSY,
+    ROUTE_FOLD, ROUTE_OFF, ROUTE_ARGS, ROUTE_DATATYPE, ROUTE_OP, ROUTE_DTYPE_OP, ROUTE_DERIVED,
+    ROUTE_USER_OP, ROUTE_USER_OP_DERIVED, ROUTE_SMALL, ROUTE_LARGE, ROUTE_MPI_FASTER,
+    ROUTE_INTERCOMM, ROUTE_FOREIGN, ROUTE_COMM_FAILED, ROUTE_COMM_BUSY,
     ROUTE_COUNT
 } test_route_t;
 
@@ -57,6 +58,9 @@ MPI_Op test_mpi_op(test_op_t op);
 const char *test_op_name(test_op_t op);
 /* Whether MPI defines op for the type's group. */
 int test_op_valid(const test_type_t *t, test_op_t op);
+
+/* A hash of (seed, rank, i), for test inputs. */
+uint32_t test_mix(uint32_t seed, int rank, size_t i);
 
 /* Input element i of comm rank r for call `seed`: an integer small enough that every
  * reduction over at most 8 ranks is exact in any type and order. */
