@@ -15,6 +15,13 @@
  * reused by the next call: the builder's first step waits for every local rank's
  * `done` of the previous call, posted after its last read.
  *
+ * Rows longer than a pipeline segment go in segments, `written` counting them, and
+ * are folded segment by segment as they arrive: the copy of one overlaps the fold
+ * of the one before, and a reader never pulls more than a segment that another core
+ * has just written. In one go, a row of 1 MiB no longer fitted in the writer's
+ * private cache: with two AMD EPYC cores that shared no L3 its fold read it at
+ * 6.7 GB/s, and a 1 MiB allreduce took 156 us against dpml's 66 (512 KiB: 30).
+ *
  * Where it does not apply (several nodes, or a message too big for the segment)
  * the builder builds DPML instead, which also serves those cases, so forcing the
  * algorithm is never an error. Not marked rank-ordered because of that fallback.
@@ -55,24 +62,31 @@ static int shm_flat_build(const fold_coll_args_t *args, fold_sched_t *s)
     fold_sched_shm_wait(s, -1, -1, FOLD_FLAG_DONE, 0, fold_ref_shm(0), whole);
     /* In place, OUT is IN: the fold overwrites it before reaching this rank's turn,
      * so its own contribution is read back from its row. */
-    if (!folds || allreduce || args->inplace) {
-        fold_ref_t row = row_of(t, me, n);
-        fold_sched_copy(s, fold_ref_in(0), row, n);
-        fold_sched_shm_post(s, FOLD_FLAG_WRITTEN, 1, row, n);
-    }
-    const fold_ref_t own = args->inplace ? row_of(t, me, n) : fold_ref_in(0);
-    if (folds) {
+    const size_t seg = args->seg_count ? args->seg_count : n;
+    const int posts = !folds || allreduce || args->inplace;
+    for (size_t at = 0, k = 1; at < n; at += seg, k++) {
+        const size_t c = n - at < seg ? n - at : seg;
+        if (posts) {
+            fold_ref_t part = fold_ref_add(row_of(t, me, n), at);
+            fold_sched_copy(s, fold_ref_add(fold_ref_in(0), at), part, c);
+            fold_sched_shm_post(s, FOLD_FLAG_WRITTEN, k, part, c);
+        }
+        if (!folds) {
+            continue;
+        }
         for (int r = 0; r < p; r++) {
             if (r != me) {
-                fold_sched_shm_wait(s, r, t->local_of[r], FOLD_FLAG_WRITTEN, 1,
-                                    row_of(t, r, n), n);
+                fold_sched_shm_wait(s, r, t->local_of[r], FOLD_FLAG_WRITTEN, k,
+                                    fold_ref_add(row_of(t, r, n), at), c);
             }
         }
-        fold_ref_t acc = me == 0 ? own : row_of(t, 0, n);
+        const fold_ref_t own = fold_ref_add(args->inplace ? row_of(t, me, n) : fold_ref_in(0),
+                                            at);
+        fold_ref_t acc = me == 0 ? own : fold_ref_add(row_of(t, 0, n), at);
         for (int r = 1; r < p; r++) {
-            fold_ref_t next = r == me ? own : row_of(t, r, n);
-            fold_sched_reduce(s, acc, next, fold_ref_out(0), n);
-            acc = fold_ref_out(0);
+            fold_ref_t next = r == me ? own : fold_ref_add(row_of(t, r, n), at);
+            fold_sched_reduce(s, acc, next, fold_ref_add(fold_ref_out(0), at), c);
+            acc = fold_ref_add(fold_ref_out(0), at);
         }
     }
     fold_sched_shm_post(s, FOLD_FLAG_DONE, FOLD_SHM_CALL_DONE, fold_ref_shm(0), whole);
