@@ -167,9 +167,12 @@ static int report_failure(const perf_env_t *env, const perf_case_t *pc, const ch
     return FOLD_ERR_TRANSPORT;
 }
 
+/* Which libraries an iteration runs. */
+enum { RUN_BOTH, RUN_FOLD, RUN_MPI };
+
 /* Runs fold, and MPI beside it when compared, on buffer pair it % rotate, timing each. */
-static int iteration(const perf_env_t *env, const perf_buffers_t *b, perf_case_t *pc,
-                     long it, double *fold_us, double *mpi_us)
+static int iteration_of(const perf_env_t *env, const perf_buffers_t *b, perf_case_t *pc,
+                        long it, int which, double *fold_us, double *mpi_us)
 {
     const perf_options_t *o = env->opts;
     int k = (int)(it % b->nrotate);
@@ -179,7 +182,7 @@ static int iteration(const perf_env_t *env, const perf_buffers_t *b, perf_case_t
     int mpi_first = pc->with_mpi && (it & 1);
     for (int turn = 0; turn < 2; turn++) {
         int is_mpi = turn == 0 ? mpi_first : !mpi_first;
-        if (is_mpi && !pc->with_mpi) {
+        if ((is_mpi && (!pc->with_mpi || which == RUN_FOLD)) || (!is_mpi && which == RUN_MPI)) {
             continue;
         }
         double start = perf_now_us();
@@ -194,6 +197,29 @@ static int iteration(const perf_env_t *env, const perf_buffers_t *b, perf_case_t
         *(is_mpi ? mpi_us : fold_us) = elapsed;
     }
     return FOLD_OK;
+}
+
+static int iteration(const perf_env_t *env, const perf_buffers_t *b, perf_case_t *pc,
+                     long it, double *fold_us, double *mpi_us)
+{
+    return iteration_of(env, b, pc, it, RUN_BOTH, fold_us, mpi_us);
+}
+
+/* --compare mpi-apart: fold's timed iterations, then MPI's, each block after an
+ * MPI_Barrier, so that neither waits behind bytes the other left in a link. */
+static int timed_apart(const perf_env_t *env, const perf_buffers_t *b, perf_case_t *pc,
+                       double *fold_us, double *mpi_us)
+{
+    int status = FOLD_OK;
+    for (int block = RUN_FOLD; block <= RUN_MPI && status == FOLD_OK; block++) {
+        if (perf_mpi_barrier() != 0) {
+            return report_failure(env, pc, "MPI", "MPI_Barrier failed");
+        }
+        for (long it = 0; status == FOLD_OK && it < pc->iterations; it++) {
+            status = iteration_of(env, b, pc, it, block, &fold_us[it], &mpi_us[it]);
+        }
+    }
+    return status;
 }
 
 /* ---- the check -------------------------------------------------------------- */
@@ -336,8 +362,14 @@ static int run_case(perf_env_t *env, const perf_buffers_t *b, perf_case_t *pc,
     free(warmup_us);
     size_t n = (size_t)pc->iterations;
     double *fold_us = pc->times, *mpi_us = pc->times + n;
-    for (long it = 0; status == FOLD_OK && it < pc->iterations; it++) {
+    for (long it = 0; it < pc->iterations; it++) {
         mpi_us[it] = 0;
+    }
+    if (status == FOLD_OK && pc->with_mpi && env->opts->compare_apart) {
+        status = timed_apart(env, b, pc, fold_us, mpi_us);
+    }
+    for (long it = 0; status == FOLD_OK && !(pc->with_mpi && env->opts->compare_apart) &&
+                      it < pc->iterations; it++) {
         status = iteration(env, b, pc, it, &fold_us[it], &mpi_us[it]);
     }
     pc->mismatches = 0;

@@ -230,6 +230,7 @@ int main(int argc, char **argv)
     info->mpi_library     = opts.compare_mpi ? perf_mpi_library_version() : "";
     info->node_bw_gbs     = perf_probe_slowest_node(&env.layout);
     info->compare_mpi     = opts.compare_mpi;
+    info->compare_apart   = opts.compare_apart;
     info->checked         = opts.check;
 
     if (env.rank == 0) {

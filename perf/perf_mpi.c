@@ -40,6 +40,11 @@ void perf_mpi_abort(int code)
     MPI_Abort(MPI_COMM_WORLD, code);
 }
 
+int perf_mpi_barrier(void)
+{
+    return MPI_Barrier(MPI_COMM_WORLD) == MPI_SUCCESS ? 0 : -1;
+}
+
 int perf_mpi_oob_allgather(const void *sendbuf, void *recvbuf, size_t len, void *arg)
 {
     (void)arg;

@@ -33,6 +33,10 @@ int perf_mpi_supports(fold_dtype_t dtype, fold_op_t op, size_t count, const char
 int perf_mpi_collective(perf_coll_t coll, const void *sendbuf, void *recvbuf, size_t count,
                         fold_dtype_t dtype, fold_op_t op, int root, int inplace);
 
+/* MPI_Barrier on MPI_COMM_WORLD: what MPI still has under way between the ranks
+ * (its messages share the connections) is through once it returns. 0 or -1. */
+int perf_mpi_barrier(void);
+
 /* The MPI library's name and version, for the run header ("" without MPI). */
 const char *perf_mpi_library_version(void);
 

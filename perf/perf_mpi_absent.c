@@ -46,6 +46,11 @@ int perf_mpi_collective(perf_coll_t coll, const void *sendbuf, void *recvbuf, si
     return -1;
 }
 
+int perf_mpi_barrier(void)
+{
+    return -1;
+}
+
 const char *perf_mpi_library_version(void)
 {
     return "";

@@ -63,6 +63,7 @@ typedef struct perf_options {
     int         rotate;
     int         check;
     int         compare_mpi;
+    int         compare_apart;  /* mpi-apart: each library's iterations in a block */
     const char *csv_path;
     const char *json_path;
     const char *plot_path;

@@ -57,7 +57,8 @@ static void json_run_info(FILE *f, const perf_run_info_t *info)
         fprintf(f, "%.3f", info->node_bw_gbs);
     }
     fprintf(f, ",\n  \"checked\": %s,\n  \"compare\": \"%s\",\n  \"mpi_library\": ",
-            info->checked ? "true" : "false", info->compare_mpi ? "mpi" : "none");
+            info->checked ? "true" : "false",
+            info->compare_mpi ? (info->compare_apart ? "mpi-apart" : "mpi") : "none");
     json_string(f, info->mpi_library);
     fputs(",\n", f);
 }

@@ -13,8 +13,8 @@ void perf_table_print_header(FILE *out, const perf_run_info_t *info)
             "in rotation\n", info->bootstrap, info->transport, info->segment_size,
             info->threads, info->rotate, info->rotate == 1 ? "" : "s");
     if (info->compare_mpi) {
-        fprintf(out, "# beside: %s (MPI_Allreduce / MPI_Reduce, interleaved)\n",
-                info->mpi_library);
+        fprintf(out, "# beside: %s (MPI_Allreduce / MPI_Reduce, %s)\n", info->mpi_library,
+                info->compare_apart ? "each size's iterations after fold's" : "interleaved");
     }
     if (info->sparsity > 0) {
         fprintf(out, "# data: sparse, %.3g of each input zero, %s distribution\n",

@@ -29,6 +29,7 @@ typedef struct perf_run_info {
     const char  *mpi_library;     /* "" unless --compare mpi */
     double       node_bw_gbs;     /* slowest node's streaming bandwidth; NAN: no probe */
     int          compare_mpi;
+    int          compare_apart;   /* MPI's iterations in a block of their own */
     int          checked;
 } perf_run_info_t;
 

@@ -71,6 +71,17 @@ status=$?
 [ "$status" -eq 0 ] || fail "the sparse in-place run exited $status: $(cat "$TMP/err2")"
 expect_in out2 "sparse, 0.9 of each input zero, imbalanced distribution"
 
+# MPI's iterations in blocks of their own (--compare mpi-apart): every row has MPI's time.
+if [ -n "$compare" ]; then
+    "$@" "$PERF" -c allreduce,reduce -b 8 -e 64k -f 64 -n 20 -w 2 --check \
+        --compare mpi-apart --probe-size 0 >"$TMP/out5" 2>"$TMP/err5"
+    status=$?
+    [ "$status" -eq 0 ] || fail "the mpi-apart run exited $status: $(cat "$TMP/err5")"
+    expect_in out5 "each size's iterations after fold's"
+    rows=$(grep " ok " "$TMP/out5" | awk 'NF >= 16 && $15 > 0' | wc -l)
+    [ "$rows" -eq 6 ] || fail "mpi-apart: expected 6 rows with MPI's time, got $rows"
+fi
+
 # A pair type with maxloc and a complex product, checked, with the MPI library beside.
 for dtype_op in "double_int maxloc" "complex_float32 prod"; do
     # shellcheck disable=SC2086 # $dtype_op is two words; $compare a list

@@ -146,6 +146,11 @@ Test(perf_options, compare_mpi_follows_the_build)
 #ifdef FOLD_PERF_HAVE_MPI
     cr_expect_eq(rc, 0, "%s", err);
     cr_expect_eq(o.compare_mpi, 1);
+    cr_expect_eq(o.compare_apart, 0);
+    rc = PARSE(&o, "--compare", "mpi-apart");
+    cr_expect_eq(rc, 0, "%s", err);
+    cr_expect_eq(o.compare_mpi, 1);
+    cr_expect_eq(o.compare_apart, 1);
 #else
     cr_expect_eq(rc, -1);
     cr_expect(strstr(err, "without MPI") != NULL, "%s", err);
