@@ -295,8 +295,12 @@ typedef struct model_step {
     uint8_t  kind;       /* fold_step_kind_t */
     uint8_t  flag;       /* shm post/wait */
     uint8_t  state;      /* STEP_WAITING, STEP_POSTED, STEP_DONE */
-    uint8_t  reads_shm;  /* copy/reduce: reads the node segment, which other cores wrote */
+    uint8_t  shm_access; /* copy/reduce: SHM_READS and/or SHM_WRITES the node segment,
+                            whose lines other cores wrote or read last */
 } model_step_t;
+
+#define SHM_READS  1
+#define SHM_WRITES 2
 
 /* Every rank's schedule, one after the other; step g of the whole is step
  * g - base[r] of rank r. Successors are global step numbers. */
@@ -404,6 +408,17 @@ static void prog_note_footprint(model_prog_t *g, int rank, const fold_sched_t *s
     g->has_out[rank]    = (uint8_t)(s->has_out != 0);
 }
 
+/* How a copy or reduction touches the node segment (model_step_t.shm_access). */
+static uint8_t shm_access_of(const fold_step_t *st)
+{
+    if (st->kind != FOLD_STEP_COPY && st->kind != FOLD_STEP_REDUCE) {
+        return 0;
+    }
+    int reads = st->src.buf == FOLD_BUF_SHM ||
+                (st->kind == FOLD_STEP_REDUCE && st->src2.buf == FOLD_BUF_SHM);
+    return (uint8_t)((reads ? SHM_READS : 0) | (st->dst.buf == FOLD_BUF_SHM ? SHM_WRITES : 0));
+}
+
 /* Appends rank `rank`'s finalized schedule; ranks come in order 0, 1, ... */
 static int prog_append(model_prog_t *g, int rank, const fold_sched_t *s, size_t esize)
 {
@@ -435,9 +450,7 @@ static int prog_append(model_prog_t *g, int rank, const fold_sched_t *s, size_t 
             .kind     = st->kind,
             .flag     = st->flag,
             .state    = STEP_WAITING,
-            .reads_shm = (st->kind == FOLD_STEP_COPY || st->kind == FOLD_STEP_REDUCE) &&
-                         (st->src.buf == FOLD_BUF_SHM ||
-                          (st->kind == FOLD_STEP_REDUCE && st->src2.buf == FOLD_BUF_SHM)),
+            .shm_access = shm_access_of(st),
         };
         /* The executor's soft waits (exec_plan.h) are no edges of the schedule:
          * it drops them when the message an answer derives from arrives dense, as
@@ -1027,9 +1040,19 @@ static double local_cost(const model_sim_t *m, int rank, const model_step_t *st)
                (double)st->amount * (m->cma_byte_us + max2(0, m->copy_us[node] - m->copy_cache_us));
     default:               return 0;
     }
-    /* Data another core wrote comes through the cache-coherence fabric. */
-    if (st->reads_shm) {
-        per_byte = max2(per_byte, st->kind == FOLD_STEP_REDUCE ? m->shm_reduce_us : m->shm_us);
+    /* The segment's lines cross between the cores: data another core wrote comes
+     * through the cache-coherence fabric, and a line another core read last is
+     * fetched for ownership before it is written. A copy either way, or a reduction
+     * reading the segment into this rank's own buffer, moves at the cores probe's
+     * copy rate (shm_gbs); a reduction into the segment at its reduction rate
+     * (shm_reduce_gbs, measured so). Costing every reduction that read the segment
+     * at the latter made shm_flat's root, which folds into its own output, look
+     * 1.6x slower than it runs (2 ranks, cores apart: 3.9-4.6 us per 128 KiB where
+     * the model said 6.8), and the model took dpml for a 1 MiB reduce at 0.6x. */
+    if (st->shm_access) {
+        double shm = st->kind == FOLD_STEP_REDUCE && (st->shm_access & SHM_WRITES)
+                         ? m->shm_reduce_us : m->shm_us;
+        per_byte = max2(per_byte, shm);
     }
     return (double)st->amount * per_byte;
 }

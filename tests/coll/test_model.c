@@ -275,6 +275,42 @@ Test(model_hand, reductions_in_cache_out_of_cache_and_sharing_memory)
     cr_expect_float_eq(reductions(2, same, 1e6, 0.5), 1 + 4000 / 4000.0, EPS);
 }
 
+/* One rank's single copy or reduction of 1000 floats, from and to the given
+ * buffers, with the cores probe's rates: shm_gbs 1 (1000 B/us), shm_reduce_gbs 0.5. */
+static double segment_step(int reduce, fold_ref_t src, fold_ref_t dst)
+{
+    fold_model_params_t p = round_params();
+    p.shm_gbs        = 1;
+    p.shm_reduce_gbs = 0.5;
+    int one[1] = {0};
+    hand_t h;
+    fold_model_result_t res;
+    hand_init(&h, 1, one);
+    if (reduce) {
+        fold_sched_reduce(&h.s[0], fold_ref_in(0), src, dst, 1000);
+    } else {
+        fold_sched_copy(&h.s[0], src, dst, 1000);
+    }
+    cr_assert_eq(hand_replay(&h, &p, &res), FOLD_OK);
+    hand_free(&h);
+    return res.time_us;
+}
+
+/* A step that crosses the node segment moves at the cores probe's rates: a copy
+ * either way and a reduction reading the segment into the rank's own buffer at
+ * shm_gbs, a reduction into the segment at shm_reduce_gbs; steps that do not touch
+ * it at the core's own (copies 2000 B/us, reductions 4000 B/us in cache). */
+Test(model_hand, segment_steps_move_at_the_cores_rates)
+{
+    cr_expect_float_eq(segment_step(0, fold_ref_in(0), fold_ref_out(0)), 1 + 4000 / 2000.0, EPS);
+    cr_expect_float_eq(segment_step(0, fold_ref_in(0), fold_ref_shm(0)), 1 + 4000 / 1000.0, EPS);
+    cr_expect_float_eq(segment_step(0, fold_ref_shm(0), fold_ref_out(0)), 1 + 4000 / 1000.0, EPS);
+    cr_expect_float_eq(segment_step(1, fold_ref_tmp(0), fold_ref_out(0)), 1 + 4000 / 4000.0, EPS);
+    cr_expect_float_eq(segment_step(1, fold_ref_shm(0), fold_ref_out(0)), 1 + 4000 / 1000.0, EPS);
+    cr_expect_float_eq(segment_step(1, fold_ref_shm(0), fold_ref_shm(4000)), 1 + 4000 / 500.0,
+                       EPS);
+}
+
 /* Between half the cache and twice it, the time per byte moves linearly from the
  * in-cache rate to the memory rate: 12000 bytes touched in an 8000-byte cache (1.5
  * times it) are two thirds from memory, in a 16000-byte cache a sixth. */
