@@ -17,6 +17,8 @@ cmake --build "$prefix" -j"$jobs"
 
 echo "== install check: find_package(fold) and pkg-config from a separate project"
 scripts/check-install.sh "$prefix"
+echo "== Debian packages: built, installed with dpkg, used, removed"
+scripts/check-packages.sh "$prefix"
 
 echo "== AddressSanitizer + UndefinedBehaviorSanitizer build (unit tests)"
 cmake -S . -B "$prefix-asan" -DCMAKE_BUILD_TYPE=Debug -DFOLD_SANITIZE=ON >/dev/null

@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# Debian packages from a build tree (cpack -G DEB, cmake/packaging.cmake): installs
+# them on this machine with dpkg -i, builds and runs a consumer against the installed
+# files (find_package and pkg-config, no prefix given), runs the installed fold_info
+# and the installed MPI shim under mpirun, then removes the packages again.
+# Needs root (dpkg); elsewhere it only builds and lists the packages.
+set -euo pipefail
+build=${1:?usage: check-packages.sh BUILD_DIR}
+build=$(cd "$build" && pwd)
+work=$(mktemp -d)
+installed=()
+cleanup() {
+    if [ ${#installed[@]} -gt 0 ]; then
+        dpkg -P "${installed[@]}" >/dev/null 2>&1 || true
+    fi
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+(cd "$work" && cpack -G DEB --config "$build/CPackConfig.cmake" >/dev/null)
+debs=("$work"/*.deb)
+[ ${#debs[@]} -eq 4 ] || { echo "check-packages: expected 4 packages, got ${#debs[@]}" >&2; exit 1; }
+for d in "${debs[@]}"; do
+    echo "check-packages: $(basename "$d"): $(dpkg-deb -f "$d" Depends)"
+done
+if [ "$(id -u)" -ne 0 ]; then
+    echo "check-packages: not root, so the packages were built but not installed"
+    exit 0
+fi
+for p in libfold0 libfold-dev fold-tools libfold-mpi0; do
+    if dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+        echo "check-packages: $p is installed already; not touching this machine" >&2
+        exit 1
+    fi
+done
+installed=(libfold-mpi0 fold-tools libfold-dev libfold0)
+dpkg -i "${debs[@]}" >/dev/null
+
+mkdir -p "$work/consumer"
+cat > "$work/consumer/main.c" <<'C'
+#include <fold/fold.h>
+#include <stdio.h>
+int main(void)
+{
+    printf("fold %s: %s\n", fold_version_string(), fold_status_string(FOLD_ERR_TIMEOUT));
+    return fold_dtype_size(FOLD_BFLOAT16) == 2 ? 0 : 1;
+}
+C
+cat > "$work/consumer/CMakeLists.txt" <<'CM'
+cmake_minimum_required(VERSION 3.18)
+project(consumer C)
+find_package(fold REQUIRED)
+add_executable(consumer main.c)
+target_link_libraries(consumer PRIVATE fold::fold)
+CM
+cmake -S "$work/consumer" -B "$work/consumer/build" >/dev/null
+cmake --build "$work/consumer/build" >/dev/null
+"$work/consumer/build/consumer"
+ldd "$work/consumer/build/consumer" | grep -Eq "libfold.so.0 => (/usr)?/lib/libfold.so.0 " ||
+    { echo "check-packages: the consumer does not use the installed libfold.so.0:" >&2
+      ldd "$work/consumer/build/consumer" >&2; exit 1; }
+cc "$work/consumer/main.c" $(pkg-config --cflags --libs fold) -o "$work/consumer/pc"
+"$work/consumer/pc"
+/usr/bin/fold_info -v | head -1
+
+# The installed shim, preloaded into a plain MPI program, serves its MPI_Allreduce.
+cat > "$work/mpi.c" <<'C'
+#include <mpi.h>
+#include <stdio.h>
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    int rank, size;
+    float in[1024], out[1024];
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    for (int i = 0; i < 1024; i++) in[i] = (float)(rank + i % 7);
+    MPI_Allreduce(in, out, 1024, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    int bad = 0;
+    for (int i = 0; i < 1024; i++) bad |= out[i] != (float)(size * (size - 1) / 2 + size * (i % 7));
+    MPI_Finalize();
+    return bad;
+}
+C
+mpicc "$work/mpi.c" -o "$work/mpi"
+out=$(mpirun --allow-run-as-root --oversubscribe -n 2 -x LD_PRELOAD=libfold-mpi.so \
+      -x FOLD_MPI_VERBOSE=1 -x FOLD_MPI_ALLREDUCE_MIN=0 -x FOLD_MPI_ALLREDUCE_MAX=inf \
+      "$work/mpi" 2>&1)
+echo "$out" | grep -q "fold=2 (allreduce=2" ||
+    { echo "check-packages: the installed shim did not serve the call:" >&2; echo "$out" >&2; exit 1; }
+echo "check-packages: libfold0, libfold-dev, fold-tools and libfold-mpi0 install, link and run"
