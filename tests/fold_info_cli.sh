@@ -34,6 +34,15 @@ echo "$cfg" | grep -q "^FOLD_SEGMENT_SIZE=12q  # from the environment, not valid
 [ "$(echo "$cfg" | grep -c '^# default: ')" -eq "$(echo "$cfg" | grep -c '^FOLD_')" ] ||
     fail "-c: a variable without its default"
 
+# -L outside a launcher: no PMIx server, so fold_init needs an out-of-band allgather.
+lau=$(env -u PMIX_NAMESPACE -u OMPI_COMM_WORLD_SIZE -u SLURM_JOB_ID "$INFO" -L) ||
+    fail "-L exited $?"
+echo "$lau" | grep -q "PMIx server:  not found" || fail "-L: a PMIx server outside a launcher"
+echo "$lau" | grep -q "fold_init:    fails unless given an out-of-band allgather" ||
+    fail "-L: no bootstrap line"
+echo "$lau" | grep -Eq "MPI shim: +(libfold-mpi.so, built for|not built)" || fail "-L: no shim line"
+echo "$lau" | grep -Eq "socket\(s\), [0-9]+ core\(s\)" || fail "-L: no hwloc line"
+
 "$INFO" -S 0x4 >/dev/null 2>&1; [ $? -eq 2 ] || fail "-S 0x4 should exit 2"
 "$INFO" -S 2,x >/dev/null 2>&1; [ $? -eq 2 ] || fail "-S 2,x should exit 2"
 echo "fold_info_cli: ok"

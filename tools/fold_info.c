@@ -13,6 +13,8 @@
 #include "perf_config.h"
 #endif
 
+#include "fold_info_launcher.h"
+
 #include <getopt.h>
 #include <rdma/fabric.h>
 #include <stdio.h>
@@ -360,6 +362,9 @@ static void usage(FILE *out, const char *prog)
             "  -S SHAPE  what selection picks on a communicator of that shape, without running\n"
             "            it: NODESxPPN (8x64) or the ranks of each node (2,1,1)\n"
             "  -p        with -S: the model's prediction of every algorithm, as CSV\n"
+            "  -L        the launcher and bootstrap fold_init would use here (PMIx server,\n"
+            "            Slurm, Open MPI), the node as the launcher and hwloc see it, and the\n"
+            "            MPI library the shim was built for\n"
             "  -C        under a launcher (mpirun -n N fold_info -C): start a context and print,\n"
             "            per rank, the transport it runs over (UCX's transports; why without\n"
             "            shared memory, if so) and the world communicator's node path\n"
@@ -370,9 +375,9 @@ static void usage(FILE *out, const char *prog)
 int main(int argc, char **argv)
 {
     int want_version = 0, want_tl = 0, want_cfg = 0, want_alg = 0, want_model = 0, opt;
-    int all_predictions = 0, want_context = 0;
+    int all_predictions = 0, want_context = 0, want_launcher = 0;
     const char *shape = NULL;
-    while ((opt = getopt(argc, argv, "vtcamS:pCh")) != -1) {
+    while ((opt = getopt(argc, argv, "vtcamS:pLCh")) != -1) {
         switch (opt) {
         case 'v': want_version = 1; break;
         case 't': want_tl = 1; break;
@@ -381,6 +386,7 @@ int main(int argc, char **argv)
         case 'm': want_model = 1; break;
         case 'S': shape = optarg; break;
         case 'p': all_predictions = 1; break;
+        case 'L': want_launcher = 1; break;
         case 'C': want_context = 1; break;
         case 'h': usage(stdout, argv[0]); return 0;
         default: usage(stderr, argv[0]); return 2;
@@ -397,9 +403,12 @@ int main(int argc, char **argv)
     if (want_context) {
         return print_context();
     }
-    int all = !(want_version || want_tl || want_cfg || want_alg || want_model);
+    int all = !(want_version || want_tl || want_cfg || want_alg || want_model || want_launcher);
     if (all || want_version) {
         print_version();
+    }
+    if (all || want_launcher) {
+        fold_info_print_launcher();
     }
     if (all || want_tl) {
         print_transports();

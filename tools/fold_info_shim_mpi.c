@@ -1,0 +1,21 @@
+/*
+ * The MPI library the shim was built against, by its own header's macros; compiled
+ * with MPI's include directories only (fold_info does not link MPI).
+ */
+#include <mpi.h>
+#include <stdio.h>
+
+const char *fold_info_shim_mpi(void)
+{
+    static char text[96];
+#if defined(OMPI_MAJOR_VERSION)
+    snprintf(text, sizeof(text), "Open MPI %d.%d.%d (MPI %d.%d)", OMPI_MAJOR_VERSION,
+             OMPI_MINOR_VERSION, OMPI_RELEASE_VERSION, MPI_VERSION, MPI_SUBVERSION);
+#elif defined(MPICH_VERSION)
+    snprintf(text, sizeof(text), "MPICH %s (MPI %d.%d)", MPICH_VERSION, MPI_VERSION,
+             MPI_SUBVERSION);
+#else
+    snprintf(text, sizeof(text), "an MPI %d.%d library", MPI_VERSION, MPI_SUBVERSION);
+#endif
+    return text;
+}
