@@ -277,6 +277,16 @@ int fold_node_resync_join(fold_node_t *node, const char *coll_name, double timeo
         return FOLD_OK;
     }
     const uint64_t T = word >> 1, next = fold_node_position(node) + 1;
+    if (node->broken && !(word & 1)) {
+        /* This rank cannot take part (a call of its own timed out): nor can the others
+         * go on without it. */
+        fold_error("%s on comm %u: the node's ranks are bringing its segment back into step "
+                   "after node call %llu, but an earlier collective failed here while using "
+                   "it: this communicator's node-aware calls are refused from now on",
+                   coll_name, node->comm_id, (unsigned long long)T);
+        fold_node_break(node);
+        return FOLD_ERR_PEER_FAILED;
+    }
     if (word & 1) {
         fold_error("%s on comm %u: an earlier collective failed while using the node "
                    "segment; its flags are out of step, so this communicator cannot use it "
@@ -339,6 +349,13 @@ int fold_node_resync_poll(fold_node_t *node, uint64_t pos, char *why, size_t why
     if (word & 1) {
         snprintf(why, whylen, "another rank of this node gave the node segment up");
         node->broken = 1;
+        return FOLD_ERR_PEER_FAILED;
+    }
+    if (node->broken) {
+        snprintf(why, whylen, "the node's ranks are bringing its segment back into step "
+                 "after node call %llu, and an earlier call failed here while using it",
+                 (unsigned long long)T);
+        fold_node_break(node);
         return FOLD_ERR_PEER_FAILED;
     }
     switch (stand(T, pos)) {

@@ -6,8 +6,8 @@
  * Ranks are threads on the loopback fabric, all on one node, so every call meets
  * the node segment:
  *
- *   - the same path: shm_flat (above the tiny path), dpml, dpml_pipelined, each
- *     mistake (count, datatype, op, root) on 2 and 3 ranks;
+ *   - the same path: shm_flat (above the tiny path), dpml, dpml_pipelined, cma,
+ *     each mistake (count, datatype, op, root) on 2 and 3 ranks;
  *   - different paths: a tiny blocking call against a larger or a nonblocking one,
  *     either rank the culprit, allreduce and reduce;
  *   - ranks that do not see it: a late rank (it fails the call at its start), a
@@ -228,9 +228,9 @@ static resync_case_t mistake_case(const char *alg, mistake_t m, int size, int cu
 
 Test(resync, same_path_node_schedules)
 {
-    static const char *const algs[] = {"shm_flat", "dpml", "dpml_pipelined"};
+    static const char *const algs[] = {"shm_flat", "dpml", "dpml_pipelined", "cma"};
     static const mistake_t mistakes[] = {COUNT, DTYPE, OP, ROOT};
-    for (size_t a = 0; a < 3; a++) {
+    for (size_t a = 0; a < 4; a++) {
         for (size_t m = 0; m < 4; m++) {
             for (int size = 2; size <= 3; size++) {
                 resync_case_t c = mistake_case(algs[a], mistakes[m], size, size - 1);
