@@ -918,6 +918,7 @@ static int shm_turn(fold_request_t *req)
         /* Where this call's buffers are (single copy reads them) and what it was asked
          * to do (every wait on another rank's flag compares it: shm_wait_check). */
         fold_fingerprint_t call = fold_exec_fingerprint(req);
+        call.call = req->turn.pos;   /* its place among the node's calls (node/resync.c) */
         fold_node_peer_publish(node, req->turn.epoch, req->buf[FOLD_BUF_IN],
                                req->buf[FOLD_BUF_OUT], &call);
         req->peer_published = 1;

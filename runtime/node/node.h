@@ -206,9 +206,10 @@ void   fold_node_break(fold_node_t *node);
 
 /* peer.c (single copy; the segment's last lines hold the published addresses) */
 size_t fold_node_peer_region_bytes(int local_size);
-/* This rank's IN and OUT for the call with this epoch, with what it was asked to do:
- * a rank reading or writing them fails with FOLD_ERR_MISMATCH where that differs
- * from its own call (fingerprint.h), or stands elsewhere among the node's calls. */
+/* This rank's IN and OUT for the call with this epoch, with what it was asked to do
+ * and, in call->call, the call's position: a rank reading or writing them fails with
+ * FOLD_ERR_MISMATCH where that differs from its own call (fingerprint.h), or stands
+ * elsewhere among the node's calls. */
 struct fold_fingerprint;
 void   fold_node_peer_publish(fold_node_t *node, uint64_t epoch, const void *in, void *out,
                               const struct fold_fingerprint *call);

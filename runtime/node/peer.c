@@ -68,7 +68,7 @@ void fold_node_peer_publish(fold_node_t *node, uint64_t epoch, const void *in, v
     peer_line_t *me = line(node, node->local_rank);
     fold_fingerprint_t rest = *call;
     rest.count = 0;
-    const uint64_t pos = node->history[epoch % FOLD_NODE_HISTORY];
+    const uint64_t pos = call->call;
     const uint64_t before = atomic_load_explicit(&me->epoch, memory_order_relaxed);
     /* Epoch 0 while the line changes: a rank comparing calls while it waits on this
      * rank's flags (fold_node_peer_check) may read it as this rank moves on. */

@@ -261,6 +261,17 @@ void fold_node_abandon(fold_node_t *node, uint64_t pos, uint64_t epoch, int stat
                fold_status_string(status));
 }
 
+/* The resync this rank works on: the one it has posted its record for and not
+ * settled yet, else the word's (a rank that has settled may already have asked for
+ * the next one). */
+static uint64_t current(const fold_node_t *node, uint64_t word)
+{
+    if (node->resync_posted != 0 && node->resync_posted << 1 != node->resync_done) {
+        return node->resync_posted;
+    }
+    return word >> 1;
+}
+
 /* The first look at a resync this rank has not posted for: where does it stand? */
 enum { STAND_BEFORE, STAND_AT, STAND_PAST };
 
@@ -276,7 +287,7 @@ int fold_node_resync_join(fold_node_t *node, const char *coll_name, double timeo
     if (word == node->resync_done) {
         return FOLD_OK;
     }
-    const uint64_t T = word >> 1, next = fold_node_position(node) + 1;
+    const uint64_t T = current(node, word), next = fold_node_position(node) + 1;
     if (node->broken && !(word & 1)) {
         /* This rank cannot take part (a call of its own timed out): nor can the others
          * go on without it. */
@@ -336,7 +347,7 @@ int fold_node_resync_join(fold_node_t *node, const char *coll_name, double timeo
             return FOLD_ERR_TIMEOUT;
         }
     }
-    return settle(node, word, &a);
+    return settle(node, T << 1, &a);
 }
 
 int fold_node_resync_poll(fold_node_t *node, uint64_t pos, char *why, size_t whylen)
@@ -345,7 +356,7 @@ int fold_node_resync_poll(fold_node_t *node, uint64_t pos, char *why, size_t why
         return FOLD_OK;
     }
     const uint64_t word = atomic_load_explicit(node->resync_word, memory_order_acquire);
-    const uint64_t T = word >> 1;
+    const uint64_t T = current(node, word);
     if (word & 1) {
         snprintf(why, whylen, "another rank of this node gave the node segment up");
         node->broken = 1;
@@ -378,7 +389,7 @@ int fold_node_resync_poll(fold_node_t *node, uint64_t pos, char *why, size_t why
     if (!gather(node, T, &a, &missing)) {
         return FOLD_INPROGRESS;   /* the counters may still be apart: see node.h */
     }
-    if (settle(node, word, &a) != FOLD_OK) {
+    if (settle(node, T << 1, &a) != FOLD_OK) {
         snprintf(why, whylen, "the node segment could not be brought back into step after "
                  "node call %llu was given up", (unsigned long long)T);
         return FOLD_ERR_PEER_FAILED;
