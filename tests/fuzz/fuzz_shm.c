@@ -83,8 +83,9 @@ static void run_readers(fold_node_t *node, const uint8_t *ctl, size_t count)
         }
     }
     int rc = fold_node_resync_poll(node, node->epoch + node->fast_calls, why, sizeof(why));
-    if (rc != FOLD_OK && rc != FOLD_ERR_MISMATCH && rc != FOLD_ERR_PEER_FAILED) {
-        fail("resync_poll gave another status than ok, mismatch or peer failed");
+    if (rc != FOLD_OK && rc != FOLD_INPROGRESS && rc != FOLD_ERR_MISMATCH &&
+        rc != FOLD_ERR_PEER_FAILED) {
+        fail("resync_poll gave another status than ok, in progress, mismatch or peer failed");
     }
     if (fold_node_resync_pending(node)) {
         rc = fold_node_resync_join(node, "fuzz", 0, 0);
