@@ -7,7 +7,7 @@
  * the node segment:
  *
  *   - the same path: shm_flat (above the tiny path), dpml, dpml_pipelined, cma,
- *     each mistake (count, datatype, op, root) on 2 and 3 ranks;
+ *     each mistake (count, datatype, op, root) on 2, 3 and 5 ranks;
  *   - different paths: a tiny blocking call against a larger or a nonblocking one,
  *     either rank the culprit, allreduce and reduce;
  *   - ranks that do not see it: a late rank (it fails the call at its start), a
@@ -31,6 +31,7 @@
 
 #define TINY 16     /* 64 B: the tiny-message path where shm_flat is chosen */
 #define MID  4096   /* 16 KiB: a node schedule */
+#define MAX_RANKS 5
 
 typedef enum mistake { COUNT, DTYPE, OP, ROOT } mistake_t;
 
@@ -47,7 +48,7 @@ typedef struct bad_call {
 
 typedef struct resync_case {
     const char *alg;          /* forced for allreduce and reduce */
-    bad_call_t  bad[3];       /* per rank */
+    bad_call_t  bad[MAX_RANKS];   /* per rank */
     int         rounds;
     int         runahead;     /* rank 1 makes these extra calls right after (see below) */
     int         unsettled;    /* the agreement cannot be reached: node calls refused */
@@ -215,7 +216,7 @@ TestSuite(resync, .init = setup, .fini = no_segment_left);
 static resync_case_t mistake_case(const char *alg, mistake_t m, int size, int culprit)
 {
     resync_case_t c = {.alg = alg, .rounds = 2};
-    for (int r = 0; r < size; r++) {
+    for (int r = 0; r < size && r < MAX_RANKS; r++) {
         int me = r == culprit;
         c.bad[r] = (bad_call_t){
             .reduce = m == ROOT, .count = me && m == COUNT ? MID / 2 : MID,
@@ -232,7 +233,9 @@ Test(resync, same_path_node_schedules)
     static const mistake_t mistakes[] = {COUNT, DTYPE, OP, ROOT};
     for (size_t a = 0; a < 4; a++) {
         for (size_t m = 0; m < 4; m++) {
-            for (int size = 2; size <= 3; size++) {
+            static const int sizes[] = {2, 3, 5};
+            for (int k = 0; k < 3; k++) {
+                int size = sizes[k];
                 resync_case_t c = mistake_case(algs[a], mistakes[m], size, size - 1);
                 cr_expect_eq(lh_run(size, resync_rank, &c), 0, "%s, mistake %zu, %d ranks",
                              algs[a], m, size);
