@@ -181,11 +181,12 @@ static int settle(fold_node_t *node, uint64_t word, const agreement_t *a)
     if (a->lost) {
         const fold_topo_t *t = node->topo;
         fold_error("comm %u: after the calls given up at node call %llu, rank %d had run "
-                   "further calls in a numbering the others do not share (a reduce's "
-                   "non-root that never saw the mismatch): the node segment cannot be "
-                   "brought back into step, and this communicator's node-aware calls are "
-                   "refused from now on", node->comm_id, (unsigned long long)T,
-                   fold_topo_rank(t, t->node_of[node->comm_rank], a->who));
+                   "further calls on the node before it learnt of it, numbered as the "
+                   "others do not (a reduce's non-root that never saw the mismatch), or "
+                   "more than %d node-aware ones: the node segment cannot be brought back "
+                   "into step, and this communicator's node-aware calls are refused from "
+                   "now on", node->comm_id, (unsigned long long)T,
+                   fold_topo_rank(t, t->node_of[node->comm_rank], a->who), FOLD_NODE_HISTORY);
         fold_node_break(node);
         return FOLD_ERR_PEER_FAILED;
     }
