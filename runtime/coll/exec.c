@@ -354,7 +354,11 @@ static void request_finish(fold_request_t *req, int status)
     req->status = status;
     fold_exec_trace_end(req, status);
     if (req->turn.epoch != 0) {
-        fold_node_turn_leave(req->comm->node, &req->turn, status != FOLD_OK);
+        /* A mismatch lets the node's ranks resync, unless a transport operation that
+         * would not finish may still write into the segment. */
+        fold_node_turn_leave(req->comm->node, &req->turn,
+                             status == FOLD_OK || req->nactive == 0 ? status
+                                                                    : FOLD_ERR_TRANSPORT);
     }
 }
 
@@ -644,10 +648,19 @@ static int recv_failure(fold_request_t *req, uint32_t i, int status, char *why, 
 static int shm_wait_other_path(fold_request_t *req, uint32_t i)
 {
     const fold_step_t *st = &req->sched->steps[i];
-    const fold_node_t *node = req->comm->node;
+    fold_node_t *node = req->comm->node;
+    char given_up[192];
+    int status = fold_node_resync_poll(node, req->turn.pos, given_up, sizeof(given_up));
+    if (status == FOLD_INPROGRESS) {
+        return FOLD_OK;   /* the paths' counters are being brought into step */
+    }
+    if (status != FOLD_OK) {
+        return request_fail(req, status, i, given_up);   /* node/resync.c */
+    }
     for (int l = st->local >= 0 ? st->local : 0; l < node->seg.local_size; l++) {
         fold_fingerprint_t theirs;
         if (l != node->local_rank && fold_node_fast_peer_ahead(node, l, &theirs) &&
+            theirs.call == (req->turn.pos & 0xff) &&   /* this very call (node/resync.c) */
             !fold_shm_flag_reached(&node->seg, l, st->flag, shm_value(req, st))) {
             fold_fingerprint_t mine = fold_exec_fingerprint(req);
             int peer = fold_topo_rank(node->topo, node->topo->node_of[req->comm->rank], l);
@@ -905,6 +918,7 @@ static int shm_turn(fold_request_t *req)
         /* Where this call's buffers are (single copy reads them) and what it was asked
          * to do (every wait on another rank's flag compares it: shm_wait_check). */
         fold_fingerprint_t call = fold_exec_fingerprint(req);
+        call.call = req->turn.pos;   /* its place among the node's calls (node/resync.c) */
         fold_node_peer_publish(node, req->turn.epoch, req->buf[FOLD_BUF_IN],
                                req->buf[FOLD_BUF_OUT], &call);
         req->peer_published = 1;
@@ -989,6 +1003,7 @@ int fold_exec_run(fold_comm_t *comm, const fold_exec_args_t *args)
             .in = args->in, .out = args->out, .count = args->cargs.count, .dtype = args->dtype,
             .op = args->op, .root = args->cargs.root, .timeout_sec = cfg->timeout_sec,
             .spin_count = comm->ctx->spin_count, .thread_threshold = cfg->thread_threshold};
+        comm->coll_seq++;   /* as a schedule would: the tags agree whatever path each took */
         return fold_node_fast_reduction(comm->node, &call);
     }
     fold_request_t *req;

@@ -3,10 +3,15 @@
  * its arguments. For a node-aware algorithm that includes the communicator's
  * node topology and segment size, so this is where a communicator's node state
  * is first asked for (fold_comm_node: collective, every rank selects alike); one
- * that cannot have it runs the node-unaware algorithms (comm->node_none).
+ * that cannot have it runs the node-unaware algorithms (comm->node_none). It is also
+ * where a call on the node first catches up with a resync (node/resync.c).
  */
 #include "comm.h"
 #include "codec/reduce_kernel.h"
+
+/* node/resync.c posts the DONE of calls a rank skips: the schedules' flag and value. */
+_Static_assert(FOLD_FLAG_DONE == FOLD_NODE_FLAG_DONE && FOLD_SHM_CALL_DONE == (uint64_t)1 << 32,
+               "node.h's DONE flag is the schedules'");
 
 /* The node-aware fields: topology, segment elements, leaders, the flat algorithm
  * between nodes (selection's, or the default one when it chose none). */
@@ -51,6 +56,16 @@ int fold_coll_plan(fold_comm_t *comm, const fold_call_t *call, const fold_choice
     const fold_context_t *ctx = comm->ctx;
     const fold_alg_t *alg = choice->alg;
     size_t esize = fold_dtype_size(call->dtype);
+    if (comm->node != NULL && fold_node_resync_pending(comm->node) &&
+        (choice->fast || (alg->flags & FOLD_ALG_NODE_AWARE))) {
+        /* An earlier call on the node was given up for a mismatch: first back in step
+         * with the node's other ranks (node/resync.c), before choosing a path. */
+        int status = fold_node_resync_join(comm->node, fold_coll_name(call->coll),
+                                           ctx->config.timeout_sec, ctx->spin_count);
+        if (status != FOLD_OK) {
+            return status;
+        }
+    }
     if (choice->fast && call->blocking &&
         fold_node_fast_eligible(comm->node, call->count * esize)) {
         /* The node's tiny-message path: what it reads, and no schedule. */

@@ -28,7 +28,9 @@
  * small message costs the reader one line transfer per peer. Every rank folds the
  * same rows in the same order, so all get the same bits, for any op.
  * Waits spin, yield once the node is oversubscribed, and fail after FOLD_TIMEOUT
- * naming the rank they waited for; the region is then left alone for good.
+ * naming the rank they waited for; the region is then left alone for good. A call
+ * given up for a mismatch (a rank on the node's schedules instead) leaves it to
+ * node/resync.c, which brings every rank's count back into step.
  */
 #include "node/node.h"
 #include "fingerprint.h"
@@ -43,6 +45,20 @@
 
 #define SLOT_BYTES (FOLD_FAST_MAX_BYTES + 64)   /* seq + data, whole lines */
 #define DONE_EVERY (FOLD_FAST_SLOTS / 2)       /* calls between stores of `done` */
+
+/* A slot's fingerprint carries the low bits of the call's position among the node's
+ * calls (node.h) where a packed count's high bits would be, which are zero here: a
+ * rank whose calls on the node went on without meeting the others' (a reduce's
+ * non-root, node/resync.c) reads another call's input as a mismatch, never folds it. */
+#define POS_SHIFT 56
+#define POS_BITS  (UINT64_C(0xff) << POS_SHIFT)
+_Static_assert(FOLD_FAST_MAX_BYTES < (1u << (POS_SHIFT - 44)),
+               "a tiny call's count leaves the packed count's top bits free");
+
+static inline uint64_t at_position(uint64_t pos)
+{
+    return (pos & 0xff) << POS_SHIFT;
+}
 
 typedef struct fast_slot {
     _Atomic uint64_t seq;
@@ -92,16 +108,20 @@ static int other_path(fold_node_t *node, const fold_node_call_t *call, _Atomic u
         atomic_load_explicit(word, memory_order_acquire) >= value) {
         return 0;   /* (the input read after the epoch: posted before that call if at all) */
     }
+    if (theirs.call != (fold_node_position(node) & 0xfffff)) {
+        return 0;   /* another call than this one: a mismatch earlier, which node/resync.c
+                       settles (this wait then goes on, or fails there) */
+    }
     char line[256] = "";
     theirs.inplace = mine->inplace;   /* not recorded here */
+    theirs.call    = mine->call;
     if (fold_fingerprint_diff(&theirs, peer, mine, node->comm_rank, line, sizeof(line)) == 0) {
         snprintf(line, sizeof(line), "rank %d runs a nonblocking call, rank %d a blocking one",
                  peer, node->comm_rank);
     }
     fold_error("%s on comm %u: %s (rank %d on the node's schedules, rank %d on its tiny-message "
                "path)", call->coll_name, node->comm_id, line, peer, node->comm_rank);
-    node->broken = 1;   /* its slot holds a call the others never join */
-    return 1;
+    return 1;   /* the caller gives the call up: node/resync.c brings the paths into step */
 }
 
 /* Waits until *word >= value; FOLD_ERR_TIMEOUT after the call's timeout. With `mine`,
@@ -114,8 +134,22 @@ static int wait_for(fold_node_t *node, const fold_node_call_t *call, _Atomic uin
         if (atomic_load_explicit(word, memory_order_acquire) >= value) {
             return FOLD_OK;
         }
-        if ((polls & 255) == 255 && other_path(node, call, word, value, peer, mine)) {
-            return FOLD_ERR_MISMATCH;
+        if ((polls & 255) == 255) {
+            /* Another rank gave this call up, or an earlier one (node/resync.c). */
+            char why[192];
+            int status = fold_node_resync_poll(node, fold_node_position(node), why,
+                                               sizeof(why));
+            if (status != FOLD_OK && status != FOLD_INPROGRESS &&
+                atomic_load_explicit(word, memory_order_acquire) < value) {
+                fold_error("%s (shm_flat) on comm %u, rank %d of %d: %s, while waiting for "
+                           "rank %d's %s %llu", call->coll_name, node->comm_id,
+                           node->comm_rank, node->comm_size, why, peer, what,
+                           (unsigned long long)value);
+                return status;
+            }
+            if (status == FOLD_OK && other_path(node, call, word, value, peer, mine)) {
+                return FOLD_ERR_MISMATCH;
+            }
         }
         /* Once yielding, the clock is read at every poll: a yield on a loaded node
          * may cost milliseconds, and 4096 of them would run far past the timeout. */
@@ -133,8 +167,7 @@ static int wait_for(fold_node_t *node, const fold_node_call_t *call, _Atomic uin
                            call->coll_name, node->comm_id, node->comm_rank, node->comm_size,
                            now - start, call->timeout_sec, peer, what,
                            (unsigned long long)value);
-                node->broken = 1;
-                return FOLD_ERR_TIMEOUT;
+                return FOLD_ERR_TIMEOUT;   /* the caller breaks the node */
             }
         }
     }
@@ -153,8 +186,30 @@ int fold_node_fast_peer_ahead(const fold_node_t *node, int local, fold_fingerpri
     if (atomic_load_explicit(&slot->seq, memory_order_acquire) != next) {
         return 0;
     }
-    *theirs = fold_fingerprint_unpack(slot->call);
+    *theirs = fold_fingerprint_unpack(slot->call & ~POS_BITS);
+    theirs->call = slot->call >> POS_SHIFT;
     return 1;
+}
+
+void fold_node_fast_skip(fold_node_t *node, uint64_t calls)
+{
+    if (calls <= node->fast_calls) {
+        return;
+    }
+    node->fast_calls   = calls;
+    node->fast_saw_all = 0;   /* it saw nobody's input of the last one */
+    atomic_store_explicit(&region(node, node->local_rank)->done, calls, memory_order_release);
+}
+
+/* Call k failed midway: this rank reads nothing more of it. A mismatch asks the
+ * node's ranks to bring their counters into step (the others may have run this call
+ * on a node schedule); anything else breaks the node. */
+static int give_up(fold_node_t *node, fast_rank_t *me, uint64_t k, int status)
+{
+    node->fast_saw_all = 0;
+    finish(me, k);
+    fold_node_abandon(node, node->fast_pos + k, 0, status);
+    return status;
 }
 
 int fold_node_fast_reduction(fold_node_t *node, const fold_node_call_t *call)
@@ -185,7 +240,7 @@ int fold_node_fast_reduction(fold_node_t *node, const fold_node_call_t *call)
             }
         }
         if (status != FOLD_OK) {
-            return status;
+            return give_up(node, me, k, status);
         }
     }
     node->fast_readers[b] = allreduce ? -1 : root;
@@ -197,7 +252,7 @@ int fold_node_fast_reduction(fold_node_t *node, const fold_node_call_t *call)
     const fold_fingerprint_t mine = {
         .allreduce = allreduce, .count = count, .dtype = call->dtype, .op = call->op,
         .root = allreduce ? 0 : root};   /* in place or not gives the same result here */
-    const uint64_t mine_bits = fold_fingerprint_pack(&mine);
+    const uint64_t mine_bits = fold_fingerprint_pack(&mine) | at_position(node->fast_pos + k);
     if (allreduce || me_rank != root || (call->in == call->out && me_rank > 0)) {
         memcpy(me->slot[b].data, call->in, bytes);
         own = me->slot[b].data;
@@ -217,20 +272,22 @@ int fold_node_fast_reduction(fold_node_t *node, const fold_node_call_t *call)
         if (r != me_rank &&
             (status = wait_for(node, call, &peer->slot[b].seq, k, r, "input of call", &mine)) !=
                 FOLD_OK) {
-            return status;
+            return give_up(node, me, k, status);
         }
     }
     /* The posts say what each rank was asked: fold nothing if they differ. */
     for (int r = 0; r < size; r++) {
         uint64_t theirs = region(node, topo->local_of[r])->slot[b].call;
         if (r != me_rank && theirs != mine_bits) {
-            fold_fingerprint_t f = fold_fingerprint_unpack(theirs);
+            fold_fingerprint_t f = fold_fingerprint_unpack(theirs & ~POS_BITS);
             char line[256] = "";
-            fold_fingerprint_diff(&f, r, &mine, me_rank, line, sizeof(line));
+            if (fold_fingerprint_diff(&f, r, &mine, me_rank, line, sizeof(line)) == 0) {
+                snprintf(line, sizeof(line), "rank %d posted the input of another call (an "
+                         "earlier mismatched call went unseen)", r);
+            }
             fold_error("%s on comm %u call %llu: %s", call->coll_name, node->comm_id,
                        (unsigned long long)k, line);
-            finish(me, k);
-            return FOLD_ERR_MISMATCH;
+            return give_up(node, me, k, FOLD_ERR_MISMATCH);
         }
     }
     /* Rank order; a rank's own row is `own` (in place, out is in). */

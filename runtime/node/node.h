@@ -6,6 +6,7 @@
  *   setup.c    collective set-up and teardown: topology, segment create/attach
  *   budget.c   how much of the node's /dev/shm a new segment may take
  *   turns.c    the order node-aware calls take the segment in (epochs, a queue)
+ *   resync.c   bringing the segment back into step after a mismatched call
  *   fast.c     the tiny-message path of shm_flat, outside any schedule
  *   peer.c     single copy: reading and writing other local ranks' buffers
  *   segment.c  the shared-memory object, its flags and its lifetime
@@ -22,6 +23,7 @@
 #include "node/topo.h"
 
 #include <fold/fold.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -34,12 +36,24 @@
 typedef struct fold_node_turn {
     struct fold_node_turn *next;
     uint64_t               epoch;   /* 0: not queued */
+    uint64_t               pos;     /* its place among the node's calls (resync.c) */
 } fold_node_turn_t;
+
+/* Node-aware calls remembered by their epoch: where each stood among all the node's
+ * calls (resync.c). */
+#define FOLD_NODE_HISTORY 8
+
+/* The flag every node-aware schedule posts FOLD_SHM_CALL_DONE to when it is done with
+ * the segment (coll/sched.h's FOLD_FLAG_DONE): epoch e's end is the value e << 32. */
+#define FOLD_NODE_FLAG_DONE 3
 
 /*
  * A communicator's node state: its topology and, when this node has more than
  * one of its ranks, the node segment. Node-aware calls run one at a time, in the
  * order they were started (the same order on every rank), each with the next epoch.
+ * Every call on the node -- a node-aware one or one on the tiny-message path --
+ * has a position: how many calls on the node this rank has started, the same on
+ * every rank whichever path each took (resync.c relies on it).
  */
 typedef struct fold_node {
     fold_topo_t      *topo;
@@ -51,7 +65,20 @@ typedef struct fold_node {
     size_t            shm_bytes;    /* data bytes every node can offer (min over the comm) */
     uint64_t          epoch;        /* node-aware calls started so far */
     fold_node_turn_t *head, *tail;  /* node-aware calls not finished, in start order */
-    int               broken;       /* a call failed midway: the flags are out of step */
+    int               broken;       /* a call failed midway and could not be brought
+                                       back into step: the segment is not used again */
+    uint64_t          history[FOLD_NODE_HISTORY];  /* position of node-aware call e at
+                                                      [e % FOLD_NODE_HISTORY] */
+    uint64_t          pos_skew;      /* numbers a resync skipped beyond the calls made */
+    uint64_t          fast_pos;      /* epoch - pos_skew: a tiny call's position is
+                                        fast_pos + its number */
+    /* resync.c: after a call given up for a mismatch */
+    _Atomic uint64_t *resync_word;   /* the node's request word (NULL: no segment) */
+    uint64_t          resync_done;   /* the word as this rank last settled it */
+    uint64_t          resync_posted; /* the position this rank's last record is for */
+    uint64_t          resync_count;  /* resyncs settled */
+    uint64_t          done_owed;     /* epoch whose DONE this rank still owes once its
+                                        earlier node-aware calls are over (0: none) */
     int               single_copy;  /* every rank of the comm can reach its local
                                        peers' memory (peer.c), and may */
     int64_t          *pids;         /* per local rank, for single copy */
@@ -125,19 +152,64 @@ size_t fold_shm_budget_floor(size_t cap, int max_ppn, long depth);
 /* turns.c */
 /* Queues a call for the segment with the next epoch. */
 void fold_node_turn_take(fold_node_t *node, fold_node_turn_t *turn);
-/* Removes a call that finished (or failed: then the node is left broken). */
-void fold_node_turn_leave(fold_node_t *node, fold_node_turn_t *turn, int failed);
+/* Removes a call that finished with `status`. A call given up for a mismatch
+ * (FOLD_ERR_MISMATCH, FOLD_ERR_TRUNCATED) asks the node's ranks to bring the segment
+ * back into step (resync.c); any other failure leaves the node broken. */
+void fold_node_turn_leave(fold_node_t *node, fold_node_turn_t *turn, int status);
+/* Posts epoch's DONE once this rank's node-aware calls of earlier epochs are over
+ * (at once when none is running). */
+void fold_node_turn_owe_done(fold_node_t *node, uint64_t epoch);
 /* Whether it is this call's turn (it heads the queue). */
 static inline int fold_node_turn_is_mine(const fold_node_t *node, const fold_node_turn_t *turn)
 {
     return node->head == turn;
 }
 
+/* resync.c. A node-aware or tiny-message call that a rank gives up for a mismatch
+ * leaves the segment's flags and slots out of step: its peers may have taken the other
+ * path, posted more or less, or not arrived yet. The rank records where its counters
+ * stand and asks for a resync; every local rank records its own (at its next call on
+ * the node, or while it waits in one), and each settles alone on the same agreement:
+ * every rank's counters move up to the highest, so the given-up call used one
+ * number on each path any rank took, and the next call starts in step. */
+size_t fold_node_resync_region_bytes(int local_size);
+/* Points node->resync_word at the segment's region (after the setup). */
+void   fold_node_resync_init(fold_node_t *node);
+/* Calls on the node this rank has started (the position of its latest). */
+static inline uint64_t fold_node_position(const fold_node_t *node)
+{
+    return node->epoch + node->fast_calls - node->pos_skew;
+}
+/* Whether a resync this rank has not settled was asked for (one compare). */
+static inline int fold_node_resync_pending(const fold_node_t *node)
+{
+    return node->resync_word != NULL &&
+           atomic_load_explicit(node->resync_word, memory_order_relaxed) != node->resync_done;
+}
+/* The call at position pos (epoch: its node-aware epoch, 0 on the tiny-message path)
+ * failed with status: a mismatch asks for a resync, anything else leaves this rank's
+ * node broken. */
+void   fold_node_abandon(fold_node_t *node, uint64_t pos, uint64_t epoch, int status);
+/* Before a call on the node, while one is pending (blocking, FOLD_TIMEOUT): FOLD_OK
+ * to go on in step; FOLD_ERR_MISMATCH when this very call was given up by another
+ * rank; FOLD_ERR_PEER_FAILED when the node is broken; FOLD_ERR_TIMEOUT. Logs why. */
+int    fold_node_resync_join(fold_node_t *node, const char *coll_name, double timeout_sec,
+                             long spin_count);
+/* While the call at position pos waits on another rank: FOLD_OK; FOLD_INPROGRESS
+ * while a resync of an earlier call is not settled (the other path's counter may
+ * still move: a rank that seems to have started a call there is not to be trusted);
+ * else the status to fail the call with and why (the caller logs it). */
+int    fold_node_resync_poll(fold_node_t *node, uint64_t pos, char *why, size_t whylen);
+/* Marks the node broken on every local rank (they see it at their next look): a
+ * resync that cannot be settled. */
+void   fold_node_break(fold_node_t *node);
+
 /* peer.c (single copy; the segment's last lines hold the published addresses) */
 size_t fold_node_peer_region_bytes(int local_size);
-/* This rank's IN and OUT for the call with this epoch, with what it was asked to do:
- * a rank reading or writing them fails with FOLD_ERR_MISMATCH where that differs
- * from its own call (fingerprint.h; call numbers are not compared). */
+/* This rank's IN and OUT for the call with this epoch, with what it was asked to do
+ * and, in call->call, the call's position: a rank reading or writing them fails with
+ * FOLD_ERR_MISMATCH where that differs from its own call (fingerprint.h), or stands
+ * elsewhere among the node's calls. */
 struct fold_fingerprint;
 void   fold_node_peer_publish(fold_node_t *node, uint64_t epoch, const void *in, void *out,
                               const struct fold_fingerprint *call);
@@ -150,7 +222,8 @@ int    fold_node_peer_read(const fold_node_t *node, int local, uint64_t epoch, i
 int    fold_node_peer_check(const fold_node_t *node, int local, uint64_t epoch, char *why,
                             size_t whylen);
 /* Whether local rank `local` has started a node-aware call this rank has not (its
- * published epoch is past this rank's): 1 and what it was asked to do. */
+ * published epoch is past this rank's): 1 and what it was asked to do, its `call`
+ * the low 20 bits of the call's position. */
 int    fold_node_peer_started(const fold_node_t *node, int local,
                               struct fold_fingerprint *theirs);
 int    fold_node_peer_write(const fold_node_t *node, int local, uint64_t epoch,
@@ -205,8 +278,12 @@ size_t fold_node_fast_region_bytes(int local_size);
 int    fold_node_fast_eligible(const fold_node_t *node, size_t bytes);
 int    fold_node_fast_reduction(fold_node_t *node, const fold_node_call_t *call);
 /* Whether local rank `local` has posted a tiny-message call this rank has not made:
- * 1 and what it was asked to do (its count only below 2^20, which is all it takes). */
+ * 1 and what it was asked to do (its count only below 2^20, which is all it takes),
+ * its `call` the low 8 bits of the call's position. */
 int    fold_node_fast_peer_ahead(const fold_node_t *node, int local,
                                  struct fold_fingerprint *theirs);
+/* Moves this rank's tiny-message count up to `calls` without taking part (the calls
+ * in between were given up): it will read none of them. */
+void   fold_node_fast_skip(fold_node_t *node, uint64_t calls);
 
 #endif

@@ -8,11 +8,16 @@
  * whether all of them can.
  *
  *   region (past the fast path's), per local rank l, one cache line:
- *     | epoch | in | out | count | call |   written by l when its call takes its turn
+ *     | epoch | in | out | count | call | prev: epoch count call |
+ *   written by l when its call takes its turn
  *
- * count and call say what l was asked to do (fingerprint.h): a rank about to read
- * or write l's buffers first compares them with its own call, so mismatched calls
- * fail with FOLD_ERR_MISMATCH instead of copying the wrong bytes.
+ * count and call say what l was asked to do (fingerprint.h), and where the call
+ * stands among the node's calls (its position, node/resync.c, in the packed count's
+ * bits): a rank about to read or write l's buffers, or waiting on l's flags, first
+ * compares them with its own call, so mismatched calls fail with FOLD_ERR_MISMATCH
+ * instead of copying the wrong bytes. prev keeps l's call before: a rank that is
+ * still in that call when l has moved on to its next (a reduce's non-root returns
+ * at once) compares with it, so a culprit that ran ahead is caught all the same.
  */
 #define _GNU_SOURCE
 #include "node/node.h"
@@ -34,9 +39,16 @@ typedef struct peer_line {
     _Atomic uint64_t epoch;
     uint64_t         in, out;
     uint64_t         count;   /* of the call */
-    uint64_t         call;    /* the rest of its fingerprint, packed with count 0 */
-    char             pad[64 - 5 * sizeof(uint64_t)];
+    uint64_t         call;    /* the rest of its fingerprint, packed with count 0, and
+                                 its position in the count's bits */
+    uint64_t         prev_epoch, prev_count, prev_call;   /* the call before */
 } peer_line_t;
+_Static_assert(sizeof(peer_line_t) == 64, "one cache line per rank");
+
+/* The packed fingerprint's count bits, which the line's call word uses for the
+ * call's position (its low 20 bits: enough to tell neighbours apart). */
+#define POS_SHIFT 44
+#define POS_MASK  UINT64_C(0xfffff)
 
 size_t fold_node_peer_region_bytes(int local_size)
 {
@@ -56,14 +68,19 @@ void fold_node_peer_publish(fold_node_t *node, uint64_t epoch, const void *in, v
     peer_line_t *me = line(node, node->local_rank);
     fold_fingerprint_t rest = *call;
     rest.count = 0;
+    const uint64_t pos = call->call;
+    const uint64_t before = atomic_load_explicit(&me->epoch, memory_order_relaxed);
     /* Epoch 0 while the line changes: a rank comparing calls while it waits on this
      * rank's flags (fold_node_peer_check) may read it as this rank moves on. */
     atomic_store_explicit(&me->epoch, 0, memory_order_relaxed);
     atomic_thread_fence(memory_order_release);
+    me->prev_epoch = before;
+    me->prev_count = me->count;
+    me->prev_call  = me->call;
     me->in    = (uint64_t)(uintptr_t)in;
     me->out   = (uint64_t)(uintptr_t)out;
     me->count = call->count;
-    me->call  = fold_fingerprint_pack(&rest);
+    me->call  = fold_fingerprint_pack(&rest) | (pos & POS_MASK) << POS_SHIFT;
     atomic_store_explicit(&me->epoch, epoch, memory_order_release);
 }
 
@@ -103,9 +120,16 @@ static int compare_calls(const fold_node_t *node, uint64_t count, uint64_t call,
     theirs.count = count;
     own.count = mine->count;
     const fold_topo_t *t = node->topo;
+    const int peer = fold_topo_rank(t, t->node_of[node->comm_rank], local);
     why[0] = '\0';
-    fold_fingerprint_diff(&theirs, fold_topo_rank(t, t->node_of[node->comm_rank], local), &own,
-                          node->comm_rank, why, whylen);
+    if (fold_fingerprint_diff(&theirs, peer, &own, node->comm_rank, why, whylen) == 0) {
+        /* Alike but at different places: ranks whose calls went on without meeting
+         * (every one a reduce's non-root) numbered them apart. */
+        snprintf(why, whylen, "rank %d is at node call %llu, rank %d at %llu (an earlier "
+                 "mismatched call went unseen)", peer,
+                 (unsigned long long)(call >> POS_SHIFT & POS_MASK), node->comm_rank,
+                 (unsigned long long)(mine->call >> POS_SHIFT & POS_MASK));
+    }
     return FOLD_ERR_MISMATCH;
 }
 
@@ -128,12 +152,16 @@ int fold_node_peer_check(const fold_node_t *node, int local, uint64_t epoch, cha
                          size_t whylen)
 {
     const peer_line_t *l = line(node, local);
-    if (atomic_load_explicit(&l->epoch, memory_order_acquire) != epoch) {
-        return FOLD_OK;   /* not at this call, or gone on to its next: nothing to compare */
+    const uint64_t e = atomic_load_explicit(&l->epoch, memory_order_acquire);
+    if (e != epoch && (e < epoch || e == 0)) {
+        return FOLD_OK;   /* not at this call yet: nothing to compare */
     }
-    uint64_t count = l->count, call = l->call;
+    /* At this call, or gone on to its next: then its call before is this one. */
+    uint64_t at = e == epoch ? epoch : l->prev_epoch;
+    uint64_t count = e == epoch ? l->count : l->prev_count;
+    uint64_t call = e == epoch ? l->call : l->prev_call;
     atomic_thread_fence(memory_order_acquire);
-    if (atomic_load_explicit(&l->epoch, memory_order_relaxed) != epoch) {
+    if (atomic_load_explicit(&l->epoch, memory_order_relaxed) != e || at != epoch) {
         return FOLD_OK;   /* it moved on while this rank read (see the publish) */
     }
     return compare_calls(node, count, call, local, why, whylen);
@@ -153,6 +181,7 @@ int fold_node_peer_started(const fold_node_t *node, int local, fold_fingerprint_
     }
     *theirs = fold_fingerprint_unpack(call);
     theirs->count = count;
+    theirs->call  = call >> POS_SHIFT & POS_MASK;
     return 1;
 }
 

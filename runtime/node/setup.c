@@ -111,10 +111,12 @@ static int probe_peers(const fold_node_params_t *p, fold_node_t *node,
     return ok;
 }
 
-/* The bytes single copy and the fast path lay out past the schedules' data. */
+/* The bytes the resync, the fast path and single copy lay out past the schedules'
+ * data (in that order, single copy's last). */
 static size_t segment_extra(int local_size)
 {
-    return fold_node_fast_region_bytes(local_size) + fold_node_peer_region_bytes(local_size);
+    return fold_node_resync_region_bytes(local_size) + fold_node_fast_region_bytes(local_size) +
+           fold_node_peer_region_bytes(local_size);
 }
 
 int fold_node_check_segment(const fold_shm_seg_t *seg, size_t shm_bytes, char *why,
@@ -123,7 +125,7 @@ int fold_node_check_segment(const fold_shm_seg_t *seg, size_t shm_bytes, char *w
     size_t extra = segment_extra(seg->local_size);
     if (seg->data_size < extra || seg->data_size - extra < shm_bytes) {
         snprintf(why, whylen, "its %zu data bytes cannot hold the %zu the schedules use and "
-                 "the %zu of the tiny-message and single-copy regions", seg->data_size,
+                 "the %zu of the resync, tiny-message and single-copy regions", seg->data_size,
                  shm_bytes, extra);
         return FOLD_ERR_MALFORMED;
     }
@@ -377,6 +379,7 @@ int fold_node_create(const fold_node_params_t *params, fold_node_t **node_p, cha
         fold_node_free(node);
         return status;
     }
+    fold_node_resync_init(node);
     fold_debug("comm %u: %d nodes, %d-%d ranks per node, segment %s (%zu data bytes, %zu "
                "for the schedules), single copy %s", params->comm_id, node->topo->nnodes,
                node->topo->min_ppn, node->topo->max_ppn,

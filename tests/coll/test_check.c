@@ -176,8 +176,7 @@ Test(check, fast_path_catches_what_it_meets)
 
 /* Single copy compares the fingerprint each rank publishes with its buffers before it
  * reads or writes them: on 2 ranks both owners meet the other's and fail at once.
- * The node segment's flags are then out of step, so the communicator cannot run node
- * algorithms again (the design does not allow it there, unlike the checks above). */
+ * (The node segment is then brought back into step: test_resync.) */
 static int cma_rank(fold_context_t *ctx, int rank, int size, void *arg)
 {
     (void)size;

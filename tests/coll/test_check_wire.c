@@ -39,9 +39,11 @@ typedef struct wire_case {
     mistake_t         mistake;
     int               culprit;
     int               caught;    /* ranks that returned FOLD_ERR_MISMATCH */
-    int               shared;    /* ranks share nodes: a mismatch on the node segment
-                                    leaves it out of step, so the communicator's later
-                                    node-aware calls fail (FOLD_ERR_PEER_FAILED) */
+    int               shared;    /* ranks share nodes of several: a mismatch on a node
+                                    segment leaves it out of step (a resync is for a
+                                    communicator on one node, node/resync.c), so the
+                                    communicator's later node-aware calls fail
+                                    (FOLD_ERR_PEER_FAILED) */
 } wire_case_t;
 
 static size_t count_of(mistake_t m, int culprit)

@@ -9,15 +9,17 @@
  *   17  u32 schedule bytes the creator recorded    21  u32 the mapping's size
  *   25  u16 elements (uint32) of the tiny call
  *   27  64 bytes: the segment header
- *   91  the words at the end of the data area: the tiny-message slots (sequence
- *       numbers, fingerprints, data, `done`) and the single-copy lines
+ *   91  the words at the end of the data area: the resync region (request word,
+ *       records), the tiny-message slots (sequence numbers, fingerprints, data,
+ *       `done`) and the single-copy lines
  *
  * The mapping is a heap block of exactly its size, so ASan sees any access outside.
  * A header fold_shm_check_header accepts must give flags and data inside it;
  * fold_node_check_segment must leave room for the regions past the schedules'
  * bytes; then the readers of peers' words (fold_node_fast_peer_ahead,
- * fold_node_peer_check, fold_node_peer_started, fold_node_fast_reduction) must
- * stay inside the mapping and end with a status, never a crash.
+ * fold_node_peer_check, fold_node_peer_started, fold_node_resync_poll and _join,
+ * fold_node_fast_reduction) must stay inside the mapping and end with a status,
+ * never a crash or a loop.
  */
 #include "fingerprint.h"
 #include "log.h"
@@ -80,6 +82,18 @@ static void run_readers(fold_node_t *node, const uint8_t *ctl, size_t count)
             fail("peer_check gave another status than ok or mismatch");
         }
     }
+    int rc = fold_node_resync_poll(node, node->epoch + node->fast_calls, why, sizeof(why));
+    if (rc != FOLD_OK && rc != FOLD_INPROGRESS && rc != FOLD_ERR_MISMATCH &&
+        rc != FOLD_ERR_PEER_FAILED) {
+        fail("resync_poll gave another status than ok, in progress, mismatch or peer failed");
+    }
+    if (fold_node_resync_pending(node)) {
+        rc = fold_node_resync_join(node, "fuzz", 0, 0);
+        if (rc != FOLD_OK && rc != FOLD_ERR_MISMATCH && rc != FOLD_ERR_PEER_FAILED &&
+            rc != FOLD_ERR_TIMEOUT) {
+            fail("resync_join gave another status than ok, mismatch, peer failed or timeout");
+        }
+    }
     uint32_t in[FOLD_FAST_MAX_BYTES / 4], out[FOLD_FAST_MAX_BYTES / 4];
     memset(in, 1, sizeof(in));
     memset(out, 0, sizeof(out));
@@ -87,7 +101,7 @@ static void run_readers(fold_node_t *node, const uint8_t *ctl, size_t count)
         .allreduce = (*ctl >> 6) & 1, .coll_name = "fuzz", .in = in, .out = out,
         .count = count, .dtype = FOLD_UINT32, .op = FOLD_OP_SUM, .root = 0,
         .timeout_sec = 0, .spin_count = 0, .thread_threshold = SIZE_MAX};
-    int rc = fold_node_fast_reduction(node, &call);
+    rc = fold_node_fast_reduction(node, &call);
     if (rc != FOLD_OK && rc != FOLD_ERR_TIMEOUT && rc != FOLD_ERR_MISMATCH) {
         fail("the tiny-message path gave another status than ok, timeout or mismatch");
     }
@@ -142,7 +156,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     }
     /* The peers' words: at the end of the data area, past the schedules' bytes. */
-    size_t extra = fold_node_fast_region_bytes(local_size) +
+    size_t extra = fold_node_resync_region_bytes(local_size) +
+                   fold_node_fast_region_bytes(local_size) +
                    fold_node_peer_region_bytes(local_size);
     size_t words = size - PREFIX - HDR < extra ? size - PREFIX - HDR : extra;
     memcpy(seg.data + seg.data_size - extra, data + PREFIX + HDR, words);
@@ -157,6 +172,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     node.shm_bytes = shm_bytes;
     node.fast_calls = get(data + 1, 8);
     node.epoch = get(data + 9, 8);
+    node.fast_pos = node.epoch;
+    fold_node_resync_init(&node);
     size_t count = get(data + 25, 2) % (FOLD_FAST_MAX_BYTES / 4 + 1);
     run_readers(&node, data, count);
     free(map);

@@ -156,10 +156,11 @@ Test(shm_segment, header_offsets_must_lie_inside_the_mapping)
     cr_expect_eq(check(map, SIZE, 2), FOLD_ERR_MALFORMED, "not ready");
 }
 
-Test(shm_segment, node_check_leaves_room_for_the_fast_and_peer_regions)
+Test(shm_segment, node_check_leaves_room_for_the_resync_fast_and_peer_regions)
 {
     fold_shm_seg_t seg = {.local_size = 2};
-    size_t extra = fold_node_fast_region_bytes(2) + fold_node_peer_region_bytes(2);
+    size_t extra = fold_node_resync_region_bytes(2) + fold_node_fast_region_bytes(2) +
+                   fold_node_peer_region_bytes(2);
     char why[256];
     seg.data_size = extra + 4096;
     cr_expect_eq(fold_node_check_segment(&seg, 4096, why, sizeof(why)), FOLD_OK);
