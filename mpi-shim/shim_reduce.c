@@ -137,11 +137,19 @@ static int forward(const shim_call_t *call, shim_route_t route, const shim_typem
 /* The MPI error class of a fold failure. Arguments were checked before fold ran,
  * so it is a mismatch between the ranks' calls (FOLD_CHECK=1 finds those) or a
  * runtime failure (a peer died, a timeout): the buffers may be half written, and MPI
- * cannot redo the call. FOLD_ERR_IN_USE (another thread inside the context) cannot
- * come from the application, since every fold call holds the shim's lock: it would be
- * the shim's own bug, so MPI_ERR_INTERN. */
+ * cannot redo the call. A mismatch in the count alone is MPI_ERR_TRUNCATE, as MPI
+ * reports a longer message than the receive expects; any other MPI_ERR_ARG.
+ * FOLD_ERR_IN_USE (another thread inside the context) cannot come from the
+ * application, since every fold call holds the shim's lock: it would be the shim's own
+ * bug, so MPI_ERR_INTERN. */
 static int error_class(int status, const char **name)
 {
+    const unsigned args = FOLD_MISMATCH_COLLECTIVE | FOLD_MISMATCH_DATATYPE | FOLD_MISMATCH_OP |
+                          FOLD_MISMATCH_ROOT | FOLD_MISMATCH_IN_PLACE;
+    unsigned fields = status == FOLD_ERR_MISMATCH ? fold_mismatch_fields() : 0;
+    if ((fields & FOLD_MISMATCH_COUNT) && !(fields & args)) {
+        status = FOLD_ERR_TRUNCATED;
+    }
     switch (status) {
     case FOLD_ERR_MISMATCH:  *name = "MPI_ERR_ARG";      return MPI_ERR_ARG;
     case FOLD_ERR_TRUNCATED: *name = "MPI_ERR_TRUNCATE"; return MPI_ERR_TRUNCATE;

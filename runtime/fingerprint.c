@@ -11,6 +11,22 @@ static const char *const field_names[F_FIELDS] = {
     [F_COLL] = "collective", [F_COUNT] = "count", [F_DTYPE] = "datatype", [F_OP] = "op",
     [F_ROOT] = "root", [F_INPLACE] = "in place", [F_CALL] = "call number"};
 
+/* The fields the last difference this thread found was in (fold_mismatch_fields). */
+static _Thread_local unsigned last_fields;
+
+_Static_assert(FOLD_MISMATCH_COLLECTIVE == 1u << F_COLL && FOLD_MISMATCH_COUNT == 1u << F_COUNT &&
+                   FOLD_MISMATCH_DATATYPE == 1u << F_DTYPE && FOLD_MISMATCH_OP == 1u << F_OP &&
+                   FOLD_MISMATCH_ROOT == 1u << F_ROOT &&
+                   FOLD_MISMATCH_IN_PLACE == 1u << F_INPLACE && FOLD_MISMATCH_CALL == 1u << F_CALL,
+               "the public bits follow the fields");
+
+unsigned fold_mismatch_fields(void)
+{
+    unsigned fields = last_fields;
+    last_fields = 0;
+    return fields;
+}
+
 void fold_fingerprint_fields(const fold_fingerprint_t *f, int64_t *v)
 {
     v[F_COLL]    = f->allreduce;
@@ -41,10 +57,12 @@ int fold_fingerprint_diff(const fold_fingerprint_t *a, int rank_a, const fold_fi
     fold_fingerprint_fields(b, fb);
     size_t at = strlen(buf);
     int differ = 0;
+    unsigned fields = 0;
     for (int w = 0; w < F_FIELDS; w++) {
         if (fa[w] == fb[w]) {
             continue;
         }
+        fields |= 1u << w;
         char ta[48], tb[48];
         describe(w, fa[w], ta, sizeof(ta));
         describe(w, fb[w], tb, sizeof(tb));
@@ -53,6 +71,9 @@ int fold_fingerprint_diff(const fold_fingerprint_t *a, int rank_a, const fold_fi
                                    differ ? "; " : "", rank_a, field_names[w], ta, rank_b, tb);
         }
         differ++;
+    }
+    if (fields != 0) {
+        last_fields = fields;
     }
     return differ;
 }

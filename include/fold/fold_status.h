@@ -33,6 +33,20 @@ typedef enum fold_status {
 /* A static, human-readable name for any status value (never NULL). */
 const char *fold_status_string(int status);
 
+/* What differed between the ranks' arguments in the last mismatch this thread found
+ * since it last asked (a call that returned FOLD_ERR_MISMATCH, or whose log named
+ * one), as FOLD_MISMATCH_* bits, and forgets it; 0 if it found none (a rank told by
+ * another that their calls differ may know no more). The MPI shim reports a count
+ * alone as MPI_ERR_TRUNCATE. */
+#define FOLD_MISMATCH_COLLECTIVE (1u << 0)
+#define FOLD_MISMATCH_COUNT      (1u << 1)
+#define FOLD_MISMATCH_DATATYPE   (1u << 2)
+#define FOLD_MISMATCH_OP         (1u << 3)
+#define FOLD_MISMATCH_ROOT       (1u << 4)
+#define FOLD_MISMATCH_IN_PLACE   (1u << 5)
+#define FOLD_MISMATCH_CALL       (1u << 6)   /* the call's number on its communicator */
+unsigned fold_mismatch_fields(void);
+
 #ifdef __cplusplus
 }
 #endif
