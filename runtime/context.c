@@ -8,6 +8,7 @@
 #include "guard.h"
 #include "hash.h"
 #include "log.h"
+#include "util/median.h"
 
 #include <pthread.h>
 #include <sched.h>
@@ -231,18 +232,6 @@ void fold_context_set_measured(fold_context_t *ctx, const fold_node_calib_t *cal
     }
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-/* The median of v[0..n) (sorts v). */
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof(*v), cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 /* The median of one field of every rank's calibration (sorts v). */
 static double median_of(const locality_record_t *all, int p, size_t offset, double *v)
@@ -250,7 +239,7 @@ static double median_of(const locality_record_t *all, int p, size_t offset, doub
     for (int r = 0; r < p; r++) {
         v[r] = field_of(&all[r].calib, offset);
     }
-    return median(v, p);
+    return fold_util_median(v, p);
 }
 
 /* What fold_init measured, agreed by every rank: the medians over the ranks, so
@@ -306,7 +295,7 @@ int fold_context_set_cores(fold_context_t *ctx, const fold_node_calib_t *all, in
             }
         }
         if (m > 0) {
-            double med = median(v, m);
+            double med = fold_util_median(v, m);
             memcpy((char *)&ctx->calib + fields[f], &med, sizeof(med));
         }
     }

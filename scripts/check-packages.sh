@@ -36,31 +36,11 @@ done
 installed=(libfold-mpi0 fold-tools libfold-dev libfold0)
 dpkg -i "${debs[@]}" >/dev/null
 
-mkdir -p "$work/consumer"
-cat > "$work/consumer/main.c" <<'C'
-#include <fold/fold.h>
-#include <stdio.h>
-int main(void)
-{
-    printf("fold %s: %s\n", fold_version_string(), fold_status_string(FOLD_ERR_TIMEOUT));
-    return fold_dtype_size(FOLD_BFLOAT16) == 2 ? 0 : 1;
-}
-C
-cat > "$work/consumer/CMakeLists.txt" <<'CM'
-cmake_minimum_required(VERSION 3.18)
-project(consumer C)
-find_package(fold REQUIRED)
-add_executable(consumer main.c)
-target_link_libraries(consumer PRIVATE fold::fold)
-CM
-cmake -S "$work/consumer" -B "$work/consumer/build" >/dev/null
-cmake --build "$work/consumer/build" >/dev/null
-"$work/consumer/build/consumer"
+. "$(dirname "$0")/consumer.sh"
+build_consumer "$work/consumer"
 ldd "$work/consumer/build/consumer" | grep -Eq "libfold.so.0 => (/usr)?/lib/libfold.so.0 " ||
     { echo "check-packages: the consumer does not use the installed libfold.so.0:" >&2
       ldd "$work/consumer/build/consumer" >&2; exit 1; }
-cc "$work/consumer/main.c" $(pkg-config --cflags --libs fold) -o "$work/consumer/pc"
-"$work/consumer/pc"
 /usr/bin/fold_info -v | head -1
 
 # The installed shim, preloaded into a plain MPI program, serves its MPI_Allreduce.

@@ -18,6 +18,7 @@
 
 #include "codec/reduce_kernel.h"
 #include "util/clock.h"
+#include "util/median.h"
 
 #include <sched.h>
 #include <stdatomic.h>
@@ -75,17 +76,6 @@ static void post(probe_t *pr, uint64_t v)
     }
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof(*v), cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 /* Round trips: A posts, B answers. The best batch's mean (the others met noise). */
 static double round_trip_us(probe_t *pr, int is_a, uint64_t *seq)
@@ -136,7 +126,7 @@ static double transfer_gbs(probe_t *pr, int reduce, float *own, float *out, uint
     if (n == 0) {
         return 0;
     }
-    double s = median(t, n);
+    double s = fold_util_median(t, n);
     return s > 0 ? (double)PROBE_BYTES / s / 1e9 : 0;
 }
 

@@ -315,13 +315,8 @@ static void run_case(const dcase_t *c, MPI_Datatype type, int allreduce, size_t 
         test_fill(t, c->op, seed, rank, in, elements);
     }
     for (int k = 0; k < 2; k++) {   /* k = 0: through MPI_*; 1: the library, base type */
-        out[k] = malloc(bytes);
-        memset(out[k], 0xa5, bytes);
-        const void *sbuf = in;
-        if (inplace && has_out) {
-            memcpy(out[k], in, bytes);
-            sbuf = MPI_IN_PLACE;
-        }
+        const void *sbuf;
+        out[k] = test_output(in, bytes, inplace && has_out, &sbuf);
         int rc = call(k, allreduce, sbuf, has_out ? out[k] : NULL, count, type, c, base, op,
                       root);
         if (rc != MPI_SUCCESS) {

@@ -280,13 +280,8 @@ static void run_case(const ttype_t *t, int max_or_prod, int allreduce, size_t n,
     int has_out = allreduce || rank == root;
     fill(t, max_or_prod, seed, rank, in, n);
     for (int k = 0; k < 2; k++) {   /* k = 0: through the shim; 1: the MPI library */
-        out[k] = malloc(bytes);
-        memset(out[k], 0xa5, bytes);
-        const void *sbuf = in;
-        if (inplace && has_out) {
-            memcpy(out[k], in, bytes);
-            sbuf = MPI_IN_PLACE;
-        }
+        const void *sbuf;
+        out[k] = test_output(in, bytes, inplace && has_out, &sbuf);
         int rc = call(k, allreduce, sbuf, has_out ? out[k] : NULL, n, t, op, root);
         if (rc != MPI_SUCCESS) {
             fprintf(stderr, "rank %d: %s%s: returned %d\n", rank, k ? "P" : "", what, rc);

@@ -276,13 +276,8 @@ static void run_case(const ucase_t *c, int allreduce, size_t n, int inplace)
     for (int k = 0; k < 2; k++) {   /* k = 0: through the shim; 1: the MPI library */
         MPI_Op op;
         MPI_Op_create(c->fn, c->commute, &op);
-        out[k] = malloc(bytes);
-        memset(out[k], 0xa5, bytes);
-        const void *sbuf = in;
-        if (inplace && has_out) {
-            memcpy(out[k], in, bytes);
-            sbuf = MPI_IN_PLACE;
-        }
+        const void *sbuf;
+        out[k] = test_output(in, bytes, inplace && has_out, &sbuf);
         seen_calls = 0;
         int rc = call(k, allreduce, sbuf, has_out ? out[k] : NULL, n, c->type, op, root);
         if (rc != MPI_SUCCESS) {

@@ -304,3 +304,15 @@ int test_finish(int failures)
     free(fails);
     return failed;
 }
+
+char *test_output(const void *in, size_t bytes, int in_place, const void **sendbuf)
+{
+    char *out = malloc(bytes);
+    memset(out, 0xa5, bytes);
+    *sendbuf = in;
+    if (in_place) {
+        memcpy(out, in, bytes);
+        *sendbuf = MPI_IN_PLACE;
+    }
+    return out;
+}

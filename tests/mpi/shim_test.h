@@ -78,6 +78,11 @@ int test_compare(const test_type_t *t, const void *got, const void *want, size_t
 
 /* The running digest of results (FNV-1a). */
 void test_digest(const void *buf, size_t len);
+
+/* An output buffer of `bytes` for one call, poisoned so that what the call leaves
+ * unwritten shows; in place (`in_place`: a rank with an output), holding `in` and
+ * *sendbuf set to MPI_IN_PLACE, else *sendbuf = in. Free with free(). */
+char *test_output(const void *in, size_t bytes, int in_place, const void **sendbuf);
 /* Expected route of one call. */
 void test_expect(test_coll_t coll, test_route_t route);
 /* Collective over MPI_COMM_WORLD, without MPI_Allreduce / MPI_Reduce: prints the
