@@ -243,7 +243,7 @@ static int agree_id(fold_context_t *ctx, const char *who, uint32_t *proposals, i
 /* The world's first node setup measures what two cores cost each other (probe.c),
  * and every rank takes the same medians into the model before it selects again:
  * the node setup runs before the selection of the call that asked for it. */
-static int probe_cores(fold_comm_t *comm)
+static int probe_cores(fold_comm_t *comm, fold_node_allgather_fn allgather, void *arg)
 {
     fold_node_calib_t mine;
     fold_node_probe_cores(comm->node, &mine);
@@ -251,11 +251,43 @@ static int probe_cores(fold_comm_t *comm)
     if (all == NULL) {
         return FOLD_ERR_NO_MEMORY;
     }
-    int status = comm_allgather(comm, &mine, all, sizeof(mine));
+    int status = allgather(arg, &mine, all, sizeof(mine));
     if (status == FOLD_OK) {
         status = fold_context_set_cores(comm->ctx, all, comm->size);
     }
     free(all);
+    return status;
+}
+
+/* The node state over `allgather`: the communicator's own, or at fold_init the
+ * bootstrap's (which makes no transport peer). */
+static int node_setup(fold_comm_t *comm, fold_node_allgather_fn allgather, void *arg)
+{
+    fold_context_t *ctx = comm->ctx;
+    int *key = comm_node_of(comm);
+    if (key == NULL) {
+        return FOLD_ERR_NO_MEMORY;
+    }
+    fold_node_params_t params = {
+        .rank = comm->rank, .size = comm->size, .comm_id = comm->id, .node_key = key,
+        .job_id = ctx->bs.job_id, .node_name = ctx->bs.node_name,
+        .shm_size = ctx->config.shm_size, .shm_reserve = ctx->config.shm_reserve,
+        .pipeline_depth = ctx->config.pipeline_depth,
+        .single_copy = ctx->config.single_copy,
+        .allgather = allgather,
+        .allgather_arg = arg};
+    int status = fold_node_create(&params, &comm->node, comm->node_why,
+                                  sizeof(comm->node_why));
+    free(key);
+    if (status == FOLD_OK && comm == ctx->world && !ctx->cores_probed) {
+        status = probe_cores(comm, allgather, arg);
+    }
+    if (status == FOLD_ERR_UNSUPPORTED) {
+        /* Not asked again: every rank would have to agree to. Decisions made
+         * before (fold_selected_algorithm) assumed node-aware algorithms. */
+        comm->node_none = 1;
+        fold_select_cache_clear(comm);
+    }
     return status;
 }
 
@@ -265,37 +297,38 @@ int fold_comm_node(fold_comm_t *comm, fold_node_t **node_p)
         return FOLD_ERR_UNSUPPORTED;
     }
     if (comm->node == NULL) {
-        fold_context_t *ctx = comm->ctx;
-        int *key = comm_node_of(comm);
-        if (key == NULL) {
-            return FOLD_ERR_NO_MEMORY;
-        }
-        fold_node_params_t params = {
-            .rank = comm->rank, .size = comm->size, .comm_id = comm->id, .node_key = key,
-            .job_id = ctx->bs.job_id, .node_name = ctx->bs.node_name,
-            .shm_size = ctx->config.shm_size, .shm_reserve = ctx->config.shm_reserve,
-            .pipeline_depth = ctx->config.pipeline_depth,
-            .single_copy = ctx->config.single_copy,
-            .allgather = comm_allgather,
-            .allgather_arg = comm};
-        int status = fold_node_create(&params, &comm->node, comm->node_why,
-                                      sizeof(comm->node_why));
-        free(key);
-        if (status == FOLD_OK && comm == ctx->world && !ctx->cores_probed) {
-            status = probe_cores(comm);
-        }
-        if (status == FOLD_ERR_UNSUPPORTED) {
-            /* Not asked again: every rank would have to agree to. Decisions made
-             * before (fold_selected_algorithm) assumed node-aware algorithms. */
-            comm->node_none = 1;
-            fold_select_cache_clear(comm);
-        }
+        int status = node_setup(comm, comm_allgather, comm);
         if (status != FOLD_OK) {
             return status;
         }
     }
     *node_p = comm->node;
     return FOLD_OK;
+}
+
+static int bootstrap_allgather(void *arg, const void *mine, void *all, size_t bytes)
+{
+    fold_bootstrap_t *bs = arg;
+    return bs->allgather(bs, mine, all, bytes);
+}
+
+int fold_comm_world_setup(fold_comm_t *world)
+{
+    fold_context_t *ctx = world->ctx;
+    if (ctx->config.world_setup != FOLD_WORLD_SETUP_INIT || world->size < 2) {
+        return FOLD_OK;
+    }
+    const fold_alg_t *const *forced = ctx->forced;
+    int flat_only = forced[FOLD_COLL_ALLREDUCE] != NULL && forced[FOLD_COLL_REDUCE] != NULL &&
+                    !(forced[FOLD_COLL_ALLREDUCE]->flags & FOLD_ALG_NODE_AWARE) &&
+                    !(forced[FOLD_COLL_REDUCE]->flags & FOLD_ALG_NODE_AWARE);
+    if (world->shape.max_ppn > 1 && !flat_only) {
+        int status = node_setup(world, bootstrap_allgather, &ctx->bs);
+        if (status != FOLD_OK && status != FOLD_ERR_UNSUPPORTED) {
+            return status;
+        }
+    }
+    return fold_select_warm(world, bootstrap_allgather, &ctx->bs);
 }
 
 static int comm_split(fold_comm_t *comm, int color, int key, fold_comm_t **newcomm)

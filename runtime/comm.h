@@ -64,6 +64,11 @@ void fold_comm_destroy(fold_comm_t *comm);
  * rank alike, when a node could not have its segment (comm->node_why says why); the
  * communicator keeps to the node-unaware algorithms from then on. */
 int  fold_comm_node(fold_comm_t *comm, fold_node_t **node_p);
+/* fold_init (FOLD_WORLD_SETUP=init): the world's node state and its selection's
+ * decisions at once, over the bootstrap, so that the first collective of each size
+ * costs what later ones do. A node without its segment is no error here (the world
+ * keeps to node-unaware algorithms). */
+int  fold_comm_world_setup(fold_comm_t *world);
 /* `bytes` (a multiple of 4) from every rank of comm into all[rank]: collective. */
 int  fold_comm_allgather(fold_comm_t *comm, const void *mine, void *all, size_t bytes);
 

@@ -26,6 +26,9 @@ static int read_codec(const char *text, void *field, const void *arg, char *why,
 /* FOLD_SINGLE_COPY: the field holds the index, so "off" is 0 and means off. */
 static const char *const single_copy_names[] = {"off", "auto", NULL};
 
+/* FOLD_WORLD_SETUP: the index is a fold_world_setup_t. */
+static const char *const world_setup_names[] = {"lazy", "init", NULL};
+
 /* FOLD_UCX_ERR_MODE: the index is the mode, so "none" is 0. */
 static const char *const ucx_err_mode_names[] = {"none", "peer", NULL};
 
@@ -97,6 +100,14 @@ static const fold_util_config_field_t config_fields[] = {
      "process_vm_readv): auto (where the kernel allows it, probed per communicator; the "
      "cost model weighs it against the segment with the rate fold_init measured) or off",
      FOLD_CONFIG_FIELD(single_copy), FOLD_UTIL_CONFIG_ENUM(single_copy_names)},
+    {"WORLD_SETUP", "init",
+     "When the world communicator prepares what its collectives need: its node state "
+     "(topology, shared-memory segment, the probe of what two cores cost each other) and "
+     "the cost model's decision for every size class up to 64 MiB, each rank deciding a "
+     "share. init: in fold_init, so that the first call of each size costs what later ones "
+     "do; lazy: at the first call that needs each. Other communicators are lazy. Read at "
+     "fold_init",
+     FOLD_CONFIG_FIELD(world_setup), FOLD_UTIL_CONFIG_ENUM(world_setup_names)},
     {"SHM_SIZE", "4M",
      "Data bytes of the node shared-memory segment of each communicator (dpml), at most: "
      "a segment gets less where /dev/shm has less to give (FOLD_SHM_RESERVE); larger "

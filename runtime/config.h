@@ -18,6 +18,13 @@
 #define FOLD_TUNE_DEFAULT_FILE "/usr/local/etc/fold/tune"
 #endif
 
+/* FOLD_WORLD_SETUP: when the world communicator prepares its node state and its
+ * selection's decisions. */
+typedef enum fold_world_setup {
+    FOLD_WORLD_SETUP_LAZY = 0,   /* at the first call that needs each */
+    FOLD_WORLD_SETUP_INIT = 1    /* in fold_init */
+} fold_world_setup_t;
+
 typedef struct fold_config {
     char       **values;            /* the text of each row, as set; owned */
     const char  *transport;
@@ -36,6 +43,7 @@ typedef struct fold_config {
     int          ucx_err_mode;      /* FOLD_UCX_ERR_MODE: 0 none, 1 peer */
     long         dpml_leaders;      /* 0 = auto */
     int          single_copy;       /* 0 off, 1 auto (FOLD_SINGLE_COPY) */
+    int          world_setup;       /* FOLD_WORLD_SETUP: fold_world_setup_t */
     size_t       shm_size;          /* node segment data bytes per communicator */
     size_t       shm_reserve;       /* /dev/shm bytes segments leave free; SIZE_MAX: auto */
     int          codec_mask;        /* sparse codecs sends may use (1 << codec id) */

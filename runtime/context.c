@@ -702,6 +702,9 @@ int fold_context_create(fold_bootstrap_t *bs, const char *transport, void *loopb
         goto err;
     }
     status = fold_comm_create(ctx, ctx->bs.size, ctx->bs.rank, NULL, 0, &ctx->world);
+    if (status == FOLD_OK) {
+        status = fold_comm_world_setup(ctx->world);   /* (context_destroy frees world) */
+    }
     if (status != FOLD_OK) {
         registry_remove(ctx);
         goto err;

@@ -51,6 +51,11 @@ int lh_run(int nranks, lh_rank_fn fn, void *arg)
 
 int lh_run_nodes(int nranks, int nnodes, lh_rank_fn fn, void *arg)
 {
+    /* A test's many short worlds set up at their first call: deciding every size
+     * class in each fold_init made test_coll_loopback 1.5x slower. The default
+     * (init) is test_select_warm's, and every multi-process test's. A test may ask
+     * for it. */
+    setenv("FOLD_WORLD_SETUP", "lazy", 0);
     lh_world_t world = {nranks, nnodes, fold_loopback_fabric_create(nranks),
                         fold_bootstrap_mem_group_create(nranks), fn, arg};
     lh_thread_t *threads = calloc((size_t)nranks, sizeof(*threads));

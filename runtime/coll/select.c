@@ -465,6 +465,16 @@ static int model_pick(fold_comm_t *comm, fold_coll_t coll, size_t bytes,
     return FOLD_OK;
 }
 
+void fold_select_entry_install(fold_comm_t *comm, fold_coll_t coll, int k,
+                               const fold_select_entry_t *entry)
+{
+    comm->select.entry[coll][k] = *entry;
+    if (fold_select_topos(comm) == FOLD_OK) {
+        shared_add(decision_key(comm, coll, k, entry->algs, entry->nalgs), &entry->choice,
+                   entry->us);
+    }
+}
+
 void fold_select_cache_clear(fold_comm_t *comm)
 {
     memset(comm->select.entry, 0, sizeof(comm->select.entry));

@@ -191,6 +191,20 @@ double fold_select_flat_us(fold_comm_t *comm, fold_coll_t coll, size_t bytes);
 double fold_select_evaluate(fold_comm_t *comm, fold_coll_t coll, const fold_alg_t *alg,
                             size_t bytes, fold_choice_t *choice);
 void fold_select_cache_free(fold_comm_t *comm);
+/* A decision another rank made for comm (select_warm.c): into comm's cache and the
+ * process's shared one. */
+void fold_select_entry_install(fold_comm_t *comm, fold_coll_t coll, int k,
+                               const fold_select_entry_t *entry);
+/* fold_serve_advice's model answer for size class k (select_advice.c): 0 or 1, cached
+ * in comm. */
+int  fold_select_advice_class(fold_comm_t *comm, fold_coll_t coll, int k);
+/* Every decision of comm for the size classes up to FOLD_SELECT_WARM_BYTES, made
+ * before the first call: each rank computes a share and `allgather` (collective over
+ * comm, fold_node_allgather_fn's signature) gives everyone all of them (select_warm.c). */
+#define FOLD_SELECT_WARM_CLASSES 27   /* 1 B to 64 MiB */
+int  fold_select_warm(fold_comm_t *comm,
+                      int (*allgather)(void *arg, const void *mine, void *all, size_t bytes),
+                      void *arg);
 /* Elements per pipeline segment for a call of `bytes` (FOLD_SEGMENT_SIZE or auto). */
 size_t fold_select_seg_count(const fold_context_t *ctx, size_t bytes, size_t esize);
 

@@ -26,9 +26,8 @@ double fold_select_flat_us(fold_comm_t *comm, fold_coll_t coll, size_t bytes)
     return best;
 }
 
-static int model_advice(fold_comm_t *comm, fold_coll_t coll, size_t bytes)
+int fold_select_advice_class(fold_comm_t *comm, fold_coll_t coll, int k)
 {
-    int k = fold_select_class(bytes);
     int8_t *cached = &comm->select.advice[coll][k];
     if (*cached >= 0) {
         return *cached;
@@ -70,7 +69,8 @@ int fold_serve_advice(fold_comm_h comm, const char *collective, size_t bytes, in
             *source = file->source;
         }
     } else {
-        *serve = comm->size == 1 || model_advice(comm, coll, bytes);
+        *serve = comm->size == 1 ||
+                 fold_select_advice_class(comm, coll, fold_select_class(bytes));
         if (source != NULL) {
             *source = "cost model";
         }

@@ -17,7 +17,6 @@
 #define RANKS 3
 
 typedef struct seen {
-    const char         *shm_size;
     fold_model_params_t model[RANKS];
     int                 probed[RANKS];
     double              calib_flag_us[RANKS];
@@ -32,8 +31,7 @@ static int one_call(fold_context_t *ctx, int rank, int size, void *arg)
     for (int i = 0; i < 4096; i++) {
         in[i] = rank;
     }
-    int bad = fold_config_set(ctx, "SHM_SIZE", s->shm_size) != FOLD_OK;
-    bad |= fold_config_set(ctx, "ALLREDUCE_ALG", "dpml") != FOLD_OK;
+    int bad = fold_config_set(ctx, "ALLREDUCE_ALG", "dpml") != FOLD_OK;
     bad |= fold_allreduce(in, out, 4096, FOLD_INT32, FOLD_OP_SUM, fold_comm_world(ctx)) !=
            FOLD_OK;
     bad |= out[4095] != 0 + 1 + 2;
@@ -51,7 +49,8 @@ static int plausible(double gbs)
 
 Test(node_probe, two_cores_measured_once_and_alike_on_every_rank)
 {
-    seen_t s = {.shm_size = "4M"};
+    seen_t s = {0};
+    setenv("FOLD_SHM_SIZE", "4M", 1);   /* (the world's node setup runs in fold_init) */
     cr_assert_eq(lh_run(RANKS, one_call, &s), 0);
     for (int r = 0; r < RANKS; r++) {
         cr_expect_eq(s.probed[r], 1);
@@ -67,7 +66,8 @@ Test(node_probe, two_cores_measured_once_and_alike_on_every_rank)
 /* 16 KiB of segment cannot hold the probe's 64 KiB: the calibration's rates stay. */
 Test(node_probe, no_room_in_the_segment_keeps_the_fallbacks)
 {
-    seen_t s = {.shm_size = "16k"};
+    seen_t s = {0};
+    setenv("FOLD_SHM_SIZE", "16k", 1);
     cr_assert_eq(lh_run(RANKS, one_call, &s), 0);
     for (int r = 0; r < RANKS; r++) {
         cr_expect_eq(s.probed[r], 1);
