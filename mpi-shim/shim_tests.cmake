@@ -91,6 +91,15 @@ function(fold_mpi_shim_tests p mpi_c mpi_fortran have_f08 mpirun shim_target che
   test(bench_np2 ${launch} 2 LD_PRELOAD=${shim} FOLD_MPI_ALLREDUCE_MIN=0
     FOLD_MPI_ALLREDUCE_MAX=inf -- ${mpi_allreduce_bench} -b 8 -e 1048576 -n 20 -k)
 
+  # The held-out check, where an OSU micro-benchmarks build for this library is given
+  # (-DFOLD_OSU_MPI_DIR=... for Open MPI, -DFOLD_OSU_MPICH_DIR=... for MPICH: the
+  # directory holding osu_allreduce and osu_reduce): their own validation (-c).
+  string(TOUPPER ${p} upper)
+  if(FOLD_OSU_${upper}_DIR)
+    test(osu_np2 sh ${FOLD_MPI_TEST_DIR}/osu_check.sh ${mpirun} ${shim}
+      ${FOLD_OSU_${upper}_DIR} 2)
+  endif()
+
   # Fortran programs, when a Fortran compiler and the library's Fortran bindings are there.
   if(NOT mpi_fortran)
     message(STATUS "fold-${p}: no Fortran MPI, the Fortran tests are not registered")
