@@ -5,7 +5,8 @@ set -euo pipefail
 packages=(build-essential cmake pkg-config libucx-dev libfabric-dev libhwloc-dev libpmix-dev
           libcriterion-dev openmpi-bin libopenmpi-dev gnuplot-nox iproute2
           clang libclang-rt-14-dev    # clang + libFuzzer: the codec fuzzers (tests/fuzz)
-          mpich libmpich-dev)         # the MPI shim built for MPICH too (libfold-mpich.so)
+          mpich libmpich-dev          # the MPI shim built for MPICH too (libfold-mpich.so)
+          slurmctld slurmd slurm-client munge)   # Slurm on namespaced nodes (tests/multinode)
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
