@@ -4,6 +4,8 @@
 #   libfold-dev     headers, the unversioned library link, pkg-config and CMake files
 #   fold-tools      fold_info, fold_perf, fold_tune
 #   libfold-mpi0    the MPI shim, built for the MPI found at configure time (Open MPI)
+#   libfold-mpich0  the MPI shim built for MPICH (libfold-mpich.so), where MPICH is
+#                   installed beside it (cmake/mpich.cmake)
 # Dependencies on Debian's UCX, libfabric, PMIx, hwloc, OpenMP and MPI packages come
 # from the binaries themselves (dpkg-shlibdeps).
 set(CPACK_GENERATOR DEB)
@@ -15,6 +17,9 @@ set(CPACK_PACKAGE_DESCRIPTION_SUMMARY
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 set(CPACK_DEB_COMPONENT_INSTALL ON)
 set(CPACK_COMPONENTS_ALL runtime dev tools mpi)
+if(TARGET fold_mpich)
+  list(APPEND CPACK_COMPONENTS_ALL mpich)
+endif()
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_PACKAGE_SECTION libs)
@@ -25,6 +30,7 @@ set(CPACK_DEBIAN_RUNTIME_PACKAGE_NAME libfold0)
 set(CPACK_DEBIAN_DEV_PACKAGE_NAME libfold-dev)
 set(CPACK_DEBIAN_TOOLS_PACKAGE_NAME fold-tools)
 set(CPACK_DEBIAN_MPI_PACKAGE_NAME libfold-mpi0)
+set(CPACK_DEBIAN_MPICH_PACKAGE_NAME libfold-mpich0)
 set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
 set(CPACK_DEBIAN_TOOLS_PACKAGE_SECTION utils)
 set(CPACK_COMPONENT_RUNTIME_DESCRIPTION "fold runtime library")
@@ -32,9 +38,12 @@ set(CPACK_COMPONENT_DEV_DESCRIPTION "fold development files (headers, pkg-config
 set(CPACK_COMPONENT_TOOLS_DESCRIPTION "fold tools: fold_info, fold_perf, fold_tune")
 set(CPACK_COMPONENT_MPI_DESCRIPTION
     "fold's MPI profiling shim: preload libfold-mpi.so into MPI applications")
+set(CPACK_COMPONENT_MPICH_DESCRIPTION
+    "fold's MPI profiling shim for MPICH: preload libfold-mpich.so into MPICH applications")
 # Each package needs the runtime of exactly this version.
 set(FOLD_DEB_RUNTIME "libfold0 (= ${PROJECT_VERSION})")
 set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS "${FOLD_DEB_RUNTIME}")
 set(CPACK_DEBIAN_TOOLS_PACKAGE_DEPENDS "${FOLD_DEB_RUNTIME}")
 set(CPACK_DEBIAN_MPI_PACKAGE_DEPENDS "${FOLD_DEB_RUNTIME}")
+set(CPACK_DEBIAN_MPICH_PACKAGE_DEPENDS "${FOLD_DEB_RUNTIME}")
 include(CPack)

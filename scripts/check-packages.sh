@@ -2,7 +2,8 @@
 # Debian packages from a build tree (cpack -G DEB, cmake/packaging.cmake): installs
 # them on this machine with dpkg -i, builds and runs a consumer against the installed
 # files (find_package and pkg-config, no prefix given), runs the installed fold_info
-# and the installed MPI shim under mpirun, then removes the packages again.
+# and the installed MPI shim under mpirun (and the MPICH shim, libfold-mpich0, under
+# mpiexec.mpich when the build made it), then removes the packages again.
 # Needs root (dpkg); elsewhere it only builds and lists the packages.
 set -euo pipefail
 build=${1:?usage: check-packages.sh BUILD_DIR}
@@ -19,7 +20,12 @@ trap cleanup EXIT
 
 (cd "$work" && cpack -G DEB --config "$build/CPackConfig.cmake" >/dev/null)
 debs=("$work"/*.deb)
-[ ${#debs[@]} -eq 4 ] || { echo "check-packages: expected 4 packages, got ${#debs[@]}" >&2; exit 1; }
+packages=(libfold0 libfold-dev fold-tools libfold-mpi0)
+if [ -e "$build/mpi-shim/libfold-mpich.so" ]; then
+    packages+=(libfold-mpich0)
+fi
+[ ${#debs[@]} -eq ${#packages[@]} ] ||
+    { echo "check-packages: expected ${#packages[@]} packages, got ${#debs[@]}" >&2; exit 1; }
 for d in "${debs[@]}"; do
     echo "check-packages: $(basename "$d"): $(dpkg-deb -f "$d" Depends)"
 done
@@ -27,13 +33,13 @@ if [ "$(id -u)" -ne 0 ]; then
     echo "check-packages: not root, so the packages were built but not installed"
     exit 0
 fi
-for p in libfold0 libfold-dev fold-tools libfold-mpi0; do
+for p in "${packages[@]}"; do
     if dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
         echo "check-packages: $p is installed already; not touching this machine" >&2
         exit 1
     fi
 done
-installed=(libfold-mpi0 fold-tools libfold-dev libfold0)
+installed=("${packages[@]}")
 dpkg -i "${debs[@]}" >/dev/null
 
 . "$(dirname "$0")/consumer.sh"
@@ -62,10 +68,20 @@ int main(int argc, char **argv)
     return bad;
 }
 C
+served() {  # served NAME OUTPUT: the shim's totals show both calls served by fold
+    echo "$2" | grep -q "fold=2 (allreduce=2" ||
+        { echo "check-packages: the installed $1 did not serve the call:" >&2; echo "$2" >&2
+          exit 1; }
+}
 mpicc "$work/mpi.c" -o "$work/mpi"
-out=$(mpirun --allow-run-as-root --oversubscribe -n 2 -x LD_PRELOAD=libfold-mpi.so \
-      -x FOLD_MPI_VERBOSE=1 -x FOLD_MPI_ALLREDUCE_MIN=0 -x FOLD_MPI_ALLREDUCE_MAX=inf \
-      "$work/mpi" 2>&1)
-echo "$out" | grep -q "fold=2 (allreduce=2" ||
-    { echo "check-packages: the installed shim did not serve the call:" >&2; echo "$out" >&2; exit 1; }
-echo "check-packages: libfold0, libfold-dev, fold-tools and libfold-mpi0 install, link and run"
+served libfold-mpi.so "$(mpirun --allow-run-as-root --oversubscribe -n 2 \
+    -x LD_PRELOAD=libfold-mpi.so -x FOLD_MPI_VERBOSE=1 -x FOLD_MPI_ALLREDUCE_MIN=0 \
+    -x FOLD_MPI_ALLREDUCE_MAX=inf "$work/mpi" 2>&1)"
+# The same program built against MPICH, the MPICH shim preloaded under Hydra.
+if [[ " ${packages[*]} " == *" libfold-mpich0 "* ]]; then
+    mpicc.mpich "$work/mpi.c" -o "$work/mpi-mpich"
+    served libfold-mpich.so "$(mpiexec.mpich -n 2 -genv LD_PRELOAD libfold-mpich.so \
+        -genv FOLD_MPI_VERBOSE 1 -genv FOLD_MPI_ALLREDUCE_MIN 0 \
+        -genv FOLD_MPI_ALLREDUCE_MAX inf "$work/mpi-mpich" 2>&1)"
+fi
+echo "check-packages: ${packages[*]} install, link and run"

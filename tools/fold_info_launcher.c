@@ -16,6 +16,9 @@ extern char **environ;
 #ifdef FOLD_INFO_SHIM_MPI
 const char *fold_info_shim_mpi(void);   /* fold_info_shim_mpi.c */
 #endif
+#ifdef FOLD_INFO_SHIM_MPICH
+const char *fold_info_shim_mpich(void);   /* the same, against MPICH's mpi.h */
+#endif
 
 /* The value of the first variable whose name starts with prefix, or NULL. */
 static const char *env_prefixed(const char *prefix, const char **name)
@@ -103,5 +106,8 @@ void fold_info_print_launcher(void)
     printf("#   MPI shim:     libfold-mpi.so, built for %s\n", fold_info_shim_mpi());
 #else
     printf("#   MPI shim:     not built (no MPI found when configuring)\n");
+#endif
+#ifdef FOLD_INFO_SHIM_MPICH
+    printf("#   MPICH shim:   libfold-mpich.so, built for %s\n", fold_info_shim_mpich());
 #endif
 }

@@ -1,11 +1,18 @@
 /*
  * The MPI library the shim was built against, by its own header's macros; compiled
- * with MPI's include directories only (fold_info does not link MPI).
+ * with MPI's include directories only (fold_info does not link MPI). Compiled once per
+ * shim: FOLD_INFO_SHIM_MPI_FN names the copy (fold_info_shim_mpich for MPICH's).
  */
 #include <mpi.h>
 #include <stdio.h>
 
-const char *fold_info_shim_mpi(void)
+#ifndef FOLD_INFO_SHIM_MPI_FN
+#define FOLD_INFO_SHIM_MPI_FN fold_info_shim_mpi
+#endif
+
+const char *FOLD_INFO_SHIM_MPI_FN(void);
+
+const char *FOLD_INFO_SHIM_MPI_FN(void)
 {
     static char text[96];
 #if defined(OMPI_MAJOR_VERSION)

@@ -249,12 +249,19 @@ static void types_mpi_keeps(void)
     test_expect(COLL_ALLREDUCE, ROUTE_DATATYPE);
     check_rc(MPI_Allreduce(oin, oout, N, MPI_OFFSET, MPI_SUM, MPI_COMM_WORLD), "offset");
     test_expect(COLL_ALLREDUCE, ROUTE_DATATYPE);
-    /* MPI defines only bitwise ops on MPI_BYTE and no logical ops on MPI_AINT; Open MPI
-     * accepts both, so the shim leaves them to it. */
-    check_rc(MPI_Allreduce(bin, bout, N, MPI_BYTE, MPI_SUM, MPI_COMM_WORLD), "byte sum");
+    /* MPI defines only bitwise ops on MPI_BYTE and no logical ops on MPI_AINT: the shim
+     * leaves them to the library, which computes them (Open MPI) or refuses them
+     * (MPICH), the same with the shim as without. */
+    memset(bout, 0, sizeof(bout));
+    memset(aout, 0, sizeof(aout));
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    int byte_rc = MPI_Allreduce(bin, bout, N, MPI_BYTE, MPI_SUM, MPI_COMM_WORLD);
     test_expect(COLL_ALLREDUCE, ROUTE_DTYPE_OP);
-    check_rc(MPI_Allreduce(ain, aout, N, MPI_AINT, MPI_LOR, MPI_COMM_WORLD), "aint lor");
+    int aint_rc = MPI_Allreduce(ain, aout, N, MPI_AINT, MPI_LOR, MPI_COMM_WORLD);
     test_expect(COLL_ALLREDUCE, ROUTE_DTYPE_OP);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+    int refused[2] = {byte_rc != MPI_SUCCESS, aint_rc != MPI_SUCCESS};
+    test_digest(refused, sizeof(refused));
     int ok = 1;
     for (int i = 0; i < N; i++) {
         long s = sum_over_ranks(i, 0, size);
@@ -264,7 +271,8 @@ static void types_mpi_keeps(void)
         }
         ok &= lout[i] == s && creall(cout[i]) == s && cimagl(cout[i]) ==
               sum_over_ranks(i + 1, 0, size) && oout[i] == s &&
-              bout[i] == (unsigned char)(s + 5 * size) && aout[i] == any;
+              (refused[0] || bout[i] == (unsigned char)(s + 5 * size)) &&
+              (refused[1] || aout[i] == any);
     }
     check(ok, "long double, complex, offset, byte sum, aint lor");
     test_digest(bout, sizeof(bout));
@@ -417,8 +425,10 @@ static void erroneous_calls(void)
     record_error(MPI_Allreduce(buf, MPI_IN_PLACE, N, MPI_INT, MPI_SUM, comm),
                  "MPI_IN_PLACE as recvbuf");
     test_expect(COLL_ALLREDUCE, ROUTE_ARGS);
+#ifndef MPICH_VERSION   /* MPICH 4.0 does not check the count: it crashes */
     record_error(MPI_Allreduce(buf, out, -1, MPI_INT, MPI_SUM, comm), "negative count");
     test_expect(COLL_ALLREDUCE, ROUTE_ARGS);
+#endif
     record_error(MPI_Reduce(buf, out, N, MPI_INT, MPI_SUM, size, comm), "root out of range");
     test_expect(COLL_REDUCE, ROUTE_ARGS);
     record_error(MPI_Allreduce(flags, out, N, MPI_C_BOOL, MPI_SUM, comm), "sum of bools");

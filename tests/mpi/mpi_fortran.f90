@@ -9,6 +9,10 @@
 module fortran_user_ops
   use mpi
   implicit none
+  ! Only its own names: gfortran finds MPICH's MPI routines ambiguous when they reach
+  ! the program through this module as well as through its own use mpi.
+  private
+  public :: wrong_types, keep_first, add_doubles
   integer :: wrong_types = 0
 contains
   ! a op b = a: associative, not commutative; the result is rank 0's input.

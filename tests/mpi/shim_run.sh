@@ -10,15 +10,19 @@
 # With --disabled the shim runs with FOLD_MPI_ENABLE=0 and must have handed every call
 # to the MPI library (reason "off"), whatever the program expected.
 #
+# MPIRUN is Open MPI's mpirun or MPICH's mpiexec.mpich (mpi_launch.sh starts either).
+#
 # Usage: shim_run.sh [--env VAR=VALUE]... [--disabled] MPIRUN SHIM NP PROGRAM [ARGS...]
+# (values without spaces)
 set -u
-exports=""
+HERE=$(dirname "$0")
+launch() { sh "$HERE/mpi_launch.sh" "$@"; }
+envs=""
 disabled=0
 while [ $# -gt 0 ]; do
     case $1 in
     --env)
-        export "${2?}"
-        exports="$exports -x ${2%%=*}"
+        envs="$envs ${2?}"
         shift 2
         ;;
     --disabled)
@@ -36,9 +40,9 @@ NP=$3
 shift 3
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
-shim_exports="-x LD_PRELOAD=$SHIM -x FOLD_MPI_VERBOSE=1"
+shim_envs="LD_PRELOAD=$SHIM FOLD_MPI_VERBOSE=1"
 if [ "$disabled" -eq 1 ]; then
-    shim_exports="$shim_exports -x FOLD_MPI_ENABLE=0"
+    shim_envs="$shim_envs FOLD_MPI_ENABLE=0"
 fi
 
 fail() {
@@ -51,15 +55,13 @@ fail() {
     exit 1
 }
 
-# shellcheck disable=SC2086 # $exports and $shim_exports are option lists
-"$MPIRUN" --allow-run-as-root --oversubscribe --bind-to none -n "$NP" $exports "$@" \
-    >"$TMP/plain.out" 2>"$TMP/plain.err"
+# shellcheck disable=SC2086 # $envs and $shim_envs are lists of words
+launch "$MPIRUN" "$NP" $envs -- "$@" >"$TMP/plain.out" 2>"$TMP/plain.err"
 status=$?
 [ "$status" -eq 77 ] && { cat "$TMP/plain.out"; exit 77; }
 [ "$status" -eq 0 ] || fail "without the shim: exit status $status"
 # shellcheck disable=SC2086
-"$MPIRUN" --allow-run-as-root --oversubscribe --bind-to none -n "$NP" $exports \
-    $shim_exports "$@" >"$TMP/shim.out" 2>"$TMP/shim.err"
+launch "$MPIRUN" "$NP" $envs $shim_envs -- "$@" >"$TMP/shim.out" 2>"$TMP/shim.err"
 status=$?
 [ "$status" -eq 0 ] || fail "with the shim: exit status $status"
 

@@ -117,10 +117,25 @@ uint32_t test_mix(uint32_t seed, int rank, size_t i)
     return (uint32_t)x;
 }
 
+/* MPICH 4.0.0-4.0.2 (Debian 12's) compares unsigned integers as signed in MPI_MIN and
+ * MPI_MAX (pmodels/mpich#6083, fixed by #6085): its own results, which the runs
+ * without the shim check, are right only below the sign bit. */
+static int unsigned_minmax_broken(void)
+{
+#if defined(MPICH_NUMVERSION)
+    return MPICH_NUMVERSION >= 40000000 && MPICH_NUMVERSION < 40003000;
+#else
+    return 0;
+#endif
+}
+
 int64_t test_value(const test_type_t *t, test_op_t op, uint32_t seed, int rank, size_t i)
 {
     uint32_t h = test_mix(seed, rank, i);
     int has_sign = t->kind == KIND_SIGNED || t->kind == KIND_FLOAT;
+    /* Unsigned min and max inputs reach 200, above a byte's sign bit. */
+    uint32_t minmax_range = t->kind == KIND_UNSIGNED && t->size == 1 &&
+                            unsigned_minmax_broken() ? 128 : 201;
     switch (op) {
     case OP_SUM:
         return has_sign ? (int64_t)(h % 9) - 4 : (int64_t)(h % 9);
@@ -130,7 +145,7 @@ int64_t test_value(const test_type_t *t, test_op_t op, uint32_t seed, int rank, 
     }
     case OP_MIN:
     case OP_MAX:
-        return has_sign ? (int64_t)(h % 201) - 100 : (int64_t)(h % 201);
+        return has_sign ? (int64_t)(h % 201) - 100 : (int64_t)(h % minmax_range);
     case OP_BAND:
     case OP_BOR:
     case OP_BXOR: {

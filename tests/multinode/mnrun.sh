@@ -470,4 +470,7 @@ main() {
     esac
 }
 
-main "$@"
+# Sourced (tests/multinode/slurm_run.sh), it only defines its functions.
+if [ "${BASH_SOURCE[0]}" = "$0" ]; then
+    main "$@"
+fi
