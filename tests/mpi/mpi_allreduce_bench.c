@@ -3,13 +3,17 @@
  * MPI_SUM, out of place, for sizes from -b to -e bytes doubling. It knows nothing of
  * fold: run it with and without LD_PRELOAD=libfold-mpi.so to compare.
  *
- *   mpi_allreduce_bench [-c allreduce|reduce] [-b BYTES] [-e BYTES] [-n ITERS] [-k]
+ *   mpi_allreduce_bench [-c allreduce|reduce] [-b BYTES] [-e BYTES] [-n ITERS] [-w WARMUP]
+ *                       [-k]
  *
  * Per size: warm-up, a barrier, ITERS calls each timed on its own. Printed: over ranks
  * the average of each rank's mean time per call (as osu_allreduce prints), and the
  * largest of each rank's median, which shrugs off the moments a busy machine takes
  * the core away. Iterations shrink for large sizes (at most 64 MiB moved per rank per
- * size, at least 10). -k checks one call's result per size (integer-valued floats).
+ * size, at least 10). -w sets the warm-up calls per size (default a tenth of the
+ * iterations, at least 2): `-b 8192 -e 8192 -n 100 -w 0` in a fresh process times an
+ * application's first 100 calls. -k checks one call's result per size (integer-valued
+ * floats).
  */
 #include <mpi.h>
 
@@ -21,12 +25,13 @@ typedef struct bench_options {
     int    reduce;
     size_t begin, end;
     int    iters;
+    int    warmup;   /* -1: a tenth of the iterations, at least 2 */
     int    check;
 } bench_options_t;
 
 static int parse_options(int argc, char **argv, bench_options_t *o)
 {
-    *o = (bench_options_t){0, 8, 16u << 20, 1000, 0};
+    *o = (bench_options_t){0, 8, 16u << 20, 1000, -1, 0};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (strcmp(a, "-k") == 0) {
@@ -43,11 +48,15 @@ static int parse_options(int argc, char **argv, bench_options_t *o)
         } else if (v != NULL && strcmp(a, "-n") == 0) {
             o->iters = atoi(v);
             i++;
+        } else if (v != NULL && strcmp(a, "-w") == 0) {
+            o->warmup = atoi(v);
+            i++;
         } else {
             return -1;
         }
     }
-    return o->begin >= sizeof(float) && o->end >= o->begin && o->iters > 0 ? 0 : -1;
+    return o->begin >= sizeof(float) && o->end >= o->begin && o->iters > 0 && o->warmup >= -1
+               ? 0 : -1;
 }
 
 static int by_value(const void *a, const void *b)
@@ -99,7 +108,7 @@ int main(int argc, char **argv)
     if (parse_options(argc, argv, &o) != 0) {
         if (rank == 0) {
             fprintf(stderr, "usage: %s [-c allreduce|reduce] [-b BYTES] [-e BYTES] [-n ITERS] "
-                    "[-k]\n", argv[0]);
+                    "[-w WARMUP] [-k]\n", argv[0]);
         }
         MPI_Finalize();
         return 2;
@@ -123,12 +132,9 @@ int main(int argc, char **argv)
         int count = (int)(bytes / sizeof(float));
         size_t budget = (64u << 20) / bytes;
         int iters = budget < 10 ? 10 : budget < (size_t)o.iters ? (int)budget : o.iters;
-        int warmup = iters / 10 < 2 ? 2 : iters / 10;
+        int warmup = o.warmup >= 0 ? o.warmup : iters / 10 < 2 ? 2 : iters / 10;
         for (int i = 0; i < warmup; i++) {
             call(&o, in, out, count);
-        }
-        if (o.check) {
-            failed |= check_result(out, count, rank, size, o.reduce);
         }
         double *times = malloc((size_t)iters * sizeof(double));
         MPI_Barrier(MPI_COMM_WORLD);
@@ -136,6 +142,9 @@ int main(int argc, char **argv)
             double t0 = MPI_Wtime();
             call(&o, in, out, count);
             times[i] = (MPI_Wtime() - t0) * 1e6;
+        }
+        if (o.check) {
+            failed |= check_result(out, count, rank, size, o.reduce);   /* the last call's */
         }
         double mine[2] = {0, 0}, *all = malloc(2 * (size_t)size * sizeof(double));
         for (int i = 0; i < iters; i++) {
