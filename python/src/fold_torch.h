@@ -160,6 +160,7 @@ class ProcessGroupFold : public c10d::ProcessGroup {
   /* Collective: the ranks finalize fold together (destroy_process_group, or atexit). */
   void shutdown();
   bool has_delegate() const { return static_cast<bool>(delegate_); }
+  const std::string &bootstrap() const { return bootstrap_; }
 
   c10::intrusive_ptr<c10d::Work> allreduce(std::vector<at::Tensor> &tensors,
       const c10d::AllreduceOptions &opts = c10d::AllreduceOptions()) override;
@@ -218,6 +219,7 @@ class ProcessGroupFold : public c10d::ProcessGroup {
 
   std::shared_ptr<FoldContext> ctx_;
   c10::intrusive_ptr<c10d::ProcessGroup> delegate_;
+  std::string bootstrap_;
   uint64_t seq_ = 0;
 };
 

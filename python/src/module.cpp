@@ -40,7 +40,9 @@ PYBIND11_MODULE(_C, m)
       .def("shutdown", &fold_torch::ProcessGroupFold::shutdown,
            py::call_guard<py::gil_scoped_release>(),
            "Finalizes fold; collective. Idempotent; destroy_process_group and exit do it.")
-      .def_property_readonly("has_delegate", &fold_torch::ProcessGroupFold::has_delegate);
+      .def_property_readonly("has_delegate", &fold_torch::ProcessGroupFold::has_delegate)
+      .def_property_readonly("bootstrap", &fold_torch::ProcessGroupFold::bootstrap,
+                             "How fold started: 'store' or 'pmix'");
 
   m.def("shutdown_all", &fold_torch::FoldContext::shutdown_all,
         py::call_guard<py::gil_scoped_release>(),

@@ -31,7 +31,7 @@ ProcessGroupFold::ProcessGroupFold(const c10::intrusive_ptr<c10d::Store> &store,
                                    c10::intrusive_ptr<c10d::ProcessGroup> delegate)
     : c10d::ProcessGroup(rank, size),
       ctx_(std::make_shared<FoldContext>(store, rank, size, bootstrap)),
-      delegate_(std::move(delegate)) {}
+      delegate_(std::move(delegate)), bootstrap_(bootstrap) {}
 
 ProcessGroupFold::~ProcessGroupFold()
 {
