@@ -3,14 +3,19 @@
 Each process group gets its own fold context. fold bootstraps over the group's c10d
 Store (the env:// rendezvous' TCPStore; FOLD_TORCH_BOOTSTRAP=store) or, under a PMIx
 launcher when the group is the launcher's whole job, through PMIx itself
-(FOLD_TORCH_BOOTSTRAP=pmix); the default, auto, picks. Collectives fold does not serve
+(FOLD_TORCH_BOOTSTRAP=pmix); the default, auto, picks. Only one context per process
+may bootstrap through PMIx: contexts publish their addresses under the same PMIx keys,
+so a second one would make peers reach the first's; later groups use the store. Collectives fold does not serve
 go to a gloo process group made beside it (FOLD_TORCH_DELEGATE=gloo, the default) or
-raise (none).
+raise (none). all_reduce and reduce of at most FOLD_TORCH_BLOCKING_MAX bytes (default
+2048; fold's size syntax: 64k, 1M, inf) run blocking, larger ones on fold's requests.
 """
 import atexit
 import os
+import re
 
 _registered = False
+_pmix_taken = False   # a context of this process bootstrapped through PMIx
 
 try:
     import torch.distributed as _dist
@@ -28,6 +33,9 @@ def library_version():
 
 def _bootstrap(rank: int, size: int) -> str:
     choice = os.environ.get("FOLD_TORCH_BOOTSTRAP", "auto")
+    if choice == "pmix" and _pmix_taken:
+        raise ValueError("FOLD_TORCH_BOOTSTRAP=pmix: this process has a fold group "
+                         "bootstrapped through PMIx already, and fold can have one")
     if choice in ("store", "pmix"):
         return choice
     if choice != "auto":
@@ -35,7 +43,7 @@ def _bootstrap(rank: int, size: int) -> str:
     # PMIx knows the launcher's job only: use it when this group is that job, in order.
     pmix_rank = os.environ.get("PMIX_RANK")
     job_size = os.environ.get("OMPI_COMM_WORLD_SIZE")
-    if pmix_rank is not None and job_size is not None and \
+    if not _pmix_taken and pmix_rank is not None and job_size is not None and \
             int(pmix_rank) == rank and int(job_size) == size:
         return "pmix"
     return "store"
@@ -51,9 +59,23 @@ def _delegate(store, rank, size, timeout):
                                   timeout)
 
 
+def _blocking_max() -> int:
+    text = os.environ.get("FOLD_TORCH_BLOCKING_MAX", "2048")
+    m = re.fullmatch(r"(\d+)([kKMG]?)i?B?|inf", text)
+    if m is None:
+        raise ValueError(f"FOLD_TORCH_BLOCKING_MAX={text}: expected bytes (2048, 64k, 1M, inf)")
+    if text == "inf":
+        return 2 ** 64 - 1
+    return int(m.group(1)) << {"": 0, "k": 10, "K": 10, "M": 20, "G": 30}[m.group(2)]
+
+
 def _create_process_group(store, rank, size, timeout):
+    global _pmix_taken
     delegate = _delegate(store, rank, size, timeout)
-    return _C.ProcessGroupFold(store, rank, size, _bootstrap(rank, size), delegate)
+    pg = _C.ProcessGroupFold(store, rank, size, _bootstrap(rank, size), delegate,
+                             _blocking_max())
+    _pmix_taken = _pmix_taken or pg.bootstrap == "pmix"
+    return pg
 
 
 def register_backend() -> bool:

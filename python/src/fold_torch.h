@@ -150,10 +150,11 @@ std::string fold_failure(const char *op_name, int status);
 
 class ProcessGroupFold : public c10d::ProcessGroup {
  public:
-  /* delegate: the process group other collectives go to (gloo), or null to refuse them. */
+  /* delegate: the process group other collectives go to (gloo), or null to refuse them.
+   * blocking_max: all_reduce and reduce of at most this many bytes run blocking. */
   ProcessGroupFold(const c10::intrusive_ptr<c10d::Store> &store, int rank, int size,
                    const std::string &bootstrap,
-                   c10::intrusive_ptr<c10d::ProcessGroup> delegate);
+                   c10::intrusive_ptr<c10d::ProcessGroup> delegate, size_t blocking_max);
   ~ProcessGroupFold() override;
 
   const std::string getBackendName() const override { return "fold"; }
@@ -220,6 +221,7 @@ class ProcessGroupFold : public c10d::ProcessGroup {
   std::shared_ptr<FoldContext> ctx_;
   c10::intrusive_ptr<c10d::ProcessGroup> delegate_;
   std::string bootstrap_;
+  size_t blocking_max_;
   uint64_t seq_ = 0;
 };
 

@@ -11,7 +11,7 @@ namespace {
 
 c10::intrusive_ptr<fold_torch::ProcessGroupFold> make_group(
     const c10::intrusive_ptr<c10d::Store> &store, int rank, int size,
-    const std::string &bootstrap, const py::object &delegate)
+    const std::string &bootstrap, const py::object &delegate, size_t blocking_max)
 {
   c10::intrusive_ptr<c10d::ProcessGroup> pg;
   if (!delegate.is_none()) {
@@ -19,7 +19,8 @@ c10::intrusive_ptr<fold_torch::ProcessGroupFold> make_group(
   }
   /* fold_init is collective: other Python threads run meanwhile. */
   py::gil_scoped_release nogil;
-  return c10::make_intrusive<fold_torch::ProcessGroupFold>(store, rank, size, bootstrap, pg);
+  return c10::make_intrusive<fold_torch::ProcessGroupFold>(store, rank, size, bootstrap, pg,
+                                                         blocking_max);
 }
 
 }  // namespace
@@ -34,9 +35,12 @@ PYBIND11_MODULE(_C, m)
              c10::intrusive_ptr<fold_torch::ProcessGroupFold>>(m, "ProcessGroupFold")
       .def(py::init(&make_group), py::arg("store"), py::arg("rank"), py::arg("size"),
            py::arg("bootstrap") = "store", py::arg("delegate") = py::none(),
+           py::arg("blocking_max") = 2048,
            "A fold process group over the ranks of store's rendezvous. bootstrap: 'store'"
            " (fold's allgather over the store) or 'pmix' (the launcher's). delegate: the"
-           " process group for collectives fold does not serve, or None to refuse them.")
+           " process group for collectives fold does not serve, or None to refuse them."
+           " blocking_max: all_reduce and reduce of at most this many bytes run blocking,"
+           " larger ones on fold requests.")
       .def("shutdown", &fold_torch::ProcessGroupFold::shutdown,
            py::call_guard<py::gil_scoped_release>(),
            "Finalizes fold; collective. Idempotent; destroy_process_group and exit do it.")

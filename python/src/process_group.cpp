@@ -5,18 +5,16 @@
  *
  * Each served call first validates (one contiguous CPU tensor, a dtype and op fold
  * has), then runs under the context's lock. all_reduce and reduce of more than
- * kBlockingMaxBytes start a fold request and return a Work holding it; smaller ones,
- * broadcast and barrier run blocking and return a finished Work.
+ * blocking_max bytes (FOLD_TORCH_BLOCKING_MAX, default 2 KiB: fold serves blocking
+ * calls up to there on a node without its executor, and a request would cost more
+ * than it could overlap) start a fold request and return a Work holding it; smaller
+ * ones, broadcast and barrier run blocking and return a finished Work.
  */
 #include "fold_torch.h"
 
 namespace fold_torch {
 
 namespace {
-
-/* fold serves blocking calls of up to 2 KiB on a node without its executor (the
- * tiny-message path); a request there costs more than it could overlap. */
-constexpr size_t kBlockingMaxBytes = 2048;
 
 void check_root(int64_t root, int size, const char *op_name)
 {
@@ -28,10 +26,11 @@ void check_root(int64_t root, int size, const char *op_name)
 
 ProcessGroupFold::ProcessGroupFold(const c10::intrusive_ptr<c10d::Store> &store, int rank,
                                    int size, const std::string &bootstrap,
-                                   c10::intrusive_ptr<c10d::ProcessGroup> delegate)
+                                   c10::intrusive_ptr<c10d::ProcessGroup> delegate,
+                                   size_t blocking_max)
     : c10d::ProcessGroup(rank, size),
       ctx_(std::make_shared<FoldContext>(store, rank, size, bootstrap)),
-      delegate_(std::move(delegate)), bootstrap_(bootstrap) {}
+      delegate_(std::move(delegate)), bootstrap_(bootstrap), blocking_max_(blocking_max) {}
 
 ProcessGroupFold::~ProcessGroupFold()
 {
@@ -67,7 +66,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupFold::reduction(std::vector<at::Tenso
     return work;
   }
   void *buf = t.data_ptr();
-  bool blocking = count * (size_t)t.element_size() <= kBlockingMaxBytes;
+  bool blocking = count * (size_t)t.element_size() <= blocking_max_;
   std::vector<c10::intrusive_ptr<WorkFold>> done;
   int status;
   {

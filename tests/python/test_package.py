@@ -69,6 +69,18 @@ class Package(unittest.TestCase):
         self.assertNotIn("MASTER_ADDR", two_nodes)
         self.assertEqual(two_nodes["RANK"], "0")
 
+    def test_blocking_max_takes_folds_size_syntax(self):
+        from fold.torch_backend import _blocking_max
+        for text, value in (("2048", 2048), ("64k", 65536), ("2KiB", 2048), ("1M", 1 << 20),
+                            ("inf", 2 ** 64 - 1)):
+            os.environ["FOLD_TORCH_BLOCKING_MAX"] = text
+            self.assertEqual(_blocking_max(), value)
+        os.environ["FOLD_TORCH_BLOCKING_MAX"] = "lots"
+        with self.assertRaises(ValueError):
+            _blocking_max()
+        del os.environ["FOLD_TORCH_BLOCKING_MAX"]
+        self.assertEqual(_blocking_max(), 2048)
+
     def test_backend_registered(self):
         if not fold.backend_available:
             self.skipTest("fold's torch backend is not built or torch is missing")

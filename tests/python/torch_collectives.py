@@ -120,6 +120,19 @@ def finish_async(work, style):
     c.check(work.is_completed(), f"is_completed() after {style}")
 
 
+# A second fold group, without a delegate, made before the first one reached any peer:
+# its own context (over the store: one context per process may use PMIx, which keeps
+# one address per rank) must not take the first one's peers.
+os.environ["FOLD_TORCH_DELEGATE"] = "none"
+group = dist.new_group(backend="fold")
+del os.environ["FOLD_TORCH_DELEGATE"]
+c.check(group.bootstrap == "store", f"a second fold group bootstrapped by {group.bootstrap}")
+for g in (None, group):
+    t = torch.full((5000,), float(rank + 1))
+    dist.all_reduce(t, group=g)
+    c.check(torch.equal(t, torch.full((5000,), float(size * (size + 1) // 2))),
+            f"all_reduce on the {'second' if g else 'first'} fold group")
+
 # allreduce and reduce: one batch per (dtype, count, mode); an async batch starts every
 # call before waiting for any, and waits for them last first.
 def start_reduction(coll, dtype, op, count, mode, root):
@@ -198,14 +211,7 @@ dist.all_gather(out, torch.full((3,), float(rank)))
 c.check(all(torch.equal(o, torch.full((3,), float(r))) for r, o in enumerate(out)),
         "all_gather delegated to gloo")
 
-# A second fold group, without a delegate: its own fold context serves all_reduce and
-# refuses all_gather by name.
-os.environ["FOLD_TORCH_DELEGATE"] = "none"
-group = dist.new_group(backend="fold")
-t = torch.full((5000,), float(rank + 1))
-dist.all_reduce(t, group=group)
-c.check(torch.equal(t, torch.full((5000,), float(size * (size + 1) // 2))),
-        "all_reduce on a second fold group")
+# The second group (made first thing) refuses all_gather by name: it has no delegate.
 c.raises(lambda: dist.all_gather(out, torch.zeros(3), group=group), NotImplementedError,
          ["all_gather", "fold"], "all_gather without a delegate")
 
