@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """torch.distributed.all_reduce latency, 8 B to 64 MiB of float32, and DDP step time,
 on the fold backend and on gloo (and mpi where this torch has it), side by side in one
-run: for each size every backend takes its turn, repeatedly, so drift on a shared
-machine hits them alike. Rank 0 prints markdown tables: the median over the
-repetitions of each repetition's mean time per call (or per step).
+run: for each size every backend takes its turn, repeatedly (in turn forwards and
+backwards, each turn after a tenth of its calls untimed, as one backend's threads can
+disturb the next for a while), so drift on a shared machine hits them alike. Rank 0
+prints markdown tables: the median over the repetitions of each repetition's mean time
+per call (or per step).
 
     mpirun --allow-run-as-root -n 2 -x PYTHONPATH=build/python \\
         python3 python/bench/torch_bench.py [--reps 7] [--max-bytes 64M]
@@ -35,7 +37,10 @@ def human(n: int) -> str:
 
 
 def time_calls(fn, calls: int) -> float:
-    """Mean seconds per call of `calls` calls, the ranks starting together."""
+    """Mean seconds per call of `calls` calls, the ranks starting together, after a
+    tenth as many untimed."""
+    for _ in range(max(1, calls // 10)):
+        fn()
     dist.barrier()
     start = time.perf_counter()
     for _ in range(calls):
@@ -52,8 +57,9 @@ def allreduce_table(groups, sizes, reps):
         for name, g in groups.items():   # warm up: connections, scratch, caches
             for _ in range(3):
                 dist.all_reduce(t, group=g)
-        for _ in range(reps):
-            for name, g in groups.items():
+        for rep in range(reps):
+            turns = list(groups.items())
+            for name, g in turns if rep % 2 == 0 else reversed(turns):
                 times[name].append(time_calls(lambda: dist.all_reduce(t, group=g), calls))
         rows.append((nbytes, {n: statistics.median(v) for n, v in times.items()}))
     return rows
@@ -67,7 +73,8 @@ def make_model(width: int, depth: int):
     return torch.nn.Sequential(*layers, torch.nn.Linear(width, 8))
 
 
-def ddp_step_time(group, width, depth, batch, steps, reps):
+def ddp_stepper(group, width, depth, batch):
+    """One training step of a DDP model of its own over group."""
     ddp = DDP(make_model(width, depth), process_group=group)
     opt = torch.optim.SGD(ddp.parameters(), lr=0.001)
     x, y = torch.randn(batch, width), torch.randn(batch, 8)
@@ -76,10 +83,17 @@ def ddp_step_time(group, width, depth, batch, steps, reps):
         opt.zero_grad()
         ((ddp(x) - y) ** 2).sum().backward()
         opt.step()
+    return step
 
-    for _ in range(3):
-        step()
-    return [time_calls(step, steps) for _ in range(reps)]
+
+def ddp_step_times(groups, width, depth, batch, steps, reps):
+    steppers = {name: ddp_stepper(g, width, depth, batch) for name, g in groups.items()}
+    times = {name: [] for name in groups}
+    for rep in range(reps):
+        turns = list(steppers.items())
+        for name, step in turns if rep % 2 == 0 else reversed(turns):
+            times[name].append(time_calls(step, steps))
+    return {name: statistics.median(v) for name, v in times.items()}
 
 
 def main():
@@ -118,12 +132,10 @@ def main():
     models = [("3 x Linear(64) (tests/python/torch_ddp.py), batch 16", 64, 3, 16),
               ("4 x Linear(256), batch 32", 256, 4, 32)]
     ddp_rows = []
+    ddp_groups = {name: groups[name] for name in names}
     for label, width, depth, batch in [] if args.no_ddp else models:
-        med = {}
-        for name in names:   # one DDP at a time: each registers hooks on its model
-            med[name] = statistics.median(
-                ddp_step_time(groups[name], width, depth, batch, args.steps, args.reps))
-        ddp_rows.append((label, med))
+        ddp_rows.append((label, ddp_step_times(ddp_groups, width, depth, batch, args.steps,
+                                               args.reps)))
 
     if rank == 0:
         table_names = list(groups)
