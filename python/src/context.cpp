@@ -168,8 +168,8 @@ void FoldContext::want_progress()
  * shares it with its rank's own, which computes meanwhile (DDP's backward) or sleeps
  * on a future. Only after 10 ms without a completion (a peer far behind) does it sleep
  * between polls, 20 us at a time. Sleeps on the condition variable when nothing is in
- * flight. (Sleeping 50 us from the first idle 2000 polls made an 800 KiB DDP bucket
- * take 20 ms: fold advances a pipelined call only when polled.) */
+ * flight. fold advances a pipelined call only when polled, so the polls must come
+ * often while a peer keeps up. */
 void FoldContext::progress_loop()
 {
   auto last_done = std::chrono::steady_clock::now();
