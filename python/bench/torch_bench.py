@@ -11,7 +11,9 @@ per call (or per step).
         python3 python/bench/torch_bench.py [--reps 7] [--max-bytes 64M]
     # or ranks started by hand / torchrun with MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE
 
-Each process runs torch with one thread (as torchrun sets OMP_NUM_THREADS=1).
+Each process runs torch with one thread (as torchrun sets OMP_NUM_THREADS=1). The DDP
+table's "no comm" column is the same model stepped without DDP in the same turns: the
+compute every backend pays, and a gauge of how much the machine's load moved.
 """
 import argparse
 import os
@@ -74,8 +76,10 @@ def make_model(width: int, depth: int):
 
 
 def ddp_stepper(group, width, depth, batch):
-    """One training step of a DDP model of its own over group."""
-    ddp = DDP(make_model(width, depth), process_group=group)
+    """One training step of a DDP model of its own over group (None: the model alone,
+    no communication: the compute the others share, timed in the same turns)."""
+    ddp = make_model(width, depth) if group is None else \
+        DDP(make_model(width, depth), process_group=group)
     opt = torch.optim.SGD(ddp.parameters(), lr=0.001)
     x, y = torch.randn(batch, width), torch.randn(batch, 8)
 
@@ -133,6 +137,7 @@ def main():
               ("4 x Linear(256), batch 32", 256, 4, 32)]
     ddp_rows = []
     ddp_groups = {name: groups[name] for name in names}
+    ddp_groups["no comm"] = None
     for label, width, depth, batch in [] if args.no_ddp else models:
         ddp_rows.append((label, ddp_step_times(ddp_groups, width, depth, batch, args.steps,
                                                args.reps)))
@@ -153,11 +158,11 @@ def main():
         if ddp_rows:
             print(f"\n# DDP step (forward, backward with allreduce, SGD), {args.steps} steps "
                   f"a repetition; ms")
-            print("| model | " + " | ".join(names) + " | " +
+            print("| model | " + " | ".join(names + ["no comm"]) + " | " +
                   " | ".join(f"{o} / fold" for o in others) + " |")
-            print("|---" * (1 + len(names) + len(others)) + "|")
+            print("|---" * (2 + len(names) + len(others)) + "|")
         for label, med in ddp_rows:
-            cells = [f"{med[n] * 1e3:.2f}" for n in names]
+            cells = [f"{med[n] * 1e3:.2f}" for n in names + ["no comm"]]
             ratios = [f"{med[o] / med['fold']:.2f}x" for o in others]
             print(f"| {label} | " + " | ".join(cells + ratios) + " |")
     dist.destroy_process_group()
