@@ -3,9 +3,9 @@
 on the fold backend and on gloo (and mpi where this torch has it), side by side in one
 run: for each size every backend takes its turn, repeatedly (in turn forwards and
 backwards, each turn after a tenth of its calls untimed, as one backend's threads can
-disturb the next for a while), so drift on a shared machine hits them alike. Rank 0
-prints markdown tables: the median over the repetitions of each repetition's mean time
-per call (or per step).
+disturb the next for a while), so drift on a shared machine hits them alike; DDP steps
+take turns step by step. Rank 0 prints markdown tables: the median over the
+repetitions of each repetition's mean time per call, and the median step.
 
     mpirun --allow-run-as-root -n 2 -x PYTHONPATH=build/python \\
         python3 python/bench/torch_bench.py [--reps 7] [--max-bytes 64M]
@@ -91,12 +91,20 @@ def ddp_stepper(group, width, depth, batch):
 
 
 def ddp_step_times(groups, width, depth, batch, steps, reps):
+    """Median seconds per step: the backends take turns step by step (drift on a shared
+    machine moves compute 3x within seconds here), each step started together."""
     steppers = {name: ddp_stepper(g, width, depth, batch) for name, g in groups.items()}
+    for step in steppers.values():
+        for _ in range(3):
+            step()
     times = {name: [] for name in groups}
-    for rep in range(reps):
-        turns = list(steppers.items())
-        for name, step in turns if rep % 2 == 0 else reversed(turns):
-            times[name].append(time_calls(step, steps))
+    turns = list(steppers.items())
+    for i in range(steps * reps):
+        for name, step in turns[i % len(turns):] + turns[:i % len(turns)]:
+            dist.barrier()
+            start = time.perf_counter()
+            step()
+            times[name].append(time.perf_counter() - start)
     return {name: statistics.median(v) for name, v in times.items()}
 
 
@@ -156,8 +164,8 @@ def main():
             print(f"| {human(nbytes)} | " + " | ".join(cells + ratios) + " |")
         others = [n for n in names if n != "fold"]
         if ddp_rows:
-            print(f"\n# DDP step (forward, backward with allreduce, SGD), {args.steps} steps "
-                  f"a repetition; ms")
+            print(f"\n# DDP step (forward, backward with allreduce, SGD): the median of "
+                  f"{args.steps * args.reps} steps, the backends taking turns step by step; ms")
             print("| model | " + " | ".join(names + ["no comm"]) + " | " +
                   " | ".join(f"{o} / fold" for o in others) + " |")
             print("|---" * (2 + len(names) + len(others)) + "|")
