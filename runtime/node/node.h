@@ -274,6 +274,8 @@ typedef struct fold_node_call {
 
 /* Bytes of segment the fast path lays out past the node-aware schedules' area. */
 size_t fold_node_fast_region_bytes(int local_size);
+/* Maps the tiny-message region's pages at set-up (setup.c). */
+void   fold_node_fast_prefault(fold_node_t *node);
 /* Whether a call of `bytes` can take the fast path on this node. */
 int    fold_node_fast_eligible(const fold_node_t *node, size_t bytes);
 int    fold_node_fast_reduction(fold_node_t *node, const fold_node_call_t *call);

@@ -88,9 +88,7 @@ static size_t layout(int local_size, size_t data_size, size_t *flags_off, size_t
 
 static int map_fd(fold_shm_seg_t *seg, int fd, size_t size)
 {
-    /* Every page mapped now, at set-up, rather than faulted in by the first calls
-     * that touch it (a tiny call's slot is a page or two: 1-3 us each time). */
-    void *base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+    void *base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (base == MAP_FAILED) {
         int err = errno;
         fold_error("shm: mmap of %zu bytes of %s failed: %s", size, seg->name, strerror(err));

@@ -380,6 +380,9 @@ int fold_node_create(const fold_node_params_t *params, fold_node_t **node_p, cha
         return status;
     }
     fold_node_resync_init(node);
+    if (node->seg.base != NULL) {
+        fold_node_fast_prefault(node);
+    }
     fold_debug("comm %u: %d nodes, %d-%d ranks per node, segment %s (%zu data bytes, %zu "
                "for the schedules), single copy %s", params->comm_id, node->topo->nnodes,
                node->topo->min_ppn, node->topo->max_ppn,

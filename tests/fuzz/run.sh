@@ -15,7 +15,8 @@
 # and fuzz_any (seeds written by fuzz_seed); the parsers fuzz_tune (FOLD_TUNE rules),
 # fuzz_tune_file (the tuning file's text), fuzz_size (byte counts and the
 # configuration table's values), fuzz_model (FOLD_MODEL); fuzz_shm (what fold reads
-# from the node segment a local peer writes). Seeds: tests/fuzz/corpus/TARGET.
+# from the node segment a local peer writes). Seeds: tests/fuzz/corpus/TARGET (for the
+# codec targets, beside fuzz_seed's: what the 10^7-execution campaigns kept, merged).
 # The corpus grows in OUTDIR/corpus/TARGET across runs; a crash leaves
 # OUTDIR/crash-* (rerun: OUTDIR/fuzz_any OUTDIR/crash-...). Exit status 77: no
 # clang with libFuzzer here (ctest counts it as skipped).
@@ -87,7 +88,8 @@ status=0
 for name in $targets; do
     mkdir -p "$out/corpus/$name"
     case $name in
-        bits|idx|rle|any) seeds=seeds; max_len=300000 ;;
+        bits|idx|rle|any) seeds=seeds; max_len=300000
+                          [ -d "$here/corpus/$name" ] && seeds="seeds $here/corpus/$name" ;;
         shm)              seeds="$here/corpus/$name"; max_len=40000 ;;
         *)                seeds="$here/corpus/$name"; max_len=4096 ;;
     esac
