@@ -181,7 +181,7 @@ teardown_run() {
     for ns in $(run_namespaces "$id"); do
         ip netns del "$ns" 2>/dev/null || log "could not delete namespace $ns"
     done
-    rm -rf "${STATE_ROOT:?}/$id"
+    rm -rf --one-file-system "${STATE_ROOT:?}/$id"   # (never into a bind a node held)
 }
 
 # True when run ID's harness process is still alive. A preflight probe is named after its

@@ -86,15 +86,36 @@ in_node() {
         "node$i" -- "$@"
 }
 
+# The directories of /tmp the nodes must still see: those holding the run's programs
+# and this script (a checkout or build under /tmp, as CI may have), each /tmp/NAME.
+tmp_keep() {
+    local arg
+    for arg in "$PWD" "$SELF" "${srun_argv[@]}"; do
+        arg=${arg#*=}   # (NAME=PATH arguments of env(1))
+        case $arg in
+        /tmp/?*) arg=${arg#/tmp/}; echo "/tmp/${arg%%/*}" ;;
+        esac
+    done | sort -u
+}
+
 # in_node_tmp I COMMAND...: the same with a /tmp of its own, as a real node has: Slurm's
-# PMIx plugin makes /tmp/spmix_appdir_<uid>_<step> on every node of a step. The tmpfs
-# goes with the mount namespace when the last process in it ends.
+# PMIx plugin makes /tmp/spmix_appdir_<uid>_<step> on every node of a step. The
+# directories tmp_keep names are bound back into it from the real /tmp (held at
+# $slurm_dir/real-tmp-I meanwhile). The tmpfs goes with the mount namespace when the
+# last process in it ends.
 in_node_tmp() {
     local i=$1
     shift
+    local held=$slurm_dir/real-tmp-$i
+    mkdir -p "$held"
     ip netns exec "$(node_ns "$run_id" "$i")" unshare --uts --mount --propagation private \
         "$BASH" "$SELF" _enter "node$i" -- \
-        sh -c 'mount -t tmpfs -o size=256m fold-mn-tmp /tmp && exec "$0" "$@"' "$@"
+        "$BASH" -c 'held=$1 keep=$2; shift 2
+            mount --bind /tmp "$held" && mount -t tmpfs -o size=256m fold-mn-tmp /tmp || exit 1
+            for d in $keep; do
+                mkdir -p "$d" && mount --bind "$held/${d#/tmp/}" "$d" || exit 1
+            done
+            exec "$@"' _ "$held" "$(tmp_keep | tr '\n' ' ')" "$@"
 }
 
 # start_daemon I LOG COMMAND...: starts a daemon in node I (with its own /tmp); if it
