@@ -312,17 +312,21 @@ static int bootstrap_allgather(void *arg, const void *mine, void *all, size_t by
     return bs->allgather(bs, mine, all, bytes);
 }
 
+int fold_comm_node_wanted(const fold_comm_t *comm, fold_coll_t coll)
+{
+    const fold_alg_t *forced = comm->ctx->forced[coll];
+    return comm->node == NULL && !comm->node_none && comm->shape.max_ppn > 1 &&
+           (forced == NULL || (forced->flags & FOLD_ALG_NODE_AWARE));
+}
+
 int fold_comm_world_setup(fold_comm_t *world)
 {
     fold_context_t *ctx = world->ctx;
     if (ctx->config.world_setup != FOLD_WORLD_SETUP_INIT || world->size < 2) {
         return FOLD_OK;
     }
-    const fold_alg_t *const *forced = ctx->forced;
-    int flat_only = forced[FOLD_COLL_ALLREDUCE] != NULL && forced[FOLD_COLL_REDUCE] != NULL &&
-                    !(forced[FOLD_COLL_ALLREDUCE]->flags & FOLD_ALG_NODE_AWARE) &&
-                    !(forced[FOLD_COLL_REDUCE]->flags & FOLD_ALG_NODE_AWARE);
-    if (world->shape.max_ppn > 1 && !flat_only) {
+    if (fold_comm_node_wanted(world, FOLD_COLL_ALLREDUCE) ||
+        fold_comm_node_wanted(world, FOLD_COLL_REDUCE)) {
         int status = node_setup(world, bootstrap_allgather, &ctx->bs);
         if (status != FOLD_OK && status != FOLD_ERR_UNSUPPORTED) {
             return status;

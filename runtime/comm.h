@@ -64,6 +64,9 @@ void fold_comm_destroy(fold_comm_t *comm);
  * rank alike, when a node could not have its segment (comm->node_why says why); the
  * communicator keeps to the node-unaware algorithms from then on. */
 int  fold_comm_node(fold_comm_t *comm, fold_node_t **node_p);
+/* Whether comm has no node state yet and selection could use one for coll: a node
+ * holds several of its ranks and coll is not forced onto a node-unaware algorithm. */
+int  fold_comm_node_wanted(const fold_comm_t *comm, fold_coll_t coll);
 /* fold_init (FOLD_WORLD_SETUP=init): the world's node state and its selection's
  * decisions at once, over the bootstrap, so that the first collective of each size
  * costs what later ones do. A node without its segment is no error here (the world

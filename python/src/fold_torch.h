@@ -125,6 +125,9 @@ class WorkFold : public c10d::Work {
 
  private:
   std::exception_ptr error_for(int status) const;
+  /* Completes the future once, with the error or the tensors; without mutex_. */
+  void settle(const c10::intrusive_ptr<c10::ivalue::Future> &future,
+              const std::exception_ptr &error);
 
   std::shared_ptr<FoldContext> ctx_;
   const char *name_;                 /* "all_reduce", ...: named in errors */

@@ -75,9 +75,17 @@ void WorkFold::finish_taken()
       future = future_;
     }
   }
-  if (future && error) {
+  if (future) {
+    settle(future, error);
+  }
+}
+
+void WorkFold::settle(const c10::intrusive_ptr<c10::ivalue::Future> &future,
+                      const std::exception_ptr &error)
+{
+  if (error) {
     future->setError(error);
-  } else if (future) {
+  } else {
     future->markCompleted(c10::IValue(tensors_));
   }
 }
@@ -165,10 +173,8 @@ c10::intrusive_ptr<c10::ivalue::Future> WorkFold::getFuture()
     }
     future = future_;
   }
-  if (mark_now && error) {
-    future->setError(error);
-  } else if (mark_now) {
-    future->markCompleted(c10::IValue(tensors_));
+  if (mark_now) {
+    settle(future, error);
   }
   if (need_progress) {
     ctx_->want_progress();

@@ -40,10 +40,8 @@ static int plan_node(fold_comm_t *comm, const fold_call_t *call, fold_coll_args_
 int fold_coll_prepare(fold_comm_t *comm, fold_coll_t coll)
 {
     fold_node_t *node;
-    const fold_alg_t *forced = comm->ctx->forced[coll];
-    if (comm->node != NULL || comm->node_none || comm->shape.max_ppn < 2 ||
-        (forced != NULL && !(forced->flags & FOLD_ALG_NODE_AWARE))) {
-        return FOLD_OK;   /* no node state, or none that selection could use */
+    if (!fold_comm_node_wanted(comm, coll)) {
+        return FOLD_OK;   /* set up already, or none that selection could use */
     }
     int status = fold_comm_node(comm, &node);
     /* Without node shared memory selection keeps to the node-unaware algorithms. */
