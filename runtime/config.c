@@ -51,8 +51,8 @@ static const fold_util_config_field_t config_fields[] = {
      FOLD_CONFIG_FIELD(check), FOLD_UTIL_CONFIG_INT(0, 1)},
     {"SPIN_COUNT", "auto",
      "Idle progress polls before a waiting rank yields the core (sched_yield). auto: "
-     "200 when the node has more ranks than cores (so oversubscribed runs still "
-     "move), else 100000, since a yield on a busy core can cost a whole time slice",
+     "200 when the machine has more ranks than cores, counting those of every node "
+     "that shares its kernel (so oversubscribed runs still move), else 100000, since a yield on a busy core can cost a whole time slice",
      FOLD_CONFIG_FIELD(spin_count), FOLD_UTIL_CONFIG_LONG_OR("auto", -1, 0, LONG_MAX)},
     {"ALLREDUCE_ALG", "auto",
      "Force an allreduce algorithm by name (see fold_info -a), or auto",

@@ -166,6 +166,8 @@ static uint64_t selection_hash(const fold_context_t *ctx)
 /* One rank's part of the first exchange. */
 typedef struct locality_record {
     char              node_name[64];
+    char              machine_id[40];   /* the kernel's boot id: nodes that share it
+                                           share the cores */
     uint64_t          select_hash;
     int32_t           status;   /* this rank's configuration: FOLD_OK or why not */
     int32_t           pad;
@@ -334,6 +336,22 @@ static int check_agreement(const fold_context_t *ctx, const locality_record_t *a
     return FOLD_OK;
 }
 
+/* The running kernel's boot id: the same for every process of one machine, whatever
+ * namespace or container it runs in, and different on every other machine. Without
+ * it, the node name stands for the machine. */
+static void machine_id(char *id, size_t len, const char *node_name)
+{
+    memset(id, 0, len);
+    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+    if (f == NULL || fgets(id, (int)len, f) == NULL) {
+        snprintf(id, len, "node:%s", node_name);
+    }
+    if (f != NULL) {
+        fclose(f);
+    }
+    id[strcspn(id, "\n")] = '\0';
+}
+
 /* Node index per rank from the gathered node names, and this rank's place on it;
  * the same exchange checks that the ranks agree on selection (config_status is
  * this rank's configuration outcome: a rank that failed still takes part). */
@@ -343,6 +361,7 @@ static int context_locality(fold_context_t *ctx, int config_status)
     locality_record_t mine;
     memset(&mine, 0, sizeof(mine));
     memcpy(mine.node_name, ctx->bs.node_name, sizeof(mine.node_name));
+    machine_id(mine.machine_id, sizeof(mine.machine_id), mine.node_name);
     mine.status      = config_status;
     mine.select_hash = config_status == FOLD_OK ? selection_hash(ctx) : 0;
     if (ctx->bs.size > 1) {
@@ -378,12 +397,14 @@ static int context_locality(fold_context_t *ctx, int config_status)
         }
         node_of[r] = node >= 0 ? node : ctx->nnodes++;
     }
-    ctx->local_rank = ctx->local_size = 0;
+    ctx->local_rank = ctx->local_size = ctx->machine_size = 0;
     for (int r = 0; r < p; r++) {
         if (node_of[r] == node_of[ctx->bs.rank]) {
             ctx->local_rank += r < ctx->bs.rank;
             ctx->local_size++;
         }
+        ctx->machine_size += strncmp(all[r].machine_id, mine.machine_id,
+                                     sizeof(mine.machine_id)) == 0;
     }
     /* Kept as a formula where the launcher placed ranks in blocks or cyclically. */
     status = fold_nodemap_init(&ctx->nodes, p, node_of);
@@ -411,12 +432,13 @@ static int available_cores(void)
 }
 
 /* Oversubscribed ranks must yield soon or they starve the rank they wait for;
- * otherwise spinning keeps the core, as MPI libraries do. */
+ * otherwise spinning keeps the core, as MPI libraries do. The ranks that compete
+ * for the cores are the machine's, which may be more than the node's. */
 static void context_resolve_spin(fold_context_t *ctx)
 {
     long n = ctx->config.spin_count;
     if (n < 0) {
-        n = ctx->local_size > node_cores() ? 200 : 100000;
+        n = ctx->machine_size > node_cores() ? 200 : 100000;
     }
     ctx->spin_count = n;
 }
@@ -427,7 +449,7 @@ static void context_resolve_threads(fold_context_t *ctx)
     if (n == 0) {
         /* Ranks share the node's cores; each takes its share for the reduction, and
          * no more than the cores it is allowed to run on. */
-        n = (long)node_cores() / (ctx->local_size > 0 ? ctx->local_size : 1);
+        n = (long)node_cores() / (ctx->machine_size > 0 ? ctx->machine_size : 1);
         n = n < available_cores() ? n : available_cores();
     }
     ctx->nthreads = n < 1 ? 1 : (int)n;
@@ -710,9 +732,11 @@ int fold_context_create(fold_bootstrap_t *bs, const char *transport, void *loopb
         goto err;
     }
     fold_debug("context up: rank %d of %d, node %d of %d (local rank %d of %d), "
-               "transport %s, %d reduction threads", ctx->bs.rank, ctx->bs.size,
-               fold_context_node_of(ctx, ctx->bs.rank), ctx->nnodes, ctx->local_rank, ctx->local_size,
-               ctx->tl_ops->name, ctx->nthreads);
+               "%d ranks on its machine, transport %s, %d reduction threads, %ld polls "
+               "before a yield", ctx->bs.rank, ctx->bs.size,
+               fold_context_node_of(ctx, ctx->bs.rank), ctx->nnodes, ctx->local_rank,
+               ctx->local_size, ctx->machine_size, ctx->tl_ops->name, ctx->nthreads,
+               ctx->spin_count);
     *ctx_p = ctx;
     return FOLD_OK;
 

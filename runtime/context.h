@@ -72,6 +72,9 @@ struct fold_context {
     int                  nnodes;
     int                  local_rank;
     int                  local_size;
+    int                  machine_size;    /* ranks on this rank's machine, which may hold
+                                             several nodes (containers, namespaces) that
+                                             share its cores */
     fold_comm_t         *world;
     fold_comm_t        **comms;           /* every live communicator, world first */
     int                  ncomms;

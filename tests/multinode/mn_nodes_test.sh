@@ -93,6 +93,26 @@ check_nodes() {
     [ "$ok" -eq 1 ]
 }
 
+# "..., N ranks on its machine, ... S polls before a yield" must say every rank and,
+# with more ranks than cores, the oversubscribed spin count.
+check_machine() {
+    local nranks cores want_spin
+    nranks=$(awk -F, '{for (i = 1; i <= NF; i++) s += $i; print s}' <<<"$ppn")
+    cores=$(nproc --all)
+    want_spin=100000
+    [ "$nranks" -le "$cores" ] || want_spin=200
+    grep 'context up:' "$log" | awk -v n="$nranks" -v spin="$want_spin" '
+        {
+            if (!match($0, /[0-9]+ ranks on its machine/)) { print "no machine count: " $0; bad = 1; next }
+            m = substr($0, RSTART, RLENGTH) + 0
+            if (m != n) { printf "a rank counts %d ranks on its machine, expected %d\n", m, n; bad = 1 }
+            if (!match($0, /[0-9]+ polls before a yield/)) { print "no spin count: " $0; bad = 1; next }
+            s = substr($0, RSTART, RLENGTH) + 0
+            if (s != spin) { printf "a rank polls %d times before a yield, expected %d\n", s, spin; bad = 1 }
+        }
+        END { exit bad }'
+}
+
 status=0
 echo "mn_nodes_test: transport $transport, ranks per node $ppn"
 "$here/mnrun.sh" --ppn "$ppn" --timeout "$timeout_s" --stats \
@@ -109,6 +129,13 @@ if [ "$wrong_tl" -ne 0 ]; then
 fi
 if ! check_nodes; then
     echo "mn_nodes_test: FAILED: fold's node detection does not match the namespaces"
+    exit 1
+fi
+# The namespaced nodes share one kernel and its cores: every rank must count all of
+# them as on its machine, and yield early when they outnumber the cores (spinning
+# there cost a whole time slice, 4-8 ms, per call).
+if ! check_machine; then
+    echo "mn_nodes_test: FAILED: fold did not see that the nodes share one machine"
     exit 1
 fi
 exit "$status"
