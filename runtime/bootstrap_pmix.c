@@ -10,6 +10,7 @@
 #include <ctype.h>
 #include <fold/fold_status.h>
 #include <pmix.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -18,10 +19,24 @@
 
 typedef struct bootstrap_pmix {
     pmix_proc_t proc;
+    /* Every key starts with "fold.<instance>.": a process may run several contexts
+     * through PMIx, which share one namespace of keys per process. Contexts are made
+     * in the same order on every rank, so the instance numbers agree. */
+    unsigned    instance;
     /* Each allgather uses a fresh key: a reused one could be answered from data
      * a peer cached for the previous call. */
     unsigned    next_key;
 } bootstrap_pmix_t;
+
+/* PMIx bootstraps this process has made, numbering their keys apart. */
+static atomic_uint bootstrap_pmix_instances;
+
+/* NAME as this bootstrap's key: "fold.<instance>.NAME". */
+static void bootstrap_pmix_key(const bootstrap_pmix_t *impl, const char *name, char *key,
+                               size_t len)
+{
+    snprintf(key, len, "fold.%u.%s", impl->instance, name);
+}
 
 static pmix_proc_t bootstrap_pmix_peer(const bootstrap_pmix_t *impl, pmix_rank_t rank)
 {
@@ -73,7 +88,9 @@ static int bootstrap_pmix_allgather(fold_bootstrap_t *bs, const void *in, void *
     char key[PMIX_MAX_KEYLEN + 1];
     pmix_status_t rc;
 
-    snprintf(key, sizeof(key), "fold.ag.%u", impl->next_key++);
+    char name[32];
+    snprintf(name, sizeof(name), "ag.%u", impl->next_key++);
+    bootstrap_pmix_key(impl, name, key, sizeof(key));
 
     /* A zero-length allgather is a barrier: nothing to put or get. */
     if (len > 0) {
@@ -109,10 +126,11 @@ static int bootstrap_pmix_allgather(fold_bootstrap_t *bs, const void *in, void *
     return len > 0 ? bootstrap_pmix_get_all(bs, key, out, len) : FOLD_OK;
 }
 
-static int bootstrap_pmix_publish(fold_bootstrap_t *bs, const char *key, const void *data,
+static int bootstrap_pmix_publish(fold_bootstrap_t *bs, const char *name, const void *data,
                                   size_t len)
 {
-    (void)bs;
+    char key[PMIX_MAX_KEYLEN + 1];
+    bootstrap_pmix_key(bs->impl, name, key, sizeof(key));
     pmix_value_t value;
     PMIX_VALUE_CONSTRUCT(&value);
     value.type          = PMIX_BYTE_OBJECT;
@@ -130,9 +148,11 @@ static int bootstrap_pmix_publish(fold_bootstrap_t *bs, const char *key, const v
     return FOLD_OK;
 }
 
-static int bootstrap_pmix_lookup(fold_bootstrap_t *bs, int rank, const char *key, void **data,
+static int bootstrap_pmix_lookup(fold_bootstrap_t *bs, int rank, const char *name, void **data,
                                  size_t *len)
 {
+    char key[PMIX_MAX_KEYLEN + 1];
+    bootstrap_pmix_key(bs->impl, name, key, sizeof(key));
     pmix_proc_t peer = bootstrap_pmix_peer(bs->impl, (pmix_rank_t)rank);
     pmix_value_t *value = NULL;
     pmix_status_t rc = PMIx_Get(&peer, key, NULL, 0, &value);
@@ -251,6 +271,7 @@ int fold_bootstrap_pmix_init(fold_bootstrap_t *bs)
         goto err_free;
     }
 
+    impl->instance = atomic_fetch_add(&bootstrap_pmix_instances, 1);
     memset(&result, 0, sizeof(result));
     status = bootstrap_pmix_job_size(impl, &result.size);
     if (status != FOLD_OK) {
