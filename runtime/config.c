@@ -26,6 +26,9 @@ static int read_codec(const char *text, void *field, const void *arg, char *why,
 /* FOLD_SINGLE_COPY: the field holds the index, so "off" is 0 and means off. */
 static const char *const single_copy_names[] = {"off", "auto", NULL};
 
+/* FOLD_STREAM: the index is a fold_stream_t. */
+static const char *const stream_names[] = {"off", "auto", "on", NULL};
+
 /* FOLD_WORLD_SETUP: the index is a fold_world_setup_t. */
 static const char *const world_setup_names[] = {"lazy", "init", NULL};
 
@@ -75,6 +78,16 @@ static const fold_util_config_field_t config_fields[] = {
     {"NUM_THREADS", "0",
      "OpenMP threads for the local reduction; 0 = cores of the node / ranks on it",
      FOLD_CONFIG_FIELD(num_threads), FOLD_UTIL_CONFIG_LONG(0, LONG_MAX)},
+    {"STREAM", "auto",
+     "Large calls write their results to the output buffer with non-temporal stores "
+     "(whole cache lines, not read first, not kept in the caches) where the op has such "
+     "a kernel (sum and prod, bitwise ops on integers; AVX2). auto: where fold_init "
+     "measured a reduction from memory faster that way; on; off",
+     FOLD_CONFIG_FIELD(stream), FOLD_UTIL_CONFIG_ENUM(stream_names)},
+    {"STREAM_MIN", "auto",
+     "Message size in bytes from which a call streams its results (FOLD_STREAM). auto: a "
+     "quarter of the node's last-level cache (the cost model's cache_bytes)",
+     FOLD_CONFIG_FIELD(stream_min), FOLD_UTIL_CONFIG_SIZE_OR("auto", 0, 1, SIZE_MAX)},
     {"THREAD_THRESHOLD", "256k",
      "Smallest local reduction (bytes) split across threads",
      FOLD_CONFIG_FIELD(thread_threshold), FOLD_UTIL_CONFIG_SIZE(0, SIZE_MAX)},

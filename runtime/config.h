@@ -20,6 +20,10 @@
 
 /* FOLD_WORLD_SETUP: when the world communicator prepares its node state and its
  * selection's decisions. */
+typedef enum fold_stream {
+    FOLD_STREAM_OFF, FOLD_STREAM_AUTO, FOLD_STREAM_ON
+} fold_stream_t;
+
 typedef enum fold_world_setup {
     FOLD_WORLD_SETUP_LAZY = 0,   /* at the first call that needs each */
     FOLD_WORLD_SETUP_INIT = 1    /* in fold_init */
@@ -39,6 +43,8 @@ typedef struct fold_config {
     long         pipeline_depth;
     long         num_threads;       /* 0 = auto */
     size_t       thread_threshold;
+    int          stream;            /* FOLD_STREAM: fold_stream_t */
+    size_t       stream_min;        /* FOLD_STREAM_MIN; 0: auto */
     const char  *ofi_provider;
     int          ucx_err_mode;      /* FOLD_UCX_ERR_MODE: 0 none, 1 peer */
     long         dpml_leaders;      /* 0 = auto */

@@ -174,9 +174,10 @@ typedef struct locality_record {
     fold_node_calib_t calib;    /* what this rank measured of its node */
 } locality_record_t;
 
-/* The measured fields, named as the model's parameters; a field not measured (0)
- * stands for the fallback where it has one: until the cores are probed, the segment
- * is costed as a core's own memory. */
+/* The measured fields, named as the model's parameters (NULL: agreed over the
+ * ranks, but not one of them); a field not measured (0) stands for the fallback
+ * where it has one: until the cores are probed, the segment is costed as a core's
+ * own memory. */
 #define NO_FALLBACK ((size_t)-1)
 static const struct {
     const char *param;
@@ -191,6 +192,7 @@ static const struct {
      offsetof(fold_node_calib_t, reduce_gbs), 0},
     {"copy_mem_gbs", offsetof(fold_node_calib_t, copy_mem_gbs), NO_FALLBACK, 0},
     {"reduce_mem_gbs", offsetof(fold_node_calib_t, reduce_mem_gbs), NO_FALLBACK, 0},
+    {NULL, offsetof(fold_node_calib_t, reduce_stream_gbs), NO_FALLBACK, 0},
     {"cma_gbs", offsetof(fold_node_calib_t, cma_gbs), NO_FALLBACK, 1},
     {"cma_us", offsetof(fold_node_calib_t, cma_us), NO_FALLBACK, 1},
 };
@@ -212,7 +214,8 @@ void fold_context_set_measured(fold_context_t *ctx, const fold_node_calib_t *cal
         if (v <= 0 && measured_fields[i].fallback != NO_FALLBACK) {
             v = field_of(calib, measured_fields[i].fallback);
         }
-        if (v <= 0 || (measured_fields[i].cma && !calib->single_copy)) {
+        if (v <= 0 || (measured_fields[i].cma && !calib->single_copy) ||
+            measured_fields[i].param == NULL) {
             continue;
         }
         /* Single copy was timed reading this process's own memory; in a call it reads
@@ -431,6 +434,9 @@ static int available_cores(void)
     return n > 0 ? (int)n : 1;
 }
 
+/* Streaming must beat ordinary stores by this much to be taken by default. */
+#define STREAM_GAIN 1.05
+
 /* Oversubscribed ranks must yield soon or they starve the rank they wait for;
  * otherwise spinning keeps the core, as MPI libraries do. The ranks that compete
  * for the cores are the machine's, which may be more than the node's. */
@@ -441,6 +447,16 @@ static void context_resolve_spin(fold_context_t *ctx)
         n = ctx->machine_size > node_cores() ? 200 : 100000;
     }
     ctx->spin_count = n;
+}
+
+size_t fold_context_stream_min(const fold_context_t *ctx)
+{
+    const fold_config_t *cfg = &ctx->config;
+    int on = cfg->stream == FOLD_STREAM_ON ||
+             (cfg->stream == FOLD_STREAM_AUTO && ctx->calib.reduce_stream_gbs > 0 &&
+              ctx->calib.reduce_stream_gbs > STREAM_GAIN * ctx->calib.reduce_mem_gbs);
+    size_t min = cfg->stream_min > 0 ? cfg->stream_min : (size_t)(ctx->model.cache_bytes / 4);
+    return on ? (min > 0 ? min : 1) : SIZE_MAX;
 }
 
 static void context_resolve_threads(fold_context_t *ctx)
@@ -701,6 +717,7 @@ int fold_context_create(fold_bootstrap_t *bs, const char *transport, void *loopb
     }
     context_resolve_threads(ctx);
     context_resolve_spin(ctx);
+    ctx->stream_min = fold_context_stream_min(ctx);
 
     /* The transport sees the context's configuration, not the environment. */
     fold_tl_params_t params = {
@@ -731,12 +748,18 @@ int fold_context_create(fold_bootstrap_t *bs, const char *transport, void *loopb
         registry_remove(ctx);
         goto err;
     }
+    char stream[48] = "never";
+    if (ctx->stream_min != SIZE_MAX) {
+        snprintf(stream, sizeof(stream), "from %zu bytes", ctx->stream_min);
+    }
     fold_debug("context up: rank %d of %d, node %d of %d (local rank %d of %d), "
                "%d ranks on its machine, transport %s, %d reduction threads, %ld polls "
-               "before a yield", ctx->bs.rank, ctx->bs.size,
+               "before a yield, results streamed %s (reduce from memory %.3g GB/s, "
+               "streamed %.3g)", ctx->bs.rank, ctx->bs.size,
                fold_context_node_of(ctx, ctx->bs.rank), ctx->nnodes, ctx->local_rank,
                ctx->local_size, ctx->machine_size, ctx->tl_ops->name, ctx->nthreads,
-               ctx->spin_count);
+               ctx->spin_count, stream, ctx->calib.reduce_mem_gbs,
+               ctx->calib.reduce_stream_gbs);
     *ctx_p = ctx;
     return FOLD_OK;
 
@@ -873,6 +896,7 @@ static int config_set(fold_context_t *ctx, const char *name, const char *value)
     if (status == FOLD_OK) {
         context_resolve_threads(ctx);
         context_resolve_spin(ctx);
+        ctx->stream_min = fold_context_stream_min(ctx);
         if (idx == fold_config_index("LOG_LEVEL")) {
             fold_log_level = ctx->config.log_level;
         }

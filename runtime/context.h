@@ -67,6 +67,9 @@ struct fold_context {
     long                 calls_run;       /* allreduce and reduce schedules run so far
                                              (what FOLD_TRACE counts) */
     long                 spin_count;      /* resolved FOLD_SPIN_COUNT */
+    size_t               stream_min;      /* resolved FOLD_STREAM and FOLD_STREAM_MIN:
+                                             calls of at least this many bytes stream
+                                             their results (SIZE_MAX: none) */
     fold_nodemap_t       nodes;           /* node of every context rank (block, cyclic:
                                              no per-rank array) */
     int                  nnodes;
@@ -104,6 +107,14 @@ void fold_context_free_virtual(fold_context_t *ctx);
 /* Records what was measured of the node (node/node.h: the copy rate, single copy's
  * rate and cost per call) as the cost-model parameters ctx->measured;
  * fold_select_configure applies them. */
+/* From what message size a call streams its results to memory (SIZE_MAX: never;
+ * ctx->stream_min once resolved): FOLD_STREAM=auto takes it where fold_init found
+ * the reduction from memory faster with streaming stores, from FOLD_STREAM_MIN,
+ * whose auto is a quarter of the node's last-level cache (the model's cache_bytes),
+ * the size from which a call's buffers (its input, its output, the other ranks'
+ * data it reads) no longer fit in it. */
+size_t fold_context_stream_min(const fold_context_t *ctx);
+
 struct fold_node_calib;
 void fold_context_set_measured(fold_context_t *ctx, const struct fold_node_calib *calib);
 /* What the node setup of the world measured of two cores (node/probe.c), all[r] from

@@ -145,7 +145,23 @@ static int measure_here(fold_context_t *ctx)
     fold_node_calib_t calib;
     fold_node_calibrate(&calib);
     fold_context_set_measured(ctx, &calib);
+    ctx->calib = calib;
     return fold_select_configure(ctx) == FOLD_OK;
+}
+
+/* Whether large calls stream their results here (FOLD_STREAM), and why. */
+static void print_stream(const fold_context_t *ctx)
+{
+    static const char *const names[] = {"off", "auto", "on"};
+    size_t from = fold_context_stream_min(ctx);
+    printf("#\n# Results streamed (FOLD_STREAM=%s): reduction from memory %.4g GB/s, with "
+           "streaming stores %.4g GB/s: ",
+           names[ctx->config.stream], ctx->calib.reduce_mem_gbs, ctx->calib.reduce_stream_gbs);
+    if (from == SIZE_MAX) {
+        printf("off\n");
+    } else {
+        printf("on, from %zu bytes\n", from);
+    }
 }
 
 /* The cost model's parameters in effect: defaults, measured, the tuning file's,
@@ -163,6 +179,7 @@ static int print_model(void)
            measured ? ctx->measured : "nothing",
            ctx->file.path ? ctx->file.path : "(none)");
     fold_model_print(&ctx->model, "", stdout);
+    print_stream(ctx);
     fold_context_free_virtual(ctx);
     return 0;
 }

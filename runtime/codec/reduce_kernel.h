@@ -18,6 +18,16 @@ int fold_reduce_local(fold_op_t op, fold_dtype_t dtype, const void *left,
                       const void *right, void *dst, size_t count,
                       int nthreads, size_t thread_threshold);
 
+/* reduce_stream.c: the same, single-threaded, with the result written by
+ * non-temporal stores (whole cache lines, not read first, not kept in the caches),
+ * for results larger than the cache that the call does not read again. Pairs
+ * without a streaming kernel (fold_reduce_stream_available 0: float min/max, the
+ * logical ops, half types, pairs, user ops, or a CPU without AVX2) take the
+ * ordinary kernel, with the same bits either way. */
+int fold_reduce_local_stream(fold_op_t op, fold_dtype_t dtype, const void *left,
+                             const void *right, void *dst, size_t count);
+int fold_reduce_stream_available(fold_op_t op, fold_dtype_t dtype);
+
 /* Whether (op, dtype) is a valid pair; user ops are valid for every datatype. */
 int fold_op_dtype_valid(fold_op_t op, fold_dtype_t dtype);
 /* 1 for predefined ops and commutative user ops. */

@@ -312,6 +312,7 @@ int fold_exec_start(fold_comm_t *comm, const fold_exec_args_t *args, fold_reques
     req->user_owned = 0;
     req->turn       = (fold_node_turn_t){0};
     req->peer_published = 0;
+    req->stream_out = args->cargs.count * esize >= comm->ctx->stream_min;
     fold_exec_trace_begin(req);
     fold_wire_request_init(req, args);
     if ((status = fold_exec_fp_init(req)) != FOLD_OK) {
@@ -516,6 +517,12 @@ int fold_exec_reduce_dense(const fold_request_t *req, const fold_step_t *st)
     const fold_context_t *ctx = req->comm->ctx;
     size_t bytes = st->count * req->esize;
     int threaded = ctx->nthreads > 1 && bytes >= ctx->config.thread_threshold;
+    if (req->stream_out && !threaded && req->plan->steps[st - req->sched->steps].final_out) {
+        /* A large call's result, which nothing in the call reads again. */
+        return fold_reduce_local_stream(req->op, req->dtype, step_ptr(req, st->src),
+                                        step_ptr(req, st->src2), step_ptr(req, st->dst),
+                                        st->count);
+    }
     if (st->dst.buf != FOLD_BUF_SHM || threaded || bytes <= SEGMENT_BOUNCE_BYTES ||
         req->esize > SEGMENT_BOUNCE_BYTES) {
         return fold_reduce_local(req->op, req->dtype, step_ptr(req, st->src),

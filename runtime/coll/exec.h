@@ -89,6 +89,8 @@ struct fold_request {
     fold_coll_t         coll;
     int                 user_owned;   /* handed out by an i-call, freed by the user */
     int                 peer_published; /* single copy: IN/OUT published this call */
+    int                 stream_out;   /* reductions into OUT stream their results
+                                         (a call of at least ctx->stream_min bytes) */
     fold_node_turn_t    turn;         /* node-aware calls: its turn on the segment
                                          (epoch 0: none) */
     double             *trace;        /* FOLD_TRACE's call: per step start and end,

@@ -245,6 +245,69 @@ static int plan_answers(fold_wire_plan_t *plan, const fold_sched_t *s,
     return FOLD_OK;
 }
 
+/* ---- final results ------------------------------------------------------------- */
+
+/* The range of OUT step st reads from its operand r, if it does. */
+static int reads_out(const fold_sched_t *s, fold_ref_t r, size_t count, size_t *lo, size_t *hi)
+{
+    if (count == 0 || alias_of(s, r.buf) != FOLD_BUF_OUT) {
+        return 0;
+    }
+    *lo = r.off;
+    *hi = r.off + count;
+    return 1;
+}
+
+/* Marks the reductions into OUT that no later step reads (see the header). Steps
+ * are built in an order their dependencies follow, so a reader with a lower index
+ * runs before: sweeping backwards, the OUT ranges read so far are those read after
+ * the step at hand. */
+static int plan_final_results(fold_wire_plan_t *plan, const fold_sched_t *s)
+{
+    size_t cap = 16, nread = 0;
+    size_t (*read)[2] = malloc(cap * sizeof(*read));
+    if (read == NULL) {
+        return FOLD_ERR_NO_MEMORY;
+    }
+    for (size_t i = s->nsteps; i-- > 0;) {
+        const fold_step_t *st = &s->steps[i];
+        if (st->kind == FOLD_STEP_REDUCE && alias_of(s, st->dst.buf) == FOLD_BUF_OUT &&
+            st->count > 0) {
+            int read_later = 0;
+            for (size_t k = 0; k < nread && !read_later; k++) {
+                read_later = st->dst.off < read[k][1] && read[k][0] < st->dst.off + st->count;
+            }
+            plan->steps[i].final_out = !read_later;
+        }
+        fold_ref_t srcs[2] = {st->src, st->src2};
+        int nsrc = st->kind == FOLD_STEP_REDUCE ? 2
+                 : st->kind == FOLD_STEP_SEND || st->kind == FOLD_STEP_COPY ||
+                           st->kind == FOLD_STEP_PEER_WRITE
+                     ? 1
+                     : 0;
+        for (int k = 0; k < nsrc; k++) {
+            size_t lo, hi;
+            if (!reads_out(s, srcs[k], st->count, &lo, &hi)) {
+                continue;
+            }
+            if (nread == cap) {
+                void *grown = realloc(read, 2 * cap * sizeof(*read));
+                if (grown == NULL) {
+                    free(read);
+                    return FOLD_ERR_NO_MEMORY;
+                }
+                read = grown;
+                cap *= 2;
+            }
+            read[nread][0] = lo;
+            read[nread][1] = hi;
+            nread++;
+        }
+    }
+    free(read);
+    return FOLD_OK;
+}
+
 /* ---- the plan ------------------------------------------------------------------ */
 
 int fold_wire_plan_build(fold_wire_plan_t *plan, const fold_sched_t *s,
@@ -268,6 +331,9 @@ int fold_wire_plan_build(fold_wire_plan_t *plan, const fold_sched_t *s,
     }
     plan_codec_links(plan, s);
     int status = plan_answers(plan, s, remote);
+    if (status == FOLD_OK) {
+        status = plan_final_results(plan, s);
+    }
     if (status != FOLD_OK) {
         fold_wire_plan_free(plan);
     }

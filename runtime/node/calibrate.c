@@ -10,6 +10,9 @@
  *   copy_mem_gbs,       the same with the three buffers flushed from the caches
  *   reduce_mem_gbs      first (x86 clflush, Arm dc civac): the memory-bound rates,
  *                       within 5% of a 64 MiB stream here at a sixtieth of its cost
+ *   reduce_stream_gbs   the reduction from memory again, its result written with
+ *                       non-temporal stores: where that is faster, large calls
+ *                       stream their results (context.c)
  *   cma_gbs, cma_us     process_vm_readv of 1 MiB of this process's own memory, and
  *                       its cost per call (64-byte reads)
  *
@@ -94,7 +97,7 @@ static double kernel_call_s(void *dst, void *src)
 }
 
 typedef struct best_times {
-    double copy, reduce, kernel;   /* seconds for CALIBRATE_BYTES */
+    double copy, reduce, kernel, stream;   /* seconds for CALIBRATE_BYTES */
 } best_times_t;
 
 static void keep_best(double *best, double t)
@@ -145,6 +148,17 @@ static int flushed_rounds(float *a, float *b, float *c, best_times_t *best)
                           SIZE_MAX);
         __asm__ volatile("" : : "r"(c) : "memory");
         keep_best(&best->reduce, fold_util_time_now() - t0);
+
+        if (fold_reduce_stream_available(FOLD_OP_SUM, FOLD_FLOAT32)) {
+            flush_lines(a, big);
+            flush_lines(b, big);
+            flush_lines(c, big);
+            t0 = fold_util_time_now();
+            fold_reduce_local_stream(FOLD_OP_SUM, FOLD_FLOAT32, a, b, c,
+                                     big / sizeof(float));
+            __asm__ volatile("" : : "r"(c) : "memory");
+            keep_best(&best->stream, fold_util_time_now() - t0);
+        }
     }
     return 1;
 }
@@ -172,7 +186,7 @@ void fold_node_calibrate(fold_node_calib_t *out)
     }
 
     int kernel_ok = 1;
-    best_times_t cached = {1e30, 1e30, 1e30}, flushed = {1e30, 1e30, 1e30};
+    best_times_t cached = {1e30, 1e30, 1e30, 1e30}, flushed = {1e30, 1e30, 1e30, 1e30};
     double start = fold_util_time_now();
     for (int i = 0; i < CALIBRATE_MAX_ROUNDS &&
                     (i < CALIBRATE_MIN_ROUNDS || fold_util_time_now() - start < CALIBRATE_MIN_S);
@@ -190,6 +204,7 @@ void fold_node_calibrate(fold_node_calib_t *out)
     if (have_memory) {
         out->copy_mem_gbs   = gbs_of(flushed.copy);
         out->reduce_mem_gbs = gbs_of(flushed.reduce);
+        out->reduce_stream_gbs = gbs_of(flushed.stream);
     }
     if (call >= 0 && cached.kernel > call && cached.kernel < 1e30) {
         out->single_copy = 1;

@@ -240,6 +240,8 @@ typedef struct fold_node_calib {
     double reduce_gbs;      /* float32 c = a + b over 1 MiB in cache */
     double copy_mem_gbs;    /* the same two from memory */
     double reduce_mem_gbs;
+    double reduce_stream_gbs; /* reduce from memory with the result streamed
+                                 (fold_reduce_local_stream); 0 where it cannot */
     double xcopy_gbs;       /* probe.c, at the world's node setup (0 before): memcpy */
     double xreduce_gbs;     /* and float32 sum of 64 KiB another core just wrote, */
     double flag_us;         /* and a flag's trip from one core to the other */

@@ -296,7 +296,10 @@ typedef struct {
     char        *dst;
 } operands_t;
 
-static void check_against_reference(fold_op_t op, const operands_t *in, aliasing_t aliasing)
+/* stream: through fold_reduce_local_stream (non-temporal stores where the pair has
+ * such a kernel, the ordinary one otherwise): the same bits either way. */
+static void check_against_reference(fold_op_t op, const operands_t *in, aliasing_t aliasing,
+                                    int stream)
 {
     fold_dtype_t dt = in->dt;
     size_t size = fold_dtype_size(dt), count = in->count;
@@ -309,9 +312,11 @@ static void check_against_reference(fold_op_t op, const operands_t *in, aliasing
         memcpy(in->dst, in->right, in->bytes);
         r = in->dst;
     }
-    int rc = fold_reduce_local(op, dt, l, r, in->dst, count, 1, 0);
-    cr_assert_eq(rc, FOLD_OK, "%s %s count %zu %s: rc %d", fold_op_name(op),
-                 fold_dtype_name(dt), count, aliasing_names[aliasing], rc);
+    int rc = stream ? fold_reduce_local_stream(op, dt, l, r, in->dst, count)
+                    : fold_reduce_local(op, dt, l, r, in->dst, count, 1, 0);
+    cr_assert_eq(rc, FOLD_OK, "%s %s count %zu %s%s: rc %d", fold_op_name(op),
+                 fold_dtype_name(dt), count, aliasing_names[aliasing],
+                 stream ? " streamed" : "", rc);
 
     /* The operands are intact (only dst was written), so they are the reference's
      * inputs too. */
@@ -320,9 +325,10 @@ static void check_against_reference(fold_op_t op, const operands_t *in, aliasing
         uint64_t want = ref_element(op, dt, a, b);
         uint64_t got = load_bits(in->dst, i, size);
         if (!same_result(op, dt, got, want)) {
-            cr_assert_fail("%s %s count %zu %s: element %zu: %#llx op %#llx gave %#llx, "
+            cr_assert_fail("%s %s count %zu %s%s: element %zu: %#llx op %#llx gave %#llx, "
                            "want %#llx", fold_op_name(op), fold_dtype_name(dt), count,
-                           aliasing_names[aliasing], i, (unsigned long long)a,
+                           aliasing_names[aliasing], stream ? " streamed" : "", i,
+                           (unsigned long long)a,
                            (unsigned long long)b, (unsigned long long)got,
                            (unsigned long long)want);
         }
@@ -336,7 +342,10 @@ static void check_dtype(fold_dtype_t dt)
         in.bytes = in.count * fold_dtype_size(dt);
         in.left = alloc_bytes(in.bytes);
         in.right = alloc_bytes(in.bytes);
-        in.dst = alloc_bytes(in.bytes);
+        /* Room to shift dst by one element: the streaming kernels align their
+         * stores to 32 bytes first, and must get every shift right. */
+        char *dst_base = alloc_bytes(in.bytes + 64);
+        in.dst = dst_base;
         fill(in.left, NULL, in.count, dt, 0x1234 + in.count);
         fill(in.right, in.left, in.count, dt, 0xbeef + in.count * 3 + (uint64_t)dt * 104729);
         char *left_copy = alloc_bytes(in.bytes), *right_copy = alloc_bytes(in.bytes);
@@ -348,14 +357,22 @@ static void check_dtype(fold_dtype_t dt)
                 continue;
             }
             for (int a = DST_DISTINCT; a <= DST_IS_RIGHT; a++) {
-                check_against_reference((fold_op_t)op, &in, (aliasing_t)a);
+                check_against_reference((fold_op_t)op, &in, (aliasing_t)a, 0);
             }
+            /* The largest count once: the small ones reach every head and tail. */
+            check_against_reference((fold_op_t)op, &in, DST_DISTINCT, 1);
+            for (size_t shift = 0; shift < 2 && in.count <= 1024; shift++) {
+                in.dst = dst_base + shift * fold_dtype_size(dt);
+                check_against_reference((fold_op_t)op, &in, DST_IS_LEFT, 1);
+                check_against_reference((fold_op_t)op, &in, DST_DISTINCT, 1);
+            }
+            in.dst = dst_base;
         }
         cr_assert(memcmp(in.left, left_copy, in.bytes) == 0, "left operand was modified");
         cr_assert(memcmp(in.right, right_copy, in.bytes) == 0, "right operand was modified");
         free(in.left);
         free(in.right);
-        free(in.dst);
+        free(dst_base);
         free(left_copy);
         free(right_copy);
     }
@@ -978,4 +995,53 @@ Test(user_ops, matrix_product_keeps_order)
     free(right);
     free(dst);
     free(want);
+}
+
+/* ---- Streaming stores -------------------------------------------------------- */
+
+/* Which pairs stream: sum and product, bitwise ops on integers, complex sum; and
+ * only on a CPU with AVX2 (the others run the ordinary kernel, checked above). */
+Test(stream, which_pairs_stream)
+{
+#if defined(__x86_64__)
+    int avx2 = __builtin_cpu_supports("avx2") != 0;
+#else
+    int avx2 = 0;
+#endif
+    cr_assert_eq(fold_reduce_stream_available(FOLD_OP_SUM, FOLD_FLOAT32), avx2);
+    cr_assert_eq(fold_reduce_stream_available(FOLD_OP_PROD, FOLD_FLOAT64), avx2);
+    cr_assert_eq(fold_reduce_stream_available(FOLD_OP_BXOR, FOLD_INT8), avx2);
+    cr_assert_eq(fold_reduce_stream_available(FOLD_OP_SUM, FOLD_COMPLEX_FLOAT64), avx2);
+    cr_assert_eq(fold_reduce_stream_available(FOLD_OP_MIN, FOLD_FLOAT32), 0);
+    cr_assert_eq(fold_reduce_stream_available(FOLD_OP_LAND, FOLD_INT32), 0);
+    cr_assert_eq(fold_reduce_stream_available(FOLD_OP_SUM, FOLD_FLOAT16), 0);
+    cr_assert_eq(fold_reduce_stream_available(FOLD_OP_PROD, FOLD_COMPLEX_FLOAT32), 0);
+    cr_assert_eq(fold_reduce_stream_available(FOLD_OP_USER_FIRST, FOLD_FLOAT32), 0);
+}
+
+/* A complex sum streams as the float sum of both parts: the same bits as the
+ * ordinary kernel, for every shift of dst. */
+Test(stream, complex_sum_matches)
+{
+    const size_t n = 1001;
+    double *l = malloc(2 * n * sizeof(double)), *r = malloc(2 * n * sizeof(double));
+    double *want = malloc(2 * n * sizeof(double)), *got = malloc(2 * n * sizeof(double) + 64);
+    cr_assert(l && r && want && got);
+    uint64_t rng = 42;
+    for (size_t i = 0; i < 2 * n; i++) {
+        l[i] = (double)(rng_next(&rng) % 100000) / 7.0 - 5000;
+        r[i] = (double)(rng_next(&rng) % 100000) / 3.0 - 9000;
+    }
+    cr_assert_eq(fold_reduce_local(FOLD_OP_SUM, FOLD_COMPLEX_FLOAT64, l, r, want, n, 1, 0),
+                 FOLD_OK);
+    for (size_t shift = 0; shift < 4; shift++) {
+        double *dst = (double *)((char *)got + shift * 2 * sizeof(double));
+        cr_assert_eq(fold_reduce_local_stream(FOLD_OP_SUM, FOLD_COMPLEX_FLOAT64, l, r, dst, n),
+                     FOLD_OK);
+        cr_assert(memcmp(dst, want, 2 * n * sizeof(double)) == 0, "shift %zu differs", shift);
+    }
+    free(l);
+    free(r);
+    free(want);
+    free(got);
 }

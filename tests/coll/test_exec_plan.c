@@ -128,3 +128,50 @@ Test(exec_plan, answers_to_remote_peers_wait_softly_for_own_sends)
     fold_wire_plan_free(&p);
     fold_sched_cleanup(&s);
 }
+
+Test(exec_plan, final_results_are_the_reductions_into_out_nothing_reads_later)
+{
+    fold_coll_args_t a = args_for(FOLD_COLL_ALLREDUCE, 0, 0);
+    a.size = 2;
+    fold_sched_t s;
+    fold_wire_plan_t p;
+
+    /* Reduce-scatter then allgather: the reduced half is sent on, so it is not final;
+     * a chain of reductions into one range: only the last one is. */
+    fold_sched_init(&s, &a);
+    fold_sched_recv(&s, 1, fold_ref_tmp(0), 50);                                 /* 0 */
+    fold_sched_reduce(&s, fold_ref_in(0), fold_ref_tmp(0), fold_ref_out(0), 50);  /* 1 */
+    fold_sched_send(&s, 1, fold_ref_out(0), 50);                                 /* 2 */
+    fold_sched_recv(&s, 1, fold_ref_tmp(50), 50);                                /* 3 */
+    fold_sched_reduce(&s, fold_ref_in(50), fold_ref_tmp(50), fold_ref_out(50), 50); /* 4 */
+    fold_sched_reduce(&s, fold_ref_out(50), fold_ref_tmp(0), fold_ref_out(50), 50); /* 5 */
+    fold_sched_reduce(&s, fold_ref_in(0), fold_ref_tmp(0), fold_ref_tmp(100), 10);  /* 6 */
+    cr_assert_eq(fold_sched_finalize(&s), FOLD_OK);
+    cr_assert_eq(fold_wire_plan_build(&p, &s, NULL), FOLD_OK);
+    cr_expect_eq(p.steps[1].final_out, 0, "sent on afterwards");
+    cr_expect_eq(p.steps[4].final_out, 0, "read by the next reduction");
+    cr_expect_eq(p.steps[5].final_out, 1, "the last reduction into its range");
+    cr_expect_eq(p.steps[6].final_out, 0, "not into OUT");
+    cr_expect_eq(p.steps[2].final_out, 0, "not a reduction");
+    fold_wire_plan_free(&p);
+    fold_sched_cleanup(&s);
+
+    /* In place, IN is OUT: a later send from IN reads the result. A copy or a write to
+     * a peer from the range reads it too; a read of a range beside it does not. */
+    a.inplace = 1;
+    fold_sched_init(&s, &a);
+    fold_sched_recv(&s, 1, fold_ref_tmp(0), 50);                                 /* 0 */
+    fold_sched_reduce(&s, fold_ref_in(0), fold_ref_tmp(0), fold_ref_out(0), 50);  /* 1 */
+    fold_sched_send(&s, 1, fold_ref_in(40), 10);                                 /* 2 */
+    fold_sched_reduce(&s, fold_ref_in(60), fold_ref_tmp(0), fold_ref_out(60), 20); /* 3 */
+    fold_sched_copy(&s, fold_ref_out(70), fold_ref_tmp(200), 5);                 /* 4 */
+    fold_sched_reduce(&s, fold_ref_in(80), fold_ref_tmp(0), fold_ref_out(80), 20); /* 5 */
+    fold_sched_send(&s, 1, fold_ref_out(100), 10);                               /* 6 */
+    cr_assert_eq(fold_sched_finalize(&s), FOLD_OK);
+    cr_assert_eq(fold_wire_plan_build(&p, &s, NULL), FOLD_OK);
+    cr_expect_eq(p.steps[1].final_out, 0, "sent on from IN, which is OUT");
+    cr_expect_eq(p.steps[3].final_out, 0, "copied from afterwards");
+    cr_expect_eq(p.steps[5].final_out, 1, "the send reads the range beside it");
+    fold_wire_plan_free(&p);
+    fold_sched_cleanup(&s);
+}
