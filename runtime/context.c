@@ -455,7 +455,9 @@ size_t fold_context_stream_min(const fold_context_t *ctx)
     int on = cfg->stream == FOLD_STREAM_ON ||
              (cfg->stream == FOLD_STREAM_AUTO && ctx->calib.reduce_stream_gbs > 0 &&
               ctx->calib.reduce_stream_gbs > STREAM_GAIN * ctx->calib.reduce_mem_gbs);
-    size_t min = cfg->stream_min > 0 ? cfg->stream_min : (size_t)(ctx->model.cache_bytes / 4);
+    int ranks = ctx->local_size > 0 ? ctx->local_size : 1;
+    size_t min = cfg->stream_min > 0 ? cfg->stream_min
+                                     : (size_t)(ctx->model.cache_bytes / ranks);
     return on ? (min > 0 ? min : 1) : SIZE_MAX;
 }
 

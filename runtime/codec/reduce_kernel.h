@@ -27,6 +27,8 @@ int fold_reduce_local(fold_op_t op, fold_dtype_t dtype, const void *left,
 int fold_reduce_local_stream(fold_op_t op, fold_dtype_t dtype, const void *left,
                              const void *right, void *dst, size_t count);
 int fold_reduce_stream_available(fold_op_t op, fold_dtype_t dtype);
+/* memcpy, streaming where the CPU has AVX2 (the buffers must not overlap). */
+void fold_copy_stream(void *dst, const void *src, size_t bytes);
 
 /* Whether (op, dtype) is a valid pair; user ops are valid for every datatype. */
 int fold_op_dtype_valid(fold_op_t op, fold_dtype_t dtype);

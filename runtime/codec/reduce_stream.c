@@ -120,6 +120,25 @@ static const stream_fn stream_kernels[FOLD_DTYPE_COUNT][FOLD_OP_PREDEFINED_COUNT
     [FOLD_COMPLEX_FLOAT64] = {[FOLD_OP_SUM] = stream_cfloat64_sum},
 };
 
+/* memcpy with streaming stores: a head of bytes until dst is aligned, a cache line
+ * per step, the tail. */
+STREAM_TARGET static void stream_copy(void *dst, const void *src, size_t bytes)
+{
+    char *d = dst;
+    const char *s = src;
+    size_t i = 0;
+    size_t head = (VEC_BYTES - ((uintptr_t)d & (VEC_BYTES - 1))) & (VEC_BYTES - 1);
+    head = head < bytes ? head : bytes;
+    memcpy(d, s, head);
+    for (i = head; i + 2 * VEC_BYTES <= bytes; i += 2 * VEC_BYTES) {
+        __m256i x0 = _mm256_loadu_si256((const __m256i *)(const void *)(s + i));
+        __m256i x1 = _mm256_loadu_si256((const __m256i *)(const void *)(s + i + VEC_BYTES));
+        _mm256_stream_si256((__m256i *)(void *)(d + i), x0);
+        _mm256_stream_si256((__m256i *)(void *)(d + i + VEC_BYTES), x1);
+    }
+    memcpy(d + i, s + i, bytes - i);
+}
+
 static stream_fn stream_kernel(fold_op_t op, fold_dtype_t dtype)
 {
     if ((unsigned)dtype >= FOLD_DTYPE_COUNT || (unsigned)op >= FOLD_OP_PREDEFINED_COUNT ||
@@ -139,6 +158,18 @@ int fold_reduce_stream_available(fold_op_t op, fold_dtype_t dtype)
     (void)dtype;
     return 0;
 #endif
+}
+
+void fold_copy_stream(void *dst, const void *src, size_t bytes)
+{
+#ifdef HAVE_STREAM_KERNELS
+    if (__builtin_cpu_supports("avx2")) {
+        stream_copy(dst, src, bytes);
+        _mm_sfence();
+        return;
+    }
+#endif
+    memcpy(dst, src, bytes);
 }
 
 int fold_reduce_local_stream(fold_op_t op, fold_dtype_t dtype, const void *left,

@@ -828,7 +828,12 @@ static int start_step(fold_request_t *req, uint32_t i)
         step_done(req, i);
         return FOLD_OK;
     case FOLD_STEP_COPY:
-        memcpy(step_ptr(req, st->dst), step_ptr(req, st->src), st->count * req->esize);
+        if (req->stream_out && req->plan->steps[i].final_out) {
+            fold_copy_stream(step_ptr(req, st->dst), step_ptr(req, st->src),
+                             st->count * req->esize);
+        } else {
+            memcpy(step_ptr(req, st->dst), step_ptr(req, st->src), st->count * req->esize);
+        }
         step_done(req, i);
         return FOLD_OK;
     case FOLD_STEP_SHM_POST:

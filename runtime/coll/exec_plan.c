@@ -258,7 +258,7 @@ static int reads_out(const fold_sched_t *s, fold_ref_t r, size_t count, size_t *
     return 1;
 }
 
-/* Marks the reductions into OUT that no later step reads (see the header). Steps
+/* Marks the reductions and copies into OUT that no later step reads (see the header). Steps
  * are built in an order their dependencies follow, so a reader with a lower index
  * runs before: sweeping backwards, the OUT ranges read so far are those read after
  * the step at hand. */
@@ -271,8 +271,8 @@ static int plan_final_results(fold_wire_plan_t *plan, const fold_sched_t *s)
     }
     for (size_t i = s->nsteps; i-- > 0;) {
         const fold_step_t *st = &s->steps[i];
-        if (st->kind == FOLD_STEP_REDUCE && alias_of(s, st->dst.buf) == FOLD_BUF_OUT &&
-            st->count > 0) {
+        if ((st->kind == FOLD_STEP_REDUCE || st->kind == FOLD_STEP_COPY) &&
+            alias_of(s, st->dst.buf) == FOLD_BUF_OUT && st->count > 0) {
             int read_later = 0;
             for (size_t k = 0; k < nread && !read_later; k++) {
                 read_later = st->dst.off < read[k][1] && read[k][0] < st->dst.off + st->count;

@@ -14,7 +14,7 @@
  * this rank and the overlap costs nothing. A soft wait is not an edge of the
  * schedule: the executor counts it on top of the step's predecessors.
  *
- * Final results. A reduction into OUT that no later step reads (no send, copy,
+ * Final results. A reduction or copy into OUT that no later step reads (no send, copy,
  * reduction or write to a peer takes from that range) writes the call's result;
  * a large call may write it with streaming stores (exec.c).
  */
@@ -67,8 +67,9 @@ typedef struct fold_plan_step {
     uint32_t soft_first;  /* own send: the first answer softly waiting for it */
     uint32_t soft_next;   /* answer: the next one waiting for the same own send */
     /* Streaming stores (exec.c): */
-    uint8_t  final_out;   /* reduce into OUT whose result no later step reads: the
-                             call's result, which a large call may stream to memory */
+    uint8_t  final_out;   /* reduce or copy into OUT whose result no later step
+                             reads: the call's result, which a large call may stream
+                             to memory */
 } fold_plan_step_t;
 
 typedef struct fold_wire_plan {

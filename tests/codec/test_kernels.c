@@ -1045,3 +1045,36 @@ Test(stream, complex_sum_matches)
     free(want);
     free(got);
 }
+
+/* The streaming copy moves exactly the bytes asked, whatever the alignment of
+ * either side and the length (heads and tails shorter than a vector included). */
+Test(stream, copy_every_alignment_and_length)
+{
+    enum { MAX = 4096 + 200 };
+    unsigned char *src = malloc(MAX + 64), *dst = malloc(MAX + 64 + 2);
+    cr_assert(src && dst);
+    uint64_t rng = 7;
+    for (size_t i = 0; i < MAX + 64; i++) {
+        src[i] = (unsigned char)rng_next(&rng);
+    }
+    static const size_t lengths[] = {0, 1, 31, 32, 63, 64, 65, 127, 1000, 4096 + 77};
+    for (size_t so = 0; so < 40; so += 13) {
+        for (size_t doff = 0; doff < 40; doff += 7) {
+            for (size_t k = 0; k < sizeof(lengths) / sizeof(lengths[0]); k++) {
+                size_t n = lengths[k];
+                memset(dst, 0xa5, MAX + 66);
+                fold_copy_stream(dst + doff, src + so, n);
+                cr_assert(memcmp(dst + doff, src + so, n) == 0,
+                          "src +%zu dst +%zu length %zu", so, doff, n);
+                for (size_t i = 0; i < MAX + 66; i++) {
+                    if (i < doff || i >= doff + n) {
+                        cr_assert_eq(dst[i], 0xa5, "byte %zu outside the copy was written "
+                                     "(src +%zu dst +%zu length %zu)", i, so, doff, n);
+                    }
+                }
+            }
+        }
+    }
+    free(src);
+    free(dst);
+}

@@ -146,13 +146,18 @@ Test(exec_plan, final_results_are_the_reductions_into_out_nothing_reads_later)
     fold_sched_reduce(&s, fold_ref_in(50), fold_ref_tmp(50), fold_ref_out(50), 50); /* 4 */
     fold_sched_reduce(&s, fold_ref_out(50), fold_ref_tmp(0), fold_ref_out(50), 50); /* 5 */
     fold_sched_reduce(&s, fold_ref_in(0), fold_ref_tmp(0), fold_ref_tmp(100), 10);  /* 6 */
+    fold_sched_copy(&s, fold_ref_tmp(100), fold_ref_out(100), 10);               /* 7 */
+    fold_sched_copy(&s, fold_ref_tmp(100), fold_ref_out(110), 10);               /* 8 */
+    fold_sched_send(&s, 1, fold_ref_out(115), 2);                                /* 9 */
     cr_assert_eq(fold_sched_finalize(&s), FOLD_OK);
     cr_assert_eq(fold_wire_plan_build(&p, &s, NULL), FOLD_OK);
     cr_expect_eq(p.steps[1].final_out, 0, "sent on afterwards");
     cr_expect_eq(p.steps[4].final_out, 0, "read by the next reduction");
     cr_expect_eq(p.steps[5].final_out, 1, "the last reduction into its range");
     cr_expect_eq(p.steps[6].final_out, 0, "not into OUT");
-    cr_expect_eq(p.steps[2].final_out, 0, "not a reduction");
+    cr_expect_eq(p.steps[2].final_out, 0, "a send writes nothing");
+    cr_expect_eq(p.steps[7].final_out, 1, "a copy of the result into OUT");
+    cr_expect_eq(p.steps[8].final_out, 0, "a copy into OUT sent on afterwards");
     fold_wire_plan_free(&p);
     fold_sched_cleanup(&s);
 
