@@ -153,8 +153,9 @@ int fold_comm_split(fold_comm_h comm, int color, int key, fold_comm_h *newcomm);
 /* Collective over the listed ranks only (not the whole context): a communicator of
  * `size` members whose rank i is context rank ctx_ranks[i], the caller being rank
  * `rank`. `allgather` (with `arg`) is an out-of-band allgather over exactly those
- * members in that order, used once to agree on an identifier; an MPI layer passes
- * one built on the MPI communicator. fold holds no context state across the callback,
+ * members in that order, used to agree on an identifier and, where members share a
+ * node, to set up the node's shared memory before the first call; an MPI layer
+ * passes one built on the MPI communicator. fold holds no context state across the callback,
  * so the caller may let other threads use the context while it runs. */
 int fold_comm_create_group(fold_context_h ctx, int size, const int *ctx_ranks, int rank,
                            fold_oob_allgather_fn allgather, void *arg, fold_comm_h *newcomm);
