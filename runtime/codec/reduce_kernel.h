@@ -18,7 +18,12 @@ int fold_reduce_local(fold_op_t op, fold_dtype_t dtype, const void *left,
                       const void *right, void *dst, size_t count,
                       int nthreads, size_t thread_threshold);
 
-/* reduce_stream.c: the same, single-threaded, with the result written by
+/* reduce_stream.c: the same, single-threaded, into memory another core read last
+ * and reads next (the node segment): through a block in L1 copied out by memcpy,
+ * whose string stores take whole lines without fetching them from that core. */
+int fold_reduce_local_shared(fold_op_t op, fold_dtype_t dtype, const void *left,
+                             const void *right, void *dst, size_t count);
+/* The same, single-threaded, with the result written by
  * non-temporal stores (whole cache lines, not read first, not kept in the caches),
  * for results larger than the cache that the call does not read again. Pairs
  * without a streaming kernel (fold_reduce_stream_available 0: float min/max, the

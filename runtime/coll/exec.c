@@ -500,18 +500,6 @@ static char *step_ptr(const fold_request_t *req, fold_ref_t ref)
     return req->buf[ref.buf] + ref.off * req->esize;
 }
 
-/* A reduction into the node segment writes lines another core read last (the
- * previous call's readers of this slot) and will read next. With the kernel's
- * plain stores each line is first fetched for ownership from that core's cache:
- * on an AMD EPYC whose two cores shared no L3 the non-root leader of a 2 MiB
- * reduce spent 15 us per 128 KiB block on it against 4 us for the root reducing
- * into its own buffer, and every algorithm through the segment ran at 0.6-0.9x
- * Open MPI. memcpy's string stores take whole lines without that fetch, so the
- * result is folded into a block that stays in L1 and copied out from there: 9 us
- * there, and no slower where the cores share their cache (2 ranks, 128 KiB-2 MiB
- * allreduce 1.26 -> 1.34x Open MPI). Threaded reductions keep their split. */
-#define SEGMENT_BOUNCE_BYTES 8192
-
 int fold_exec_reduce_dense(const fold_request_t *req, const fold_step_t *st)
 {
     const fold_context_t *ctx = req->comm->ctx;
@@ -523,26 +511,16 @@ int fold_exec_reduce_dense(const fold_request_t *req, const fold_step_t *st)
                                         step_ptr(req, st->src2), step_ptr(req, st->dst),
                                         st->count);
     }
-    if (st->dst.buf != FOLD_BUF_SHM || threaded || bytes <= SEGMENT_BOUNCE_BYTES ||
-        req->esize > SEGMENT_BOUNCE_BYTES) {
-        return fold_reduce_local(req->op, req->dtype, step_ptr(req, st->src),
-                                 step_ptr(req, st->src2), step_ptr(req, st->dst), st->count,
-                                 ctx->nthreads, ctx->config.thread_threshold);
+    if (st->dst.buf == FOLD_BUF_SHM && !threaded) {
+        /* Lines another core read last and reads next (reduce_kernel.h). Threaded
+         * reductions keep their split. */
+        return fold_reduce_local_shared(req->op, req->dtype, step_ptr(req, st->src),
+                                        step_ptr(req, st->src2), step_ptr(req, st->dst),
+                                        st->count);
     }
-    _Alignas(64) char bounce[SEGMENT_BOUNCE_BYTES];
-    const size_t per = SEGMENT_BOUNCE_BYTES / req->esize;
-    for (size_t done = 0; done < st->count; done += per) {
-        size_t n = st->count - done < per ? st->count - done : per;
-        int status = fold_reduce_local(req->op, req->dtype,
-                                       step_ptr(req, fold_ref_add(st->src, done)),
-                                       step_ptr(req, fold_ref_add(st->src2, done)), bounce, n,
-                                       1, SIZE_MAX);
-        if (status != FOLD_OK) {
-            return status;
-        }
-        memcpy(step_ptr(req, fold_ref_add(st->dst, done)), bounce, n * req->esize);
-    }
-    return FOLD_OK;
+    return fold_reduce_local(req->op, req->dtype, step_ptr(req, st->src),
+                             step_ptr(req, st->src2), step_ptr(req, st->dst), st->count,
+                             ctx->nthreads, ctx->config.thread_threshold);
 }
 
 static void step_done(fold_request_t *req, uint32_t i);

@@ -243,7 +243,8 @@ typedef struct fold_node_calib {
     double reduce_stream_gbs; /* reduce from memory with the result streamed
                                  (fold_reduce_local_stream); 0 where it cannot */
     double xcopy_gbs;       /* probe.c, at the world's node setup (0 before): memcpy */
-    double xreduce_gbs;     /* and float32 sum of 64 KiB another core just wrote, */
+    double xreduce_gbs;     /* and float32 sum of 64 KiB another core just wrote
+                               into the segment, over lines that core read last, */
     double flag_us;         /* and a flag's trip from one core to the other */
     int    single_copy;     /* the kernel lets this process copy through it ... */
     double cma_gbs;         /* ... at this rate (1 MiB reads) */

@@ -1,9 +1,9 @@
 /*
  * What two cores of a node cost each other (node.h), measured once through the
  * world's new segment by its first and last local ranks (the last is the likeliest
- * to sit on another CCD or socket): a flag's round trip, and memcpy and fold's
- * float32 sum of 64 KiB the other core has just written, both cores reading each
- * other's at once as in a call. calibrate.c measures one
+ * to sit on another CCD or socket): a flag's round trip, memcpy of 64 KiB the other
+ * core has just written, and fold's float32 sum of it into the segment, both cores
+ * at once as in a call. calibrate.c measures one
  * core on its own memory; these are what the node segment's steps pay. On the AMD
  * EPYC VM this was written on the same two vCPUs moved between sharing an L3
  * (round trip 0.10 us) and not (0.50 us), and a reduction reading the other core's
@@ -12,7 +12,7 @@
  *
  * Layout in the segment's data, which no schedule uses before setup returns (the
  * allgather after the probe orders them): A's and B's words on their own lines, then
- * A's 64 KiB buffer and B's.
+ * A's 64 KiB buffer and B's, then A's 64 KiB result area and B's.
  */
 #include "node/node.h"
 
@@ -37,9 +37,19 @@
 typedef struct probe {
     _Atomic uint64_t *mine, *theirs;
     char             *mine_data, *their_data;
+    char             *mine_out, *their_out;   /* the result areas */
     double            deadline;
     int               failed;
 } probe_t;
+
+static double median_gbs(double *t, int n)
+{
+    if (n == 0) {
+        return 0;
+    }
+    double s = fold_util_median(t, n);
+    return s > 0 ? (double)PROBE_BYTES / s / 1e9 : 0;
+}
 
 /* Waits until the other side's word reaches v. On a node with more ranks than cores
  * the other side may not be running: yield, and give up once the whole probe has
@@ -99,9 +109,9 @@ static double round_trip_us(probe_t *pr, int is_a, uint64_t *seq)
     return best;
 }
 
-/* Both write their buffer, then read the other's at once (a copy, or a sum with
- * their own), as the ranks of a node-aware call do: the median rate of each side. */
-static double transfer_gbs(probe_t *pr, int reduce, float *own, float *out, uint64_t *seq)
+/* Both write their buffer, then copy the other's at once, as the ranks of a
+ * node-aware call do: the median rate of each side. */
+static double copy_gbs(probe_t *pr, float *out, uint64_t *seq)
 {
     double t[PROBE_ROUNDS];
     int n = 0;
@@ -113,21 +123,45 @@ static double transfer_gbs(probe_t *pr, int reduce, float *own, float *out, uint
             break;
         }
         double start = fold_util_time_now();
-        if (reduce) {
-            fold_reduce_local(FOLD_OP_SUM, FOLD_FLOAT32, own, pr->their_data, out,
-                              PROBE_BYTES / sizeof(float), 1, SIZE_MAX);
-        } else {
-            memcpy(out, pr->their_data, PROBE_BYTES);
-        }
+        memcpy(out, pr->their_data, PROBE_BYTES);
         t[n++] = fold_util_time_now() - start;
         post(pr, read);
         wait_for(pr, read);   /* the other is done reading before either writes again */
     }
-    if (n == 0) {
-        return 0;
+    return median_gbs(t, n);
+}
+
+/* A leader's reduction into the segment, as dpml's leaders do it: both write their
+ * buffer, then sum their own with the other's into their result area of the segment
+ * (fold_reduce_local_shared, the executor's path), whose lines the other core read
+ * in the round before; then each reads the other's result. Timing the sum into a
+ * private buffer instead measured 40-45 GB/s with the cores sharing their L3, where
+ * dpml's steps ran at 29, and the model took dpml over shm_flat for a 64 KiB
+ * allreduce that it ran 25% slower. */
+static double shared_reduce_gbs(probe_t *pr, const float *own, float *out, uint64_t *seq)
+{
+    double t[PROBE_ROUNDS];
+    int n = 0;
+    for (int k = 0; k < PROBE_ROUNDS && !pr->failed; k++) {
+        uint64_t written = ++*seq, reduced = ++*seq, read = ++*seq;
+        memset(pr->mine_data, k + 1, PROBE_BYTES);
+        post(pr, written);
+        if (!wait_for(pr, written)) {
+            break;
+        }
+        double start = fold_util_time_now();
+        fold_reduce_local_shared(FOLD_OP_SUM, FOLD_FLOAT32, own, pr->their_data,
+                                 pr->mine_out, PROBE_BYTES / sizeof(float));
+        t[n++] = fold_util_time_now() - start;
+        post(pr, reduced);
+        if (!wait_for(pr, reduced)) {
+            break;
+        }
+        memcpy(out, pr->their_out, PROBE_BYTES);
+        post(pr, read);
+        wait_for(pr, read);
     }
-    double s = fold_util_median(t, n);
-    return s > 0 ? (double)PROBE_BYTES / s / 1e9 : 0;
+    return median_gbs(t, n);
 }
 
 void fold_node_probe_cores(fold_node_t *node, fold_node_calib_t *out)
@@ -138,7 +172,7 @@ void fold_node_probe_cores(fold_node_t *node, fold_node_calib_t *out)
     int is_a = node->local_rank == 0, is_b = node->local_rank == last;
     /* Only the schedules' part: the tiny-message and single-copy regions follow it. */
     if (seg->base == NULL || last < 1 || (!is_a && !is_b) ||
-        node->shm_bytes < PROBE_DATA_OFF + 2 * PROBE_BYTES) {
+        node->shm_bytes < PROBE_DATA_OFF + 4 * PROBE_BYTES) {
         return;
     }
     float *own = aligned_alloc(64, PROBE_BYTES), *buf = aligned_alloc(64, PROBE_BYTES);
@@ -151,13 +185,15 @@ void fold_node_probe_cores(fold_node_t *node, fold_node_calib_t *out)
     memset(buf, 0, PROBE_BYTES);
     _Atomic uint64_t *words = (_Atomic uint64_t *)(void *)seg->data;
     char *data_a = seg->data + PROBE_DATA_OFF, *data_b = data_a + PROBE_BYTES;
+    char *out_a = data_b + PROBE_BYTES, *out_b = out_a + PROBE_BYTES;
     probe_t pr = {.mine = is_a ? &words[0] : &words[8], .theirs = is_a ? &words[8] : &words[0],
                   .mine_data = is_a ? data_a : data_b, .their_data = is_a ? data_b : data_a,
+                  .mine_out = is_a ? out_a : out_b, .their_out = is_a ? out_b : out_a,
                   .deadline = fold_util_time_now() + PROBE_BUDGET_S};
     uint64_t seq = 0;
     double rtt = round_trip_us(&pr, is_a, &seq);
-    double copy = transfer_gbs(&pr, 0, own, buf, &seq);
-    double reduce = transfer_gbs(&pr, 1, own, buf, &seq);
+    double copy = copy_gbs(&pr, buf, &seq);
+    double reduce = shared_reduce_gbs(&pr, own, buf, &seq);
     /* Both are done with the segment once the other side has seen the last word. */
     uint64_t bye = ++seq;
     post(&pr, bye);
