@@ -284,6 +284,7 @@ static int node_setup(fold_comm_t *comm, fold_node_allgather_fn allgather, void 
         .shm_size = ctx->config.shm_size, .shm_reserve = ctx->config.shm_reserve,
         .pipeline_depth = ctx->config.pipeline_depth,
         .single_copy = ctx->config.single_copy,
+        .reuse = comm != ctx->world,
         .allgather = allgather,
         .allgather_arg = arg};
     int status = fold_node_create(&params, &comm->node, comm->node_why,

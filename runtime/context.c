@@ -5,6 +5,7 @@
  */
 #define _GNU_SOURCE
 #include "comm.h"
+#include "node/node.h"
 #include "guard.h"
 #include "hash.h"
 #include "log.h"
@@ -652,6 +653,7 @@ static void context_destroy(fold_context_t *ctx)
         fold_comm_destroy(ctx->comms[ctx->ncomms - 1]);
     }
     free(ctx->comms);
+    fold_node_pool_release();   /* the segment a freed communicator left kept */
     if (ctx->bs.finalize != NULL) {
         ctx->bs.finalize(&ctx->bs);
     }

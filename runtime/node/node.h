@@ -83,6 +83,9 @@ typedef struct fold_node {
                                        peers' memory (peer.c), and may */
     int64_t          *pids;         /* per local rank, for single copy */
     uint64_t          probe;        /* a known value peers read at setup */
+    uint64_t          nonce;        /* the segment's, shared by its holders (pool.c) */
+    size_t            seg_bytes;    /* the data bytes this node's segment has */
+    size_t            shm_size;     /* the FOLD_SHM_SIZE it was made for */
     /* shm_flat's tiny-message fast path (fast.c) */
     uint64_t          fast_calls;       /* calls so far */
     int               fast_readers[FOLD_FAST_SLOTS];  /* who reads each slot's data: -1
@@ -107,6 +110,8 @@ typedef struct fold_node_params {
                                                stages, for the smallest segment) */
     int                    single_copy;  /* FOLD_SINGLE_COPY: may peers' memory be
                                             used (then probed) */
+    int                    reuse;        /* may take a kept segment (pool.c); the same
+                                            on every rank: one more allgather */
     fold_node_allgather_fn allgather;
     void                  *allgather_arg;
 } fold_node_params_t;
@@ -123,8 +128,21 @@ int  fold_node_create(const fold_node_params_t *params, fold_node_t **node_p, ch
  * FOLD_ERR_MALFORMED with why (the caller logs it). */
 int  fold_node_check_segment(const fold_shm_seg_t *seg, size_t shm_bytes, char *why,
                              size_t whylen);
-/* Detaches the segment and frees the state. */
+/* Frees the state; the segment is kept for the next communicator of the same ranks
+ * (pool.c) where it is whole, else detached. */
 void fold_node_free(fold_node_t *node);
+
+/* pool.c: the segment of the last communicator this process freed, kept mapped for
+ * the next one of the same ranks (see there). keep takes seg over (and gives back the
+ * one kept before); offer says the kept segment's nonce where it fits a node of
+ * local_size ranks asking for shm_size, else 0; take hands it over when its nonce is
+ * still `nonce`; release gives it back. */
+void          fold_node_pool_keep(fold_shm_seg_t *seg, uint64_t nonce, size_t seg_bytes,
+                                  size_t shm_size);
+uint64_t      fold_node_pool_offer(int local_size, size_t shm_size);
+int           fold_node_pool_take(uint64_t nonce, fold_shm_seg_t *seg, size_t *seg_bytes);
+void          fold_node_pool_release(void);
+unsigned long fold_node_pool_reuses(void);   /* setups that reused one (tests) */
 
 /* budget.c: what a new segment may take of the node's shared memory. */
 typedef struct fold_shm_budget {

@@ -4,6 +4,10 @@
  * (who shares a node, each rank's socket, leader order) and the node segment.
  *
  * Setup is collective over the communicator and runs once:
+ *   0. (Not for the world.) One allgather of the segment each rank kept when it freed
+ *      its last communicator (pool.c): where every rank of a node kept the same one,
+ *      that node takes it, its creator clears its flags and regions, and steps 1 and
+ *      3 are skipped there; elsewhere the kept segment is given back first.
  *   1. The node's lowest rank asks the node's budget (budget.c) how many data bytes
  *      the segment may have, and creates it with every page reserved, under a name
  *      carrying the job, the node, the communicator id and a random nonce (mode
@@ -82,7 +86,11 @@ static void segment_name(const fold_node_params_t *p, uint64_t nonce, char *buf,
 
 void fold_node_free(fold_node_t *node)
 {
-    fold_shm_detach(&node->seg);
+    if (node->seg.base != NULL && !node->broken && node->nonce != 0) {
+        fold_node_pool_keep(&node->seg, node->nonce, node->seg_bytes, node->shm_size);
+    } else {
+        fold_shm_detach(&node->seg);
+    }
     fold_topo_free(node->topo);
     free(node->pids);
     free(node);
@@ -236,6 +244,49 @@ static int first_short_creator(int size, const int *first, const int *ranks,
 
 /* Every rank of the comm ran the setup; FOLD_OK only where all succeeded, and
  * FOLD_ERR_UNSUPPORTED where only a segment is missing. */
+/* Step 0 (non-world communicators): the nonce of the segment every rank of this
+ * rank's node kept when it freed its last communicator (pool.c), if they all kept
+ * the same one, else 0. An allgather on every rank, whatever its node. */
+static int kept_segment(const fold_node_params_t *p, const int *first, int local_size,
+                        uint64_t *nonce)
+{
+    uint64_t mine = local_size > 1 ? fold_node_pool_offer(local_size, p->shm_size) : 0;
+    uint64_t *all = malloc((size_t)p->size * sizeof(*all));
+    if (all == NULL) {
+        return FOLD_ERR_NO_MEMORY;
+    }
+    int status = p->allgather(p->allgather_arg, &mine, all, sizeof(mine));
+    int agreed = status == FOLD_OK && mine != 0;
+    for (int r = 0; r < p->size && agreed; r++) {
+        agreed = first[r] != first[p->rank] || all[r] == mine;
+    }
+    free(all);
+    *nonce = agreed ? mine : 0;
+    return status;
+}
+
+/* Makes a kept segment this communicator's: the creator clears what the last one
+ * left in its flags and data before the first exchange, and the others touch it only
+ * after that exchange. */
+static int take_kept(fold_node_t *node, uint64_t nonce, int is_creator, node_record_t *mine)
+{
+    size_t seg_bytes = 0;
+    if (!fold_node_pool_take(nonce, &node->seg, &seg_bytes)) {
+        return 0;
+    }
+    if (is_creator) {
+        /* The flags, and the resync, tiny-message and single-copy regions at the
+         * end of the data; the schedules' slots are written before they are read. */
+        fold_shm_seg_t *seg = &node->seg;
+        size_t extra = segment_extra(seg->local_size);
+        memset(seg->flags, 0, (size_t)seg->local_size * sizeof(*seg->flags));
+        memset(seg->data + seg->data_size - extra, 0, extra);
+        mine->nonce     = nonce;
+        mine->shm_bytes = seg_bytes;
+    }
+    return 1;
+}
+
 static int node_setup(const fold_node_params_t *p, fold_node_t *node, char *why,
                       size_t why_len)
 {
@@ -268,7 +319,16 @@ static int node_setup(const fold_node_params_t *p, fold_node_t *node, char *why,
     node->probe     = random_nonce() | 1;
     mine.probe      = node->probe;
     mine.probe_addr = (uint64_t)(uintptr_t)&node->probe;
-    if (creator == rank && local_size > 1) {
+    uint64_t kept = 0;
+    if (p->reuse && (status = kept_segment(p, first, local_size, &kept)) != FOLD_OK) {
+        exchange_failed = 1;
+        goto out;
+    }
+    int reused = kept != 0 && take_kept(node, kept, creator == rank, &mine);
+    if (!reused) {
+        fold_node_pool_release();   /* before the budget counts /dev/shm's room */
+    }
+    if (creator == rank && local_size > 1 && !reused) {
         mine.status = create_segment(p, node, local_size, max_ppn, &mine, name, sizeof(name));
         created = mine.status == FOLD_OK;
     }
@@ -298,7 +358,16 @@ static int node_setup(const fold_node_params_t *p, fold_node_t *node, char *why,
         }
     }
     node_outcome_t outcome = {fold_topo_build(size, p->node_key, pkg, &node->topo), 0, 0, 0};
-    if (outcome.ok == FOLD_OK && local_size > 1 && creator != rank) {
+    if (reused && creator != rank && all[creator].nonce != kept) {
+        /* The creator could not take it after all (another thread of its process
+         * gave it back meanwhile) and made a new one: attach that one instead. */
+        fold_shm_detach(&node->seg);
+        reused = 0;
+    }
+    node->nonce     = local_size > 1 ? all[creator].nonce : 0;
+    node->seg_bytes = all[creator].shm_bytes;
+    node->shm_size  = p->shm_size;
+    if (outcome.ok == FOLD_OK && local_size > 1 && creator != rank && !reused) {
         segment_name(p, all[creator].nonce, name, sizeof(name));
         errno = 0;
         char bad[256];

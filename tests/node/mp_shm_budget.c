@@ -10,10 +10,18 @@
  *   churn N  N times: split, allreduce 64 floats (1 MiB every 1000th), free. Every
  *            communicator must have node shared memory when the first had it: each
  *            free gives its segment back.
+ *   reuse N  N communicators in turn: the whole world twice, then all ranks but the
+ *            last, each freed before the next, running a tiny call, a scheduled one
+ *            and (every third) 1 MiB, with a different algorithm forced each time,
+ *            checked. A communicator of the same ranks as the one freed just before
+ *            takes its kept segment (node/pool.c), cleared: at least N / 3 setups must
+ *            have, and none of another membership.
  *
  * Exits 0 when everything held, 1 otherwise; rank 0 prints what it saw.
  */
 #include <fold/fold.h>
+
+#include "node/node.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -146,11 +154,61 @@ static void churn(fold_comm_h world, int n, float *in, float *out)
     }
 }
 
+/* Every member reduces ones: the total is the communicator's size. */
+static void count_members(fold_comm_h comm, int k)
+{
+    int members = 0;
+    fold_comm_size(comm, &members);
+    float one[SMALL], total[SMALL];
+    for (int i = 0; i < SMALL; i++) {
+        one[i] = 1.0f;
+    }
+    check(fold_allreduce(one, total, SMALL, FOLD_FLOAT32, FOLD_OP_SUM, comm) == FOLD_OK,
+          "allreduce on the part failed", k);
+    for (int i = 0; i < SMALL; i++) {
+        check(total[i] == (float)members, "allreduce on the part: wrong result", k);
+    }
+}
+
+static void reuse(fold_context_h ctx, fold_comm_h world, int n, float *in, float *out)
+{
+    static const char *const algs[] = {"auto", "shm_flat", "dpml", "dpml_pipelined"};
+    unsigned long before = fold_node_pool_reuses();
+    int first = -1;
+    for (int k = 0; k < n; k++) {
+        fold_config_set(ctx, "FOLD_ALLREDUCE_ALG", algs[k % 4]);
+        fold_config_set(ctx, "FOLD_REDUCE_ALG", algs[(k + 1) % 4]);
+        fold_comm_h comm = NULL;
+        int part = k % 3 == 2, color = part && rank == size - 1 ? 1 : 0;
+        check(fold_comm_split(world, color, rank, &comm) == FOLD_OK, "split failed", k);
+        if (part) {
+            count_members(comm, k);
+        } else {
+            reduce_on(world, comm, k, SMALL, 1, in, out);
+            reduce_on(world, comm, k, 4096, 1, in, out);
+            int node = reduce_on(world, comm, k, k % 3 == 0 ? BIG : 16384, 1, in, out);
+            first = first < 0 ? node : first;
+        }
+        fold_comm_free(&comm);
+    }
+    fold_config_set(ctx, "FOLD_ALLREDUCE_ALG", "auto");
+    fold_config_set(ctx, "FOLD_REDUCE_ALG", "auto");
+    unsigned long reused = fold_node_pool_reuses() - before;
+    if (first == 1 && size > 1) {
+        check(reused >= (unsigned long)(n / 3), "too few setups took the kept segment", n);
+    }
+    if (rank == 0) {
+        printf("reuse: %d communicators, %lu setups took the kept segment\n", n, reused);
+    }
+}
+
 int main(int argc, char **argv)
 {
-    if (argc != 3 || (strcmp(argv[1], "hold") != 0 && strcmp(argv[1], "churn") != 0) ||
+    if (argc != 3 ||
+        (strcmp(argv[1], "hold") != 0 && strcmp(argv[1], "churn") != 0 &&
+         strcmp(argv[1], "reuse") != 0) ||
         atoi(argv[2]) < 1) {
-        fprintf(stderr, "usage: mp_shm_budget hold|churn N\n");
+        fprintf(stderr, "usage: mp_shm_budget hold|churn|reuse N\n");
         return 2;
     }
     fold_context_h ctx;
@@ -169,6 +227,8 @@ int main(int argc, char **argv)
     }
     if (strcmp(argv[1], "hold") == 0) {
         hold(world, atoi(argv[2]), in, out);
+    } else if (strcmp(argv[1], "reuse") == 0) {
+        reuse(ctx, world, atoi(argv[2]), in, out);
     } else {
         churn(world, atoi(argv[2]), in, out);
     }
