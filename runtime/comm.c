@@ -126,7 +126,7 @@ void fold_comm_destroy(fold_comm_t *comm)
     fold_wire_pool_free(comm);
     fold_select_cache_free(comm);
     if (comm->node != NULL) {
-        fold_node_free(comm->node);
+        fold_node_free(comm->node, &comm->ctx->node_pool);
     }
     log_cache_counters(comm);
     fold_rankmap_free(&comm->map);
@@ -284,7 +284,7 @@ static int node_setup(fold_comm_t *comm, fold_node_allgather_fn allgather, void 
         .shm_size = ctx->config.shm_size, .shm_reserve = ctx->config.shm_reserve,
         .pipeline_depth = ctx->config.pipeline_depth,
         .single_copy = ctx->config.single_copy,
-        .reuse = comm != ctx->world,
+        .pool = comm != ctx->world ? &ctx->node_pool : NULL,
         .allgather = allgather,
         .allgather_arg = arg};
     int status = fold_node_create(&params, &comm->node, comm->node_why,

@@ -653,7 +653,7 @@ static void context_destroy(fold_context_t *ctx)
         fold_comm_destroy(ctx->comms[ctx->ncomms - 1]);
     }
     free(ctx->comms);
-    fold_node_pool_release();   /* the segment a freed communicator left kept */
+    fold_node_pool_destroy(&ctx->node_pool);   /* what a freed communicator left kept */
     if (ctx->bs.finalize != NULL) {
         ctx->bs.finalize(&ctx->bs);
     }
@@ -685,6 +685,9 @@ int fold_context_create(fold_bootstrap_t *bs, const char *transport, void *loopb
                         fold_context_t **ctx_p)
 {
     fold_context_t *ctx = calloc(1, sizeof(*ctx));
+    if (ctx != NULL) {
+        fold_node_pool_init(&ctx->node_pool);
+    }
     if (ctx == NULL) {
         bs->finalize(bs);
         return FOLD_ERR_NO_MEMORY;
@@ -777,6 +780,9 @@ err:
 int fold_context_create_virtual(int size, const int *node_of, fold_context_t **ctx_p)
 {
     fold_context_t *ctx = calloc(1, sizeof(*ctx));
+    if (ctx != NULL) {
+        fold_node_pool_init(&ctx->node_pool);
+    }
     if (ctx == NULL) {
         return FOLD_ERR_NO_MEMORY;
     }

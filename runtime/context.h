@@ -79,6 +79,8 @@ struct fold_context {
                                              several nodes (containers, namespaces) that
                                              share its cores */
     fold_comm_t         *world;
+    fold_node_pool_t     node_pool;       /* the segment of the last communicator freed,
+                                             kept for the next of the same ranks */
     fold_comm_t        **comms;           /* every live communicator, world first */
     int                  ncomms;
     int                  comms_cap;

@@ -25,6 +25,7 @@
 #include <fold/fold.h>
 #include <stdatomic.h>
 #include <stddef.h>
+#include <pthread.h>
 #include <stdint.h>
 
 /* fast.c: blocking shm_flat calls of at most this many bytes on one node, with
@@ -110,8 +111,9 @@ typedef struct fold_node_params {
                                                stages, for the smallest segment) */
     int                    single_copy;  /* FOLD_SINGLE_COPY: may peers' memory be
                                             used (then probed) */
-    int                    reuse;        /* may take a kept segment (pool.c); the same
-                                            on every rank: one more allgather */
+    struct fold_node_pool *pool;         /* the context's kept segment (pool.c); NULL:
+                                            none is taken (the same on every rank: it
+                                            costs one more allgather) */
     fold_node_allgather_fn allgather;
     void                  *allgather_arg;
 } fold_node_params_t;
@@ -128,21 +130,32 @@ int  fold_node_create(const fold_node_params_t *params, fold_node_t **node_p, ch
  * FOLD_ERR_MALFORMED with why (the caller logs it). */
 int  fold_node_check_segment(const fold_shm_seg_t *seg, size_t shm_bytes, char *why,
                              size_t whylen);
-/* Frees the state; the segment is kept for the next communicator of the same ranks
- * (pool.c) where it is whole, else detached. */
-void fold_node_free(fold_node_t *node);
+/* Frees the state; the segment is kept in pool for the next communicator of the same
+ * ranks where it is whole (NULL pool: detached). */
+struct fold_node_pool;
+void fold_node_free(fold_node_t *node, struct fold_node_pool *pool);
 
-/* pool.c: the segment of the last communicator this process freed, kept mapped for
+/* pool.c: the segment of the last communicator a context freed, kept mapped for
  * the next one of the same ranks (see there). keep takes seg over (and gives back the
  * one kept before); offer says the kept segment's nonce where it fits a node of
  * local_size ranks asking for shm_size, else 0; take hands it over when its nonce is
  * still `nonce`; release gives it back. */
-void          fold_node_pool_keep(fold_shm_seg_t *seg, uint64_t nonce, size_t seg_bytes,
-                                  size_t shm_size);
-uint64_t      fold_node_pool_offer(int local_size, size_t shm_size);
-int           fold_node_pool_take(uint64_t nonce, fold_shm_seg_t *seg, size_t *seg_bytes);
-void          fold_node_pool_release(void);
-unsigned long fold_node_pool_reuses(void);   /* setups that reused one (tests) */
+typedef struct fold_node_pool {
+    pthread_mutex_t lock;
+    fold_shm_seg_t  seg;         /* mapped while kept */
+    uint64_t        nonce;
+    size_t          seg_bytes;   /* the data bytes its creator reserved */
+    size_t          shm_size;    /* the FOLD_SHM_SIZE it was made for */
+    unsigned long   reuses;      /* setups that took it (tests) */
+} fold_node_pool_t;
+void     fold_node_pool_init(fold_node_pool_t *pool);
+void     fold_node_pool_destroy(fold_node_pool_t *pool);
+void     fold_node_pool_keep(fold_node_pool_t *pool, fold_shm_seg_t *seg, uint64_t nonce,
+                             size_t seg_bytes, size_t shm_size);
+uint64_t fold_node_pool_offer(fold_node_pool_t *pool, int local_size, size_t shm_size);
+int      fold_node_pool_take(fold_node_pool_t *pool, uint64_t nonce, fold_shm_seg_t *seg,
+                             size_t *seg_bytes);
+void     fold_node_pool_release(fold_node_pool_t *pool);
 
 /* budget.c: what a new segment may take of the node's shared memory. */
 typedef struct fold_shm_budget {

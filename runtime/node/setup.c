@@ -4,8 +4,8 @@
  * (who shares a node, each rank's socket, leader order) and the node segment.
  *
  * Setup is collective over the communicator and runs once:
- *   0. (Not for the world.) One allgather of the segment each rank kept when it freed
- *      its last communicator (pool.c): where every rank of a node kept the same one,
+ *   0. (Not for the world.) One allgather of the segment each rank's context kept when
+ *      it freed its last communicator (pool.c): where every rank of a node kept the same one,
  *      that node takes it, its creator clears its flags and regions, and steps 1 and
  *      3 are skipped there; elsewhere the kept segment is given back first.
  *   1. The node's lowest rank asks the node's budget (budget.c) how many data bytes
@@ -84,10 +84,10 @@ static void segment_name(const fold_node_params_t *p, uint64_t nonce, char *buf,
     fold_shm_make_name(buf, len, p->job_id, p->node_name, p->comm_id, nonce);
 }
 
-void fold_node_free(fold_node_t *node)
+void fold_node_free(fold_node_t *node, fold_node_pool_t *pool)
 {
-    if (node->seg.base != NULL && !node->broken && node->nonce != 0) {
-        fold_node_pool_keep(&node->seg, node->nonce, node->seg_bytes, node->shm_size);
+    if (pool != NULL && node->seg.base != NULL && !node->broken && node->nonce != 0) {
+        fold_node_pool_keep(pool, &node->seg, node->nonce, node->seg_bytes, node->shm_size);
     } else {
         fold_shm_detach(&node->seg);
     }
@@ -250,7 +250,7 @@ static int first_short_creator(int size, const int *first, const int *ranks,
 static int kept_segment(const fold_node_params_t *p, const int *first, int local_size,
                         uint64_t *nonce)
 {
-    uint64_t mine = local_size > 1 ? fold_node_pool_offer(local_size, p->shm_size) : 0;
+    uint64_t mine = local_size > 1 ? fold_node_pool_offer(p->pool, local_size, p->shm_size) : 0;
     uint64_t *all = malloc((size_t)p->size * sizeof(*all));
     if (all == NULL) {
         return FOLD_ERR_NO_MEMORY;
@@ -268,10 +268,11 @@ static int kept_segment(const fold_node_params_t *p, const int *first, int local
 /* Makes a kept segment this communicator's: the creator clears what the last one
  * left in its flags and data before the first exchange, and the others touch it only
  * after that exchange. */
-static int take_kept(fold_node_t *node, uint64_t nonce, int is_creator, node_record_t *mine)
+static int take_kept(fold_node_pool_t *pool, fold_node_t *node, uint64_t nonce, int is_creator,
+                     node_record_t *mine)
 {
     size_t seg_bytes = 0;
-    if (!fold_node_pool_take(nonce, &node->seg, &seg_bytes)) {
+    if (!fold_node_pool_take(pool, nonce, &node->seg, &seg_bytes)) {
         return 0;
     }
     if (is_creator) {
@@ -320,13 +321,13 @@ static int node_setup(const fold_node_params_t *p, fold_node_t *node, char *why,
     mine.probe      = node->probe;
     mine.probe_addr = (uint64_t)(uintptr_t)&node->probe;
     uint64_t kept = 0;
-    if (p->reuse && (status = kept_segment(p, first, local_size, &kept)) != FOLD_OK) {
+    if (p->pool != NULL && (status = kept_segment(p, first, local_size, &kept)) != FOLD_OK) {
         exchange_failed = 1;
         goto out;
     }
-    int reused = kept != 0 && take_kept(node, kept, creator == rank, &mine);
-    if (!reused) {
-        fold_node_pool_release();   /* before the budget counts /dev/shm's room */
+    int reused = kept != 0 && take_kept(p->pool, node, kept, creator == rank, &mine);
+    if (!reused && p->pool != NULL) {
+        fold_node_pool_release(p->pool);   /* before the budget counts /dev/shm's room */
     }
     if (creator == rank && local_size > 1 && !reused) {
         mine.status = create_segment(p, node, local_size, max_ppn, &mine, name, sizeof(name));
@@ -445,7 +446,7 @@ int fold_node_create(const fold_node_params_t *params, fold_node_t **node_p, cha
     node->comm_id   = params->comm_id;
     int status = node_setup(params, node, why, why_len);
     if (status != FOLD_OK) {
-        fold_node_free(node);
+        fold_node_free(node, NULL);   /* a failed setup keeps nothing */
         return status;
     }
     fold_node_resync_init(node);

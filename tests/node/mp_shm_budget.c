@@ -21,7 +21,7 @@
  */
 #include <fold/fold.h>
 
-#include "node/node.h"
+#include "context.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -173,7 +173,7 @@ static void count_members(fold_comm_h comm, int k)
 static void reuse(fold_context_h ctx, fold_comm_h world, int n, float *in, float *out)
 {
     static const char *const algs[] = {"auto", "shm_flat", "dpml", "dpml_pipelined"};
-    unsigned long before = fold_node_pool_reuses();
+    unsigned long before = ctx->node_pool.reuses;
     int first = -1;
     for (int k = 0; k < n; k++) {
         fold_config_set(ctx, "FOLD_ALLREDUCE_ALG", algs[k % 4]);
@@ -193,7 +193,7 @@ static void reuse(fold_context_h ctx, fold_comm_h world, int n, float *in, float
     }
     fold_config_set(ctx, "FOLD_ALLREDUCE_ALG", "auto");
     fold_config_set(ctx, "FOLD_REDUCE_ALG", "auto");
-    unsigned long reused = fold_node_pool_reuses() - before;
+    unsigned long reused = ctx->node_pool.reuses - before;
     if (first == 1 && size > 1) {
         check(reused >= (unsigned long)(n / 3), "too few setups took the kept segment", n);
     }
