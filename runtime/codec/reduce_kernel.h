@@ -23,6 +23,8 @@ int fold_reduce_local(fold_op_t op, fold_dtype_t dtype, const void *left,
  * whose string stores take whole lines without fetching them from that core. */
 int fold_reduce_local_shared(fold_op_t op, fold_dtype_t dtype, const void *left,
                              const void *right, void *dst, size_t count);
+/* memcpy into such memory, in pieces small enough for the string stores. */
+void fold_copy_shared(void *dst, const void *src, size_t bytes);
 /* The same, single-threaded, with the result written by
  * non-temporal stores (whole cache lines, not read first, not kept in the caches),
  * for results larger than the cache that the call does not read again. Pairs

@@ -809,6 +809,9 @@ static int start_step(fold_request_t *req, uint32_t i)
         if (req->stream_out && req->plan->steps[i].final_out) {
             fold_copy_stream(step_ptr(req, st->dst), step_ptr(req, st->src),
                              st->count * req->esize);
+        } else if (st->dst.buf == FOLD_BUF_SHM) {
+            fold_copy_shared(step_ptr(req, st->dst), step_ptr(req, st->src),
+                             st->count * req->esize);
         } else {
             memcpy(step_ptr(req, st->dst), step_ptr(req, st->src), st->count * req->esize);
         }

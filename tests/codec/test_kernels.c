@@ -1078,3 +1078,25 @@ Test(stream, copy_every_alignment_and_length)
     free(src);
     free(dst);
 }
+
+/* The copy into shared memory goes in pieces: every byte arrives, across pieces. */
+Test(stream, shared_copy_across_pieces)
+{
+    const size_t lengths[] = {0, 1, (size_t)256 << 10, ((size_t)256 << 10) + 1,
+                              ((size_t)1 << 20) + 77};
+    size_t max = ((size_t)1 << 20) + 77;
+    unsigned char *src = malloc(max), *dst = malloc(max + 1);
+    cr_assert(src && dst);
+    uint64_t rng = 3;
+    for (size_t i = 0; i < max; i++) {
+        src[i] = (unsigned char)rng_next(&rng);
+    }
+    for (size_t k = 0; k < sizeof(lengths) / sizeof(lengths[0]); k++) {
+        memset(dst, 0x5a, max + 1);
+        fold_copy_shared(dst, src, lengths[k]);
+        cr_assert(memcmp(dst, src, lengths[k]) == 0, "length %zu", lengths[k]);
+        cr_assert_eq(dst[lengths[k]], 0x5a, "a byte past length %zu was written", lengths[k]);
+    }
+    free(src);
+    free(dst);
+}
