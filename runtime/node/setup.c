@@ -4,10 +4,11 @@
  * (who shares a node, each rank's socket, leader order) and the node segment.
  *
  * Setup is collective over the communicator and runs once:
- *   0. (Not for the world.) One allgather of the segment each rank's context kept when
- *      it freed its last communicator (pool.c): where every rank of a node kept the same one,
- *      that node takes it, its creator clears its flags and regions, and steps 1 and
- *      3 are skipped there; elsewhere the kept segment is given back first.
+ *   0. (Not for the world.) One allgather of the segment each rank's context kept
+ *      when it freed its last communicator (pool.c): where every rank of a node kept
+ *      the same one, that node takes it, its creator clears its flags and regions,
+ *      and steps 1 and 3 are skipped there; elsewhere the kept segment is given back
+ *      first.
  *   1. The node's lowest rank asks the node's budget (budget.c) how many data bytes
  *      the segment may have, and creates it with every page reserved, under a name
  *      carrying the job, the node, the communicator id and a random nonce (mode
@@ -242,8 +243,6 @@ static int first_short_creator(int size, const int *first, const int *ranks,
     return -1;
 }
 
-/* Every rank of the comm ran the setup; FOLD_OK only where all succeeded, and
- * FOLD_ERR_UNSUPPORTED where only a segment is missing. */
 /* Step 0 (non-world communicators): the nonce of the segment every rank of this
  * rank's node kept when it freed its last communicator (pool.c), if they all kept
  * the same one, else 0. An allgather on every rank, whatever its node. */
@@ -288,6 +287,8 @@ static int take_kept(fold_node_pool_t *pool, fold_node_t *node, uint64_t nonce, 
     return 1;
 }
 
+/* Every rank of the comm ran the setup; FOLD_OK only where all succeeded, and
+ * FOLD_ERR_UNSUPPORTED where only a segment is missing. */
 static int node_setup(const fold_node_params_t *p, fold_node_t *node, char *why,
                       size_t why_len)
 {
