@@ -500,12 +500,13 @@ static char *step_ptr(const fold_request_t *req, fold_ref_t ref)
     return req->buf[ref.buf] + ref.off * req->esize;
 }
 
-int fold_exec_reduce_dense(const fold_request_t *req, const fold_step_t *st)
+int fold_exec_reduce_dense(const fold_request_t *req, uint32_t i)
 {
+    const fold_step_t *st = &req->sched->steps[i];
     const fold_context_t *ctx = req->comm->ctx;
     size_t bytes = st->count * req->esize;
     int threaded = ctx->nthreads > 1 && bytes >= ctx->config.thread_threshold;
-    if (req->stream_out && !threaded && req->plan->steps[st - req->sched->steps].final_out) {
+    if (req->stream_out && !threaded && req->plan->steps[i].final_out) {
         /* A large call's result, which nothing in the call reads again. */
         return fold_reduce_local_stream(req->op, req->dtype, step_ptr(req, st->src),
                                         step_ptr(req, st->src2), step_ptr(req, st->dst),
@@ -798,7 +799,7 @@ static int start_step(fold_request_t *req, uint32_t i)
                 return request_fail(req, status, i, why);
             }
         } else {
-            status = fold_exec_reduce_dense(req, st);
+            status = fold_exec_reduce_dense(req, i);
             if (status != FOLD_OK) {
                 return request_fail(req, status, i, "the local reduction failed");
             }

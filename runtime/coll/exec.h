@@ -119,9 +119,9 @@ int  fold_exec_run(fold_comm_t *comm, const fold_exec_args_t *args);
 int  fold_exec_progress(fold_request_t *req);
 int  fold_exec_wait(fold_request_t *req);
 void fold_exec_release(fold_request_t *req);
-/* st's dense reduction, SRC op SRC2 -> DST (through an L1 block where DST is the node
- * segment: see exec.c). */
-int  fold_exec_reduce_dense(const fold_request_t *req, const fold_step_t *st);
+/* Step i's dense reduction, SRC op SRC2 -> DST: into the node segment through an L1
+ * block (fold_reduce_local_shared), a large call's result streamed (final_out). */
+int  fold_exec_reduce_dense(const fold_request_t *req, uint32_t i);
 /* Frees a request the executor allocated (NULL: nothing). */
 void fold_exec_request_free(fold_request_t *req);
 /* Frees every cached schedule of comm with its plan and spare request. */

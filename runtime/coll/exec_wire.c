@@ -449,7 +449,7 @@ int fold_wire_reduce(fold_request_t *req, uint32_t i, char *why, size_t whylen)
                                 stats);
         return FOLD_OK;
     }
-    status = fold_exec_reduce_dense(req, st);
+    status = fold_exec_reduce_dense(req, i);
     if (status != FOLD_OK) {
         snprintf(why, whylen, "the local reduction failed");
     }
