@@ -1254,9 +1254,10 @@ static void rank_steps_fill(const model_prog_t *pg, const rank_steps_t *out)
     *out->nsteps = n;
 }
 
-/* Matches the messages and runs the simulation over a complete program. */
+/* Matches the messages and runs the simulation over a complete program; stops at
+ * the first event at or after cutoff (res->cut). */
 static int model_run(const fold_model_params_t *p, const fold_topo_t *topo, model_prog_t *pg,
-                     const rank_steps_t *out, fold_model_result_t *res)
+                     const rank_steps_t *out, double cutoff, fold_model_result_t *res)
 {
     int status = prog_check(pg, topo);
     if (status == FOLD_OK) {
@@ -1274,7 +1275,16 @@ static int model_run(const fold_model_params_t *p, const fold_topo_t *topo, mode
             }
         }
     }
+    res->cut = 0;
     while (status == FOLD_OK && m.status == FOLD_OK && m.nheap > 0) {
+        if (key_time(m.heap[0].t) >= cutoff) {
+            /* Every step still to complete ends at or after this event's time. */
+            res->time_us = res->root_us = key_time(m.heap[0].t);
+            res->steps   = pg->nsteps;
+            res->cut     = 1;
+            sim_free(&m);
+            return FOLD_OK;
+        }
         model_event_t ev = heap_pop(&m);
         int rank = (int)(ev.who >> 1);
         if (m.nheap > 0) {
@@ -1333,7 +1343,7 @@ int fold_model_replay(const fold_model_params_t *p, const fold_topo_t *topo,
         status = prog_append(&pg, r, sched[r], esize);
     }
     if (status == FOLD_OK) {
-        status = model_run(p, topo, &pg, NULL, res);
+        status = model_run(p, topo, &pg, NULL, INFINITY, res);
     }
     prog_free(&pg);
     return status;
@@ -1365,7 +1375,7 @@ static int build_rank(const fold_topo_t *topo, const fold_model_query_t *q,
 }
 
 static int predict(const fold_model_params_t *p, const fold_topo_t *topo,
-                   const fold_model_query_t *q, const rank_steps_t *out,
+                   const fold_model_query_t *q, const rank_steps_t *out, double cutoff,
                    fold_model_result_t *res)
 {
     if (p == NULL || topo == NULL || q == NULL || q->alg == NULL || res == NULL ||
@@ -1384,7 +1394,7 @@ static int predict(const fold_model_params_t *p, const fold_topo_t *topo,
         status = build_rank(topo, q, build, r, &pg);
     }
     if (status == FOLD_OK) {
-        status = model_run(p, topo, &pg, out, res);
+        status = model_run(p, topo, &pg, out, cutoff, res);
     }
     prog_free(&pg);
     return status;
@@ -1393,7 +1403,14 @@ static int predict(const fold_model_params_t *p, const fold_topo_t *topo,
 int fold_model_predict(const fold_model_params_t *p, const fold_topo_t *topo,
                        const fold_model_query_t *q, fold_model_result_t *res)
 {
-    return predict(p, topo, q, NULL, res);
+    return predict(p, topo, q, NULL, INFINITY, res);
+}
+
+int fold_model_predict_within(const fold_model_params_t *p, const fold_topo_t *topo,
+                              const fold_model_query_t *q, double cutoff_us,
+                              fold_model_result_t *res)
+{
+    return predict(p, topo, q, NULL, cutoff_us, res);   /* NaN: never reached */
 }
 
 int fold_model_predict_steps(const fold_model_params_t *p, const fold_topo_t *topo,
@@ -1405,5 +1422,5 @@ int fold_model_predict_steps(const fold_model_params_t *p, const fold_topo_t *to
     }
     *nsteps = 0;
     rank_steps_t out = {rank, done, cap, nsteps};
-    return predict(p, topo, q, &out, res);
+    return predict(p, topo, q, &out, INFINITY, res);
 }

@@ -90,6 +90,8 @@ typedef struct fold_model_result {
     double root_us;          /* reduce: when the root finishes; else time_us (the
                                 latest rank whose schedule has an output buffer) */
     size_t steps;            /* steps simulated over all ranks */
+    int    cut;              /* fold_model_predict_within stopped at its cutoff: the
+                                schedules take at least time_us (>= the cutoff) */
 } fold_model_result_t;
 
 /* Builds every rank's schedule on `topo` and replays them. FOLD_OK, or the build's
@@ -98,6 +100,15 @@ typedef struct fold_model_result {
  * that is a bug in the algorithm, and is logged naming the rank and step. */
 int fold_model_predict(const fold_model_params_t *p, const fold_topo_t *topo,
                        const fold_model_query_t *q, fold_model_result_t *res);
+
+/* fold_model_predict for a caller that only needs to know whether the time is below
+ * cutoff_us: the simulation stops at its first event at or after cutoff_us, since
+ * every step still to come ends at or after that event (res->cut = 1, time_us and
+ * root_us the event's time). Otherwise (res->cut = 0) the result is
+ * fold_model_predict's, bit for bit. A cutoff of INFINITY never stops. */
+int fold_model_predict_within(const fold_model_params_t *p, const fold_topo_t *topo,
+                              const fold_model_query_t *q, double cutoff_us,
+                              fold_model_result_t *res);
 
 /* fold_model_predict, also giving when each of `rank`'s steps is predicted to end
  * (done[i] for its step i, in us from the start; at most cap of them) and how many

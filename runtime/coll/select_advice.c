@@ -20,7 +20,7 @@ double fold_select_flat_us(fold_comm_t *comm, fold_coll_t coll, size_t bytes)
     double best = INFINITY;
     for (int a = 0; rule != NULL && a < rule->nalgs; a++) {
         fold_choice_t c;
-        double us = fold_select_evaluate(comm, coll, rule->algs[a], bytes, &c);
+        double us = fold_select_evaluate_below(comm, coll, rule->algs[a], bytes, best, &c);
         best = us < best ? us : best;
     }
     return best;
