@@ -160,6 +160,19 @@ void fold_model_defaults(fold_model_params_t *p)
     };
 }
 
+int fold_model_equal(const fold_model_params_t *a, const fold_model_params_t *b)
+{
+    for (size_t i = 0; i < MODEL_NPARAMS; i++) {
+        const char *x = (const char *)a + model_params[i].offset;
+        const char *y = (const char *)b + model_params[i].offset;
+        if (model_params[i].kind == PARAM_LINKS ? *(const int *)x != *(const int *)y
+                                                : *(const double *)x != *(const double *)y) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
 static const model_param_t *param_find(const char *name)
 {
     for (size_t i = 0; name != NULL && i < MODEL_NPARAMS; i++) {
@@ -1349,28 +1362,69 @@ int fold_model_replay(const fold_model_params_t *p, const fold_topo_t *topo,
     return status;
 }
 
+/*
+ * A lower bound of the simulated time from rank r's schedule alone: its CPU runs
+ * every step but flag posts for step_us, copies and reductions also for their
+ * bytes at no less than the faster of the in-cache and memory rates, one step at a
+ * time. The sum is taken in the schedule's order, the simulation's in the order the
+ * steps became ready, so the two may round differently: the bound gives up a
+ * millionth, far more than the rounding of a million additions.
+ */
+static double cpu_bound(const fold_model_params_t *p, const model_prog_t *pg, int r)
+{
+    double copy = fmin(1.0 / (p->copy_gbs * 1e3), 1.0 / (p->copy_mem_gbs * 1e3));
+    double reduce = fmin(1.0 / (p->reduce_gbs * 1e3), 1.0 / (p->reduce_mem_gbs * 1e3));
+    copy *= 1 - 1e-6;
+    reduce *= 1 - 1e-6;
+    double t = 0;
+    for (size_t g = pg->base[r]; g < pg->base[r + 1]; g++) {
+        const model_step_t *st = &pg->steps[g];
+        double cost = st->kind == FOLD_STEP_COPY   ? (double)st->amount * copy
+                    : st->kind == FOLD_STEP_REDUCE ? (double)st->amount * reduce : 0;
+        if (st->kind != FOLD_STEP_SHM_POST) {
+            t = t + p->step_us + cost;
+        }
+    }
+    return t * (1 - 1e-6);
+}
+
 /* Builds and finalizes rank r's schedule and appends it to the program. */
+/* One schedule and the finalisation's working memory, reused rank after rank. */
+typedef struct build_space {
+    fold_sched_t          s;
+    fold_sched_scratch_t *scratch;   /* NULL: fold_sched_finalize's own */
+} build_space_t;
+
 static int build_rank(const fold_topo_t *topo, const fold_model_query_t *q,
-                      fold_alg_build_fn build, int r, model_prog_t *pg)
+                      fold_alg_build_fn build, int r, build_space_t *b, model_prog_t *pg)
 {
     fold_coll_args_t args = q->proto;
     args.rank   = r;
     args.size   = topo->size;
     args.topo   = (q->alg->flags & FOLD_ALG_NODE_AWARE) ? topo : NULL;
-    fold_sched_t s;
-    fold_sched_init(&s, &args);
-    int status = build(&args, &s);
+    fold_sched_t *s = &b->s;
+    fold_sched_reset(s, &args);
+    int status = build(&args, s);
     if (status == FOLD_OK) {
-        status = fold_sched_finalize(&s);
+        status = b->scratch != NULL ? fold_sched_finalize_with(s, b->scratch)
+                                    : fold_sched_finalize(s);
     }
     if (status != FOLD_OK) {
         fold_error("model: %s %s of %zu elements: building rank %d of %d failed: %s",
                    q->alg->name, fold_coll_name(args.coll), args.count, r, args.size,
                    fold_status_string(status));
     } else {
-        status = prog_append(pg, r, &s, q->esize);
+        status = prog_append(pg, r, s, q->esize);
     }
-    fold_sched_cleanup(&s);
+    if (status == FOLD_OK && r == 0 && pg->nsteps > 0 &&
+        pg->nsteps < MODEL_NONE / (size_t)pg->size) {
+        /* The other ranks' schedules are most likely about as long. */
+        size_t steps = pg->nsteps * (size_t)pg->size, succ = pg->nsucc * (size_t)pg->size;
+        if (succ < MODEL_NONE) {
+            grow_cap((void **)&pg->steps, &pg->cap, steps, sizeof(*pg->steps));
+            grow_cap((void **)&pg->succ, &pg->succ_cap, succ, sizeof(uint32_t));
+        }
+    }
     return status;
 }
 
@@ -1389,11 +1443,23 @@ static int predict(const fold_model_params_t *p, const fold_topo_t *topo,
         return FOLD_ERR_INVALID_ARG;
     }
     model_prog_t pg;
-    int status = prog_init(&pg, topo->size);
-    for (int r = 0; r < topo->size && status == FOLD_OK; r++) {
-        status = build_rank(topo, q, build, r, &pg);
+    build_space_t b;
+    memset(&b, 0, sizeof(b));
+    b.scratch = fold_sched_scratch_new();
+    int status = prog_init(&pg, topo->size), cut = 0;
+    for (int r = 0; r < topo->size && status == FOLD_OK && !cut; r++) {
+        status = build_rank(topo, q, build, r, &b, &pg);
+        double least = status == FOLD_OK && cutoff < INFINITY ? cpu_bound(p, &pg, r) : 0;
+        if (least >= cutoff) {
+            /* This rank alone keeps its CPU busy that long: no need to build the
+             * others, let alone replay them. */
+            *res = (fold_model_result_t){.time_us = least, .root_us = least, .cut = 1};
+            cut  = 1;
+        }
     }
-    if (status == FOLD_OK) {
+    fold_sched_cleanup(&b.s);
+    fold_sched_scratch_free(b.scratch);
+    if (status == FOLD_OK && !cut) {
         status = model_run(p, topo, &pg, out, cutoff, res);
     }
     prog_free(&pg);

@@ -65,6 +65,8 @@ void fold_model_defaults(fold_model_params_t *p);
  * numbers >= 0, bandwidths > 0, nics an integer 1..1024; nothing may follow the
  * number); either is logged and leaves *p as it was. */
 int fold_model_set(fold_model_params_t *p, const char *name, const char *value);
+/* 1 if every parameter of a equals b's (field by field), else 0. */
+int fold_model_equal(const fold_model_params_t *a, const fold_model_params_t *b);
 /* h extended with every parameter's value (for keys of decisions made with them). */
 uint64_t fold_model_hash(const fold_model_params_t *p, uint64_t h);
 

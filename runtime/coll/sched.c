@@ -23,6 +23,18 @@ void fold_sched_cleanup(fold_sched_t *s)
     memset(s, 0, sizeof(*s));
 }
 
+void fold_sched_reset(fold_sched_t *s, const fold_coll_args_t *args)
+{
+    fold_step_t *steps = s->steps;
+    uint32_t *succ = s->succ;
+    size_t cap = s->cap, succ_cap = s->succ_cap;
+    fold_sched_init(s, args);
+    s->steps    = steps;
+    s->cap      = cap;
+    s->succ     = succ;
+    s->succ_cap = succ_cap;
+}
+
 static fold_step_t *sched_append(fold_sched_t *s, int kind, size_t count)
 {
     if (s->status != FOLD_OK) {
@@ -401,10 +413,17 @@ typedef struct dep_map {
     span_t        *scratch;
     size_t         scratch_cap;
     uint32_t      *mark;      /* per step: last step + 1 that counted it as a predecessor */
+    uint32_t      *counts;    /* per step: its successors */
+    size_t         mark_cap, counts_cap;
     uint32_t     (*edges)[2];
     size_t         nedges, edges_cap;
     int            status;
 } dep_map_t;
+
+/* The map's buffers outlive one finalisation (fold_sched_scratch_t). */
+struct fold_sched_scratch {
+    dep_map_t map;
+};
 
 static int grow(void **buf, size_t *cap, size_t need, size_t elem)
 {
@@ -492,7 +511,9 @@ static void splice(dep_map_t *m, int b, size_t lo, size_t hi, size_t nnew)
         return;
     }
     span_t *sp = m->spans[b];
-    memmove(sp + a + add, sp + z, (n - z) * sizeof(span_t));
+    if (a + add != z) {   /* else the spans after [lo, hi) stay where they are */
+        memmove(sp + a + add, sp + z, (n - z) * sizeof(span_t));
+    }
     size_t k = a;
     if (has_head) {
         sp[k++] = head;
@@ -552,7 +573,21 @@ static void dep_map_free(dep_map_t *m)
     free(m->pool);
     free(m->scratch);
     free(m->mark);
+    free(m->counts);
     free(m->edges);
+}
+
+fold_sched_scratch_t *fold_sched_scratch_new(void)
+{
+    return calloc(1, sizeof(fold_sched_scratch_t));
+}
+
+void fold_sched_scratch_free(fold_sched_scratch_t *x)
+{
+    if (x != NULL) {
+        dep_map_free(&x->map);
+        free(x);
+    }
 }
 
 typedef struct peer_seq {
@@ -595,6 +630,15 @@ static int sched_number_messages(fold_sched_t *s)
 
 int fold_sched_finalize(fold_sched_t *s)
 {
+    fold_sched_scratch_t x;
+    memset(&x, 0, sizeof(x));
+    int status = fold_sched_finalize_with(s, &x);
+    dep_map_free(&x.map);
+    return status;
+}
+
+int fold_sched_finalize_with(fold_sched_t *s, fold_sched_scratch_t *x)
+{
     if (s->status != FOLD_OK) {
         return s->status;
     }
@@ -604,13 +648,19 @@ int fold_sched_finalize(fold_sched_t *s)
     }
 
     size_t n = s->nsteps;
-    dep_map_t m;
-    memset(&m, 0, sizeof(m));
-    m.mark = calloc(n + 1, sizeof(*m.mark));
-    uint32_t *counts = calloc(n + 1, sizeof(*counts));
-    if (m.mark == NULL || counts == NULL) {
+    dep_map_t *mp = &x->map, m;
+    m = *mp;   /* the buffers, emptied */
+    memset(m.nspans, 0, sizeof(m.nspans));
+    m.npool = m.nedges = 0;
+    m.status = FOLD_OK;
+    if (grow((void **)&m.mark, &m.mark_cap, n + 1, sizeof(*m.mark)) != FOLD_OK ||
+        grow((void **)&m.counts, &m.counts_cap, n + 1, sizeof(*m.counts)) != FOLD_OK) {
         m.status = FOLD_ERR_NO_MEMORY;
+    } else {
+        memset(m.mark, 0, (n + 1) * sizeof(*m.mark));
+        memset(m.counts, 0, (n + 1) * sizeof(*m.counts));
     }
+    uint32_t *counts = m.counts;
     for (size_t j = 0; j < n && m.status == FOLD_OK; j++) {
         step_access_t a;
         step_accesses(s, &s->steps[j], &a);
@@ -639,13 +689,12 @@ int fold_sched_finalize(fold_sched_t *s)
         counts[m.edges[e][0]]++;
         s->steps[m.edges[e][1]].npred++;
     }
-    free(s->succ);
-    s->succ  = malloc((m.nedges ? m.nedges : 1) * sizeof(*s->succ));
-    s->nsucc = m.nedges;
-    if (s->succ == NULL) {
+    if (grow((void **)&s->succ, &s->succ_cap, m.nedges ? m.nedges : 1, sizeof(*s->succ)) !=
+        FOLD_OK) {
         status = FOLD_ERR_NO_MEMORY;
         goto out;
     }
+    s->nsucc = m.nedges;
     uint32_t off = 0;
     for (size_t i = 0; i < n; i++) {
         s->steps[i].succ_off = off;
@@ -663,8 +712,7 @@ int fold_sched_finalize(fold_sched_t *s)
     }
 
 out:
-    dep_map_free(&m);
-    free(counts);
+    *mp = m;   /* the buffers, grown, for the next */
     if (status != FOLD_OK) {
         s->status = status;
     }

@@ -140,6 +140,7 @@ typedef struct fold_sched {
     size_t       cap;
     uint32_t    *succ;
     size_t       nsucc;
+    size_t       succ_cap;
     size_t       tmp_count;   /* scratch elements used */
     size_t       shm_count;   /* node segment elements used */
     int          uses_shm;    /* references SHM or has shm steps */
@@ -152,6 +153,9 @@ typedef struct fold_sched {
 
 void fold_sched_init(fold_sched_t *s, const fold_coll_args_t *args);
 void fold_sched_cleanup(fold_sched_t *s);
+/* fold_sched_init on a schedule that was built before, keeping its memory for the
+ * next (the cost model builds thousands in a row). */
+void fold_sched_reset(fold_sched_t *s, const fold_coll_args_t *args);
 
 /* Builder primitives. They record the first error in s->status and return nothing,
  * so builders read as straight-line code. Zero-count steps are dropped. */
@@ -214,6 +218,11 @@ void fold_sched_embed(fold_sched_t *s, const fold_sched_t *inner, fold_ref_t in,
 
 /* Derives dependencies and message numbers; returns s->status. */
 int fold_sched_finalize(fold_sched_t *s);
+/* The same with working memory kept between calls (NULL from _new: no memory). */
+typedef struct fold_sched_scratch fold_sched_scratch_t;
+fold_sched_scratch_t *fold_sched_scratch_new(void);
+void fold_sched_scratch_free(fold_sched_scratch_t *x);
+int  fold_sched_finalize_with(fold_sched_t *s, fold_sched_scratch_t *x);
 
 const char *fold_step_kind_name(int kind);
 const char *fold_coll_name(fold_coll_t coll);

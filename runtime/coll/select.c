@@ -205,21 +205,38 @@ typedef struct memo_key {
     size_t             count, seg_count, shm_count;
 } memo_key_t;
 
-enum { MEMO_TIME, MEMO_STEPS };
+enum {
+    MEMO_TIME,    /* a replay: the model's time for count elements */
+    MEMO_STEPS,   /* rank 0's steps */
+    MEMO_EVAL     /* a node-aware algorithm's best configuration for count bytes */
+};
 
 typedef struct memo_entry {
-    memo_key_t key;
-    double     us;      /* MEMO_TIME: the time, or a lower bound of it (exact = 0) */
-    size_t     steps;   /* MEMO_STEPS: rank 0's steps */
-    int        exact;
-    uint32_t   next;    /* chain of its hash bucket */
+    memo_key_t    key;
+    double        us;      /* MEMO_TIME, MEMO_EVAL: the time, or (exact = 0) a lower
+                              bound of it */
+    size_t        steps;   /* MEMO_STEPS */
+    fold_choice_t choice;  /* MEMO_EVAL, exact */
+    int           exact;
+    uint32_t      next;    /* chain of its hash bucket */
 } memo_entry_t;
 
 #define MEMO_BUCKETS 4096
 #define MEMO_MAX     (1u << 18)
 #define MEMO_NONE    UINT32_MAX
 
+/* What the answers were found with, besides the key: tools and tests set the
+ * parameters and settings directly, without fold_select_configure. */
+typedef struct memo_basis {
+    fold_model_params_t     model;
+    size_t                  segment_size;
+    long                    pipeline_depth, dpml_leaders;
+    const fold_tune_rule_t *tune, *file;   /* the rules pick the flat algorithm */
+    int                     ntune, nfile;  /* between nodes */
+} memo_basis_t;
+
 struct fold_select_memo_table {
+    memo_basis_t  basis;
     uint32_t      bucket[MEMO_BUCKETS];
     memo_entry_t *entries;
     uint32_t      n, cap;
@@ -257,6 +274,38 @@ static uint32_t memo_bucket(const memo_key_t *k)
     return (uint32_t)(fold_hash(FOLD_HASH_INIT, k, sizeof(*k)) % MEMO_BUCKETS);
 }
 
+static void memo_basis_of(const fold_context_t *ctx, memo_basis_t *b)
+{
+    b->model          = ctx->model;
+    b->segment_size   = ctx->config.segment_size;
+    b->pipeline_depth = ctx->config.pipeline_depth;
+    b->dpml_leaders   = ctx->config.dpml_leaders;
+    b->tune           = ctx->tune.rules;
+    b->ntune          = ctx->tune.nrules;
+    b->file           = ctx->file.rules.rules;
+    b->nfile          = ctx->file.rules.nrules;
+}
+
+static int memo_basis_same(const memo_basis_t *a, const memo_basis_t *b)
+{
+    return fold_model_equal(&a->model, &b->model) && a->segment_size == b->segment_size &&
+           a->pipeline_depth == b->pipeline_depth && a->dpml_leaders == b->dpml_leaders &&
+           a->tune == b->tune && a->ntune == b->ntune && a->file == b->file &&
+           a->nfile == b->nfile;
+}
+
+/* The memo, emptied if its answers were found with other parameters or settings. */
+static void memo_check(fold_comm_t *comm)
+{
+    memo_basis_t now;
+    if (comm->select.memo != NULL) {
+        memo_basis_of(comm->ctx, &now);
+        if (!memo_basis_same(&now, &comm->select.memo->basis)) {
+            memo_free(&comm->select);
+        }
+    }
+}
+
 static memo_entry_t *memo_find(fold_select_cache_t *c, const memo_key_t *k)
 {
     if (c->memo == NULL) {
@@ -273,13 +322,15 @@ static memo_entry_t *memo_find(fold_select_cache_t *c, const memo_key_t *k)
 
 /* A new entry for k (not in the memo), or NULL when there is no room: the answer is
  * then simply not kept. */
-static memo_entry_t *memo_add(fold_select_cache_t *c, const memo_key_t *k)
+static memo_entry_t *memo_add(fold_comm_t *comm, const memo_key_t *k)
 {
+    fold_select_cache_t *c = &comm->select;
     if (c->memo == NULL) {
         if ((c->memo = calloc(1, sizeof(*c->memo))) == NULL) {
             return NULL;
         }
         memset(c->memo->bucket, 0xff, sizeof(c->memo->bucket));   /* MEMO_NONE */
+        memo_basis_of(comm->ctx, &c->memo->basis);
     }
     struct fold_select_memo_table *t = c->memo;
     if (t->n == t->cap) {
@@ -321,7 +372,7 @@ static size_t rank0_steps(fold_comm_t *comm, const fold_topo_t *topo,
         return e->steps;
     }
     size_t n = rank0_steps_uncached(topo, q);
-    if ((e = memo_add(&comm->select, &k)) != NULL) {
+    if ((e = memo_add(comm, &k)) != NULL) {
         e->steps = n;
         e->exact = 1;
     }
@@ -350,7 +401,7 @@ static double predict_at(fold_comm_t *comm, const fold_topo_t *topo, fold_model_
         us     = res.time_us;
         *exact = !res.cut;
     }
-    if (e != NULL || (e = memo_add(&comm->select, &k)) != NULL) {
+    if (e != NULL || (e = memo_add(comm, &k)) != NULL) {
         e->us    = us;
         e->exact = *exact;
     }
@@ -413,6 +464,7 @@ static size_t comm_shm_bytes(const fold_comm_t *comm)
 static double predict_below(fold_comm_t *comm, const fold_topo_t *topo, fold_coll_t coll,
                             const fold_choice_t *choice, size_t bytes, double bound)
 {
+    memo_check(comm);
     const fold_context_t *ctx = comm->ctx;
     const fold_alg_t *alg = choice->alg;
     fold_model_query_t q = {
@@ -525,6 +577,16 @@ double fold_select_evaluate_below(fold_comm_t *comm, fold_coll_t coll, const fol
     if (!(alg->flags & FOLD_ALG_NODE_AWARE)) {
         return predict_below(comm, comm->select.topo, coll, choice, bytes, bound);
     }
+    memo_check(comm);
+    fold_model_query_t key_q = {.alg = alg, .proto = {.coll = coll, .count = bytes}};
+    memo_key_t k = memo_key(comm->select.topo, &key_q, MEMO_EVAL);
+    memo_entry_t *e = memo_find(&comm->select, &k);
+    if (e != NULL && (e->exact || e->us >= bound)) {
+        if (e->exact) {
+            *choice = e->choice;
+        }
+        return e->us;
+    }
     int leaders[FOLD_SELECT_MAX_LEADER_TRIES];
     int n = leader_candidates(comm, leaders);
     /* A single-copy reduce's root writes nothing back: the model weighs how much
@@ -546,6 +608,13 @@ double fold_select_evaluate_below(fold_comm_t *comm, fold_coll_t coll, const fol
                 *choice = c;
             }
         }
+    }
+    /* Below bound the best is exact: a replay that stopped early only gave a
+     * value at least as large as what it had to beat. */
+    if (e != NULL || (e = memo_add(comm, &k)) != NULL) {
+        e->us     = best_us;
+        e->exact  = !(best_us >= bound);
+        e->choice = *choice;
     }
     return best_us;
 }
