@@ -1247,6 +1247,57 @@ static void sim_result(const model_sim_t *m, fold_model_result_t *res)
     res->steps   = pg->nsteps;
 }
 
+/* One schedule and the finalisation's working memory, reused rank after rank. */
+typedef struct build_space {
+    fold_sched_t          s;
+    fold_sched_scratch_t *scratch;   /* NULL: fold_sched_finalize's own */
+} build_space_t;
+
+/* Memory kept from one prediction to the next (model.h): the largest buffers, which
+ * would otherwise be mapped, faulted in and unmapped every time. */
+struct fold_model_space {
+    build_space_t  build;
+    model_step_t  *steps;
+    size_t         steps_cap;
+    uint32_t      *succ;
+    size_t         succ_cap;
+    model_event_t *heap;
+    size_t         heap_cap;
+};
+
+fold_model_space_t *fold_model_space_new(void)
+{
+    fold_model_space_t *x = calloc(1, sizeof(*x));
+    if (x != NULL && (x->build.scratch = fold_sched_scratch_new()) == NULL) {
+        free(x);
+        x = NULL;
+    }
+    return x;
+}
+
+void fold_model_space_free(fold_model_space_t *x)
+{
+    if (x != NULL) {
+        fold_sched_cleanup(&x->build.s);
+        fold_sched_scratch_free(x->build.scratch);
+        free(x->steps);
+        free(x->succ);
+        free(x->heap);
+        free(x);
+    }
+}
+
+/* sim_free, the heap going back to the space if there is one. */
+static void sim_release(model_sim_t *m, fold_model_space_t *space)
+{
+    if (space != NULL && space->heap == NULL) {
+        space->heap     = m->heap;
+        space->heap_cap = m->heap_cap;
+        m->heap = NULL;
+    }
+    sim_free(m);
+}
+
 /* Where one rank's step end times go (fold_model_predict_steps); NULL: nowhere. */
 typedef struct rank_steps {
     int     rank;
@@ -1270,7 +1321,8 @@ static void rank_steps_fill(const model_prog_t *pg, const rank_steps_t *out)
 /* Matches the messages and runs the simulation over a complete program; stops at
  * the first event at or after cutoff (res->cut). */
 static int model_run(const fold_model_params_t *p, const fold_topo_t *topo, model_prog_t *pg,
-                     const rank_steps_t *out, double cutoff, fold_model_result_t *res)
+                     const rank_steps_t *out, double cutoff, fold_model_space_t *space,
+                     fold_model_result_t *res)
 {
     int status = prog_check(pg, topo);
     if (status == FOLD_OK) {
@@ -1281,6 +1333,12 @@ static int model_run(const fold_model_params_t *p, const fold_topo_t *topo, mode
     }
     model_sim_t m;
     status = sim_init(&m, p, topo, pg);
+    if (space != NULL) {
+        m.heap     = space->heap;   /* sim_free gives it back */
+        m.heap_cap = space->heap_cap;
+        space->heap     = NULL;
+        space->heap_cap = 0;
+    }
     for (int r = 0; r < pg->size && status == FOLD_OK; r++) {
         for (size_t g = pg->base[r]; g < pg->base[r + 1]; g++) {
             if (pg->steps[g].npred == 0) {
@@ -1295,7 +1353,7 @@ static int model_run(const fold_model_params_t *p, const fold_topo_t *topo, mode
             res->time_us = res->root_us = key_time(m.heap[0].t);
             res->steps   = pg->nsteps;
             res->cut     = 1;
-            sim_free(&m);
+            sim_release(&m, space);
             return FOLD_OK;
         }
         model_event_t ev = heap_pop(&m);
@@ -1319,7 +1377,7 @@ static int model_run(const fold_model_params_t *p, const fold_topo_t *topo, mode
         sim_result(&m, res);
         rank_steps_fill(pg, out);
     }
-    sim_free(&m);
+    sim_release(&m, space);
     return status;
 }
 
@@ -1356,7 +1414,7 @@ int fold_model_replay(const fold_model_params_t *p, const fold_topo_t *topo,
         status = prog_append(&pg, r, sched[r], esize);
     }
     if (status == FOLD_OK) {
-        status = model_run(p, topo, &pg, NULL, INFINITY, res);
+        status = model_run(p, topo, &pg, NULL, INFINITY, NULL, res);
     }
     prog_free(&pg);
     return status;
@@ -1389,12 +1447,6 @@ static double cpu_bound(const fold_model_params_t *p, const model_prog_t *pg, in
 }
 
 /* Builds and finalizes rank r's schedule and appends it to the program. */
-/* One schedule and the finalisation's working memory, reused rank after rank. */
-typedef struct build_space {
-    fold_sched_t          s;
-    fold_sched_scratch_t *scratch;   /* NULL: fold_sched_finalize's own */
-} build_space_t;
-
 static int build_rank(const fold_topo_t *topo, const fold_model_query_t *q,
                       fold_alg_build_fn build, int r, build_space_t *b, model_prog_t *pg)
 {
@@ -1430,7 +1482,7 @@ static int build_rank(const fold_topo_t *topo, const fold_model_query_t *q,
 
 static int predict(const fold_model_params_t *p, const fold_topo_t *topo,
                    const fold_model_query_t *q, const rank_steps_t *out, double cutoff,
-                   fold_model_result_t *res)
+                   fold_model_space_t *space, fold_model_result_t *res)
 {
     if (p == NULL || topo == NULL || q == NULL || q->alg == NULL || res == NULL ||
         q->esize == 0 || check_params(p) != FOLD_OK) {
@@ -1443,12 +1495,22 @@ static int predict(const fold_model_params_t *p, const fold_topo_t *topo,
         return FOLD_ERR_INVALID_ARG;
     }
     model_prog_t pg;
-    build_space_t b;
-    memset(&b, 0, sizeof(b));
-    b.scratch = fold_sched_scratch_new();
+    build_space_t own, *b = space != NULL ? &space->build : &own;
+    if (space == NULL) {
+        memset(&own, 0, sizeof(own));
+        own.scratch = fold_sched_scratch_new();
+    }
     int status = prog_init(&pg, topo->size), cut = 0;
+    if (space != NULL) {   /* prog_free gives them back */
+        pg.steps = space->steps;
+        pg.cap   = space->steps_cap;
+        pg.succ  = space->succ;
+        pg.succ_cap = space->succ_cap;
+        space->steps = NULL;
+        space->succ  = NULL;
+    }
     for (int r = 0; r < topo->size && status == FOLD_OK && !cut; r++) {
-        status = build_rank(topo, q, build, r, &b, &pg);
+        status = build_rank(topo, q, build, r, b, &pg);
         double least = status == FOLD_OK && cutoff < INFINITY ? cpu_bound(p, &pg, r) : 0;
         if (least >= cutoff) {
             /* This rank alone keeps its CPU busy that long: no need to build the
@@ -1457,10 +1519,20 @@ static int predict(const fold_model_params_t *p, const fold_topo_t *topo,
             cut  = 1;
         }
     }
-    fold_sched_cleanup(&b.s);
-    fold_sched_scratch_free(b.scratch);
+    if (space == NULL) {
+        fold_sched_cleanup(&own.s);
+        fold_sched_scratch_free(own.scratch);
+    }
     if (status == FOLD_OK && !cut) {
-        status = model_run(p, topo, &pg, out, cutoff, res);
+        status = model_run(p, topo, &pg, out, cutoff, space, res);
+    }
+    if (space != NULL) {
+        space->steps     = pg.steps;
+        space->steps_cap = pg.cap;
+        space->succ      = pg.succ;
+        space->succ_cap  = pg.succ_cap;
+        pg.steps = NULL;
+        pg.succ  = NULL;
     }
     prog_free(&pg);
     return status;
@@ -1469,14 +1541,14 @@ static int predict(const fold_model_params_t *p, const fold_topo_t *topo,
 int fold_model_predict(const fold_model_params_t *p, const fold_topo_t *topo,
                        const fold_model_query_t *q, fold_model_result_t *res)
 {
-    return predict(p, topo, q, NULL, INFINITY, res);
+    return predict(p, topo, q, NULL, INFINITY, NULL, res);
 }
 
 int fold_model_predict_within(const fold_model_params_t *p, const fold_topo_t *topo,
                               const fold_model_query_t *q, double cutoff_us,
-                              fold_model_result_t *res)
+                              fold_model_space_t *space, fold_model_result_t *res)
 {
-    return predict(p, topo, q, NULL, cutoff_us, res);   /* NaN: never reached */
+    return predict(p, topo, q, NULL, cutoff_us, space, res);   /* NaN: never reached */
 }
 
 int fold_model_predict_steps(const fold_model_params_t *p, const fold_topo_t *topo,
@@ -1488,5 +1560,5 @@ int fold_model_predict_steps(const fold_model_params_t *p, const fold_topo_t *to
     }
     *nsteps = 0;
     rank_steps_t out = {rank, done, cap, nsteps};
-    return predict(p, topo, q, &out, INFINITY, res);
+    return predict(p, topo, q, &out, INFINITY, NULL, res);
 }

@@ -108,9 +108,15 @@ int fold_model_predict(const fold_model_params_t *p, const fold_topo_t *topo,
  * every step still to come ends at or after that event (res->cut = 1, time_us and
  * root_us the event's time). Otherwise (res->cut = 0) the result is
  * fold_model_predict's, bit for bit. A cutoff of INFINITY never stops. */
+typedef struct fold_model_space fold_model_space_t;
 int fold_model_predict_within(const fold_model_params_t *p, const fold_topo_t *topo,
                               const fold_model_query_t *q, double cutoff_us,
-                              fold_model_result_t *res);
+                              fold_model_space_t *space, fold_model_result_t *res);
+/* Working memory for a series of predictions (may be NULL: each allocates its own).
+ * It keeps the largest prediction's buffers, tens of MB for 512 ranks: free it once
+ * the series is over. Not for two predictions at once. */
+fold_model_space_t *fold_model_space_new(void);
+void fold_model_space_free(fold_model_space_t *space);
 
 /* fold_model_predict, also giving when each of `rank`'s steps is predicted to end
  * (done[i] for its step i, in us from the start; at most cap of them) and how many

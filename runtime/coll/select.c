@@ -349,6 +349,23 @@ static memo_entry_t *memo_add(fold_comm_t *comm, const memo_key_t *k)
     return e;
 }
 
+/* The model's working memory lives as long as the outermost call that replays: a
+ * decision reuses it over its tens of replays, and it is gone after. */
+void fold_select_space_enter(fold_comm_t *comm)
+{
+    if (comm->select.space_users++ == 0 && comm->select.space == NULL) {
+        comm->select.space = fold_model_space_new();   /* NULL: each its own */
+    }
+}
+
+void fold_select_space_leave(fold_comm_t *comm)
+{
+    if (--comm->select.space_users == 0) {
+        fold_model_space_free(comm->select.space);
+        comm->select.space = NULL;
+    }
+}
+
 /* Steps of rank 0's schedule: the replay costs about ranks x steps. */
 static size_t rank0_steps_uncached(const fold_topo_t *topo, const fold_model_query_t *q)
 {
@@ -397,7 +414,8 @@ static double predict_at(fold_comm_t *comm, const fold_topo_t *topo, fold_model_
     fold_model_result_t res;
     double us = INFINITY;
     *exact = 1;
-    if (fold_model_predict_within(&ctx->model, topo, q, cutoff, &res) == FOLD_OK) {
+    if (fold_model_predict_within(&ctx->model, topo, q, cutoff, comm->select.space, &res) ==
+        FOLD_OK) {
         us     = res.time_us;
         *exact = !res.cut;
     }
@@ -513,7 +531,10 @@ static double predict_below(fold_comm_t *comm, const fold_topo_t *topo, fold_col
 double fold_select_predict(fold_comm_t *comm, const fold_topo_t *topo, fold_coll_t coll,
                            const fold_choice_t *choice, size_t bytes)
 {
-    return predict_below(comm, topo, coll, choice, bytes, INFINITY);
+    fold_select_space_enter(comm);
+    double us = predict_below(comm, topo, coll, choice, bytes, INFINITY);
+    fold_select_space_leave(comm);
+    return us;
 }
 
 /* The fastest flat algorithm between the leaders of nnodes nodes for part_bytes. */
@@ -570,8 +591,20 @@ static int leader_candidates(const fold_comm_t *comm, int *out)
  * sure the time reaches bound. Likewise between leader counts, against the best
  * so far; the first of equally fast ones still wins, as each must be faster.
  */
+static double evaluate_below(fold_comm_t *comm, fold_coll_t coll, const fold_alg_t *alg,
+                             size_t bytes, double bound, fold_choice_t *choice);
+
 double fold_select_evaluate_below(fold_comm_t *comm, fold_coll_t coll, const fold_alg_t *alg,
                                   size_t bytes, double bound, fold_choice_t *choice)
+{
+    fold_select_space_enter(comm);
+    double us = evaluate_below(comm, coll, alg, bytes, bound, choice);
+    fold_select_space_leave(comm);
+    return us;
+}
+
+static double evaluate_below(fold_comm_t *comm, fold_coll_t coll, const fold_alg_t *alg,
+                             size_t bytes, double bound, fold_choice_t *choice)
 {
     *choice = (fold_choice_t){.alg = alg};
     if (!(alg->flags & FOLD_ALG_NODE_AWARE)) {
@@ -721,6 +754,7 @@ static int model_pick(fold_comm_t *comm, fold_coll_t coll, size_t bytes,
     double best_us = INFINITY;
     if (!shared_find(key, choice, &best_us)) {
         size_t at = (size_t)1 << k;
+        fold_select_space_enter(comm);
         for (int a = 0; a < nalgs; a++) {
             fold_choice_t c;
             double us = fold_select_evaluate_below(comm, coll, algs[a], at,
@@ -732,6 +766,7 @@ static int model_pick(fold_comm_t *comm, fold_coll_t coll, size_t bytes,
                 *choice = c;
             }
         }
+        fold_select_space_leave(comm);
         shared_add(key, choice, best_us);
         fold_debug("comm %u: %s from %zu B: %s (leaders %d%s%s), predicted %.2f us", comm->id,
                    fold_coll_name(coll), at, choice->alg->name, choice->leaders,
@@ -770,6 +805,9 @@ void fold_select_cache_free(fold_comm_t *comm)
     fold_topo_free(comm->select.inter_topo);
     comm->select.topo = comm->select.inter_topo = NULL;
     memo_free(&comm->select);
+    fold_model_space_free(comm->select.space);
+    comm->select.space       = NULL;
+    comm->select.space_users = 0;
 }
 
 /* ---- the decision ----------------------------------------------------------- */

@@ -120,6 +120,8 @@ typedef struct fold_select_cache {
                                                             -1 not known yet */
     fold_select_memo_t  last[2];                         /* allreduce, reduce */
     fold_select_memo_table_t *memo;                      /* the model's answers */
+    fold_model_space_t *space;       /* the model's memory during one decision */
+    int                 space_users;
 } fold_select_cache_t;
 
 /*
@@ -198,6 +200,10 @@ double fold_select_evaluate(fold_comm_t *comm, fold_coll_t coll, const fold_alg_
 double fold_select_evaluate_below(fold_comm_t *comm, fold_coll_t coll, const fold_alg_t *alg,
                                   size_t bytes, double bound, fold_choice_t *choice);
 void fold_select_cache_free(fold_comm_t *comm);
+/* Around a series of predictions: the model keeps its working memory from the
+ * first enter to the matching last leave (nested pairs are fine). */
+void fold_select_space_enter(fold_comm_t *comm);
+void fold_select_space_leave(fold_comm_t *comm);
 /* A decision another rank made for comm (select_warm.c): into comm's cache and the
  * process's shared one. */
 void fold_select_entry_install(fold_comm_t *comm, fold_coll_t coll, int k,
