@@ -45,11 +45,17 @@ typedef struct ring_plan {
     int          shift;        /* rank r owns block (r + shift) mod size */
     size_t       seg;
     size_t       acc_base;     /* TMP base of the accumulator where OUT is missing */
+    size_t       base, larger; /* count / size and count % size: the blocks */
 } ring_plan_t;
 
+/* fold_block_span(count, size, b, b + 1), without its two divisions per block:
+ * the cost model builds the 2(p-1) steps of thousands of ranks. */
 static fold_range_t block_of(const ring_plan_t *p, int b)
 {
-    return fold_block_span(p->args->count, p->args->size, b, b + 1);
+    size_t i = (size_t)b;
+    size_t off = i * p->base + (i < p->larger ? i : p->larger);
+    fold_range_t r = {off, p->base + (i < p->larger)};
+    return r;
 }
 
 /* Where the reduce-scatter partial of block b lives. */
@@ -76,6 +82,8 @@ static void plan_init(ring_plan_t *p, const fold_coll_args_t *args, fold_sched_t
     p->shift    = shift;
     p->seg      = seg;
     p->acc_base = block < slots ? block : slots;   /* after the receive slots */
+    p->base     = args->count / (size_t)args->size;
+    p->larger   = args->count % (size_t)args->size;
 }
 
 static void reduce_scatter(const ring_plan_t *p)

@@ -1247,11 +1247,84 @@ static void sim_result(const model_sim_t *m, fold_model_result_t *res)
     res->steps   = pg->nsteps;
 }
 
-/* One schedule and the finalisation's working memory, reused rank after rank. */
+/* A finalized schedule kept for the ranks of its shape (fold_sched_same_shape). */
+typedef struct shape_rep {
+    uint64_t     hash;
+    fold_sched_t sched;     /* steps and successors only */
+    size_t       steps_cap, succ_cap;
+} shape_rep_t;
+
+/* Shapes kept per prediction, and their steps at most: a whole node's ranks of a
+ * node-aware algorithm, for the nodes after it. */
+#define SHAPE_REPS      512
+#define SHAPE_REP_STEPS (1u << 20)
+
+/* One schedule and the finalisation's working memory, reused rank after rank, and
+ * the shapes finalized so far. */
 typedef struct build_space {
     fold_sched_t          s;
     fold_sched_scratch_t *scratch;   /* NULL: fold_sched_finalize's own */
+    shape_rep_t          *reps;
+    size_t                nreps, reps_cap, rep_steps;
 } build_space_t;
+
+static void build_space_free(build_space_t *b)
+{
+    fold_sched_cleanup(&b->s);
+    fold_sched_scratch_free(b->scratch);
+    for (size_t i = 0; i < b->reps_cap; i++) {
+        free(b->reps[i].sched.steps);
+        free(b->reps[i].sched.succ);
+    }
+    free(b->reps);
+    memset(b, 0, sizeof(*b));
+}
+
+static const fold_sched_t *shape_find(const build_space_t *b, const fold_sched_t *s,
+                                      uint64_t hash)
+{
+    for (size_t i = b->nreps; i-- > 0;) {   /* the latest most likely */
+        if (b->reps[i].hash == hash && fold_sched_same_shape(&b->reps[i].sched, s)) {
+            return &b->reps[i].sched;
+        }
+    }
+    return NULL;
+}
+
+/* Keeps finalized s as its shape's representative, if there is room. */
+static void shape_keep(build_space_t *b, const fold_sched_t *s, uint64_t hash)
+{
+    if (b->nreps == SHAPE_REPS || b->rep_steps + s->nsteps > SHAPE_REP_STEPS) {
+        return;
+    }
+    if (b->nreps == b->reps_cap) {
+        size_t cap = b->reps_cap ? 2 * b->reps_cap : 16;
+        shape_rep_t *reps = realloc(b->reps, cap * sizeof(*reps));
+        if (reps == NULL) {
+            return;
+        }
+        memset(reps + b->reps_cap, 0, (cap - b->reps_cap) * sizeof(*reps));
+        b->reps     = reps;
+        b->reps_cap = cap;
+    }
+    shape_rep_t *r = &b->reps[b->nreps];
+    if (grow_cap((void **)&r->sched.steps, &r->steps_cap, s->nsteps ? s->nsteps : 1,
+                 sizeof(*s->steps)) != FOLD_OK ||
+        grow_cap((void **)&r->sched.succ, &r->succ_cap, s->nsucc ? s->nsucc : 1,
+                 sizeof(*s->succ)) != FOLD_OK) {
+        return;
+    }
+    memcpy(r->sched.steps, s->steps, s->nsteps * sizeof(*s->steps));
+    memcpy(r->sched.succ, s->succ, s->nsucc * sizeof(*s->succ));
+    r->sched.nsteps  = s->nsteps;
+    r->sched.nsucc   = s->nsucc;
+    r->sched.inplace = s->inplace;
+    r->sched.uses_tl = s->uses_tl;
+    r->sched.status  = FOLD_OK;
+    r->hash          = hash;
+    b->rep_steps    += s->nsteps;
+    b->nreps++;
+}
 
 /* Memory kept from one prediction to the next (model.h): the largest buffers, which
  * would otherwise be mapped, faulted in and unmapped every time. */
@@ -1278,8 +1351,7 @@ fold_model_space_t *fold_model_space_new(void)
 void fold_model_space_free(fold_model_space_t *x)
 {
     if (x != NULL) {
-        fold_sched_cleanup(&x->build.s);
-        fold_sched_scratch_free(x->build.scratch);
+        build_space_free(&x->build);
         free(x->steps);
         free(x->succ);
         free(x->heap);
@@ -1457,9 +1529,20 @@ static int build_rank(const fold_topo_t *topo, const fold_model_query_t *q,
     fold_sched_t *s = &b->s;
     fold_sched_reset(s, &args);
     int status = build(&args, s);
-    if (status == FOLD_OK) {
-        status = b->scratch != NULL ? fold_sched_finalize_with(s, b->scratch)
-                                    : fold_sched_finalize(s);
+    if (status == FOLD_OK && s->status == FOLD_OK) {
+        uint64_t hash = fold_sched_shape_hash(s);
+        const fold_sched_t *like = shape_find(b, s, hash);
+        if (like != NULL) {
+            status = fold_sched_finalize_like(s, like);
+        } else {
+            status = b->scratch != NULL ? fold_sched_finalize_with(s, b->scratch)
+                                        : fold_sched_finalize(s);
+            if (status == FOLD_OK) {
+                shape_keep(b, s, hash);
+            }
+        }
+    } else if (status == FOLD_OK) {
+        status = s->status;
     }
     if (status != FOLD_OK) {
         fold_error("model: %s %s of %zu elements: building rank %d of %d failed: %s",
@@ -1500,6 +1583,8 @@ static int predict(const fold_model_params_t *p, const fold_topo_t *topo,
         memset(&own, 0, sizeof(own));
         own.scratch = fold_sched_scratch_new();
     }
+    b->nreps     = 0;   /* shapes are per prediction */
+    b->rep_steps = 0;
     int status = prog_init(&pg, topo->size), cut = 0;
     if (space != NULL) {   /* prog_free gives them back */
         pg.steps = space->steps;
@@ -1520,8 +1605,7 @@ static int predict(const fold_model_params_t *p, const fold_topo_t *topo,
         }
     }
     if (space == NULL) {
-        fold_sched_cleanup(&own.s);
-        fold_sched_scratch_free(own.scratch);
+        build_space_free(&own);
     }
     if (status == FOLD_OK && !cut) {
         status = model_run(p, topo, &pg, out, cutoff, space, res);

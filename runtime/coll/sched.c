@@ -719,6 +719,107 @@ out:
     return status;
 }
 
+/* ---- schedules of one shape --------------------------------------------------- */
+
+/*
+ * finalize derives the dependencies from what each step reads and writes (and a
+ * post's flag), never from peers, and a step's accesses form a set: the order of a
+ * reduction's two operands changes neither the edges nor their order (each step's
+ * successors come out sorted). So two schedules whose steps agree in everything
+ * but peers, local indices, flag values and that order have the same
+ * dependencies: the ranks of an algorithm that differ only in whom they talk to
+ * (the same local rank on every node, the two sides of a recursive-doubling
+ * exchange) are finalized once.
+ */
+static int same_ref(fold_ref_t a, fold_ref_t b)
+{
+    return a.buf == b.buf && a.off == b.off;
+}
+
+static int same_step_shape(const fold_step_t *a, const fold_step_t *b)
+{
+    if (a->kind != b->kind || a->count != b->count || !same_ref(a->dst, b->dst) ||
+        (a->kind == FOLD_STEP_SHM_POST && a->flag != b->flag)) {
+        return 0;
+    }
+    if (a->kind == FOLD_STEP_REDUCE) {
+        return (same_ref(a->src, b->src) && same_ref(a->src2, b->src2)) ||
+               (same_ref(a->src, b->src2) && same_ref(a->src2, b->src));
+    }
+    return same_ref(a->src, b->src) && same_ref(a->src2, b->src2);
+}
+
+static uint64_t mix(uint64_t h, uint64_t v)
+{
+    h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+    return h * 0xff51afd7ed558ccdull;
+}
+
+static uint64_t ref_word(fold_ref_t r)
+{
+    return ((uint64_t)r.buf << 56) ^ (uint64_t)r.off;
+}
+
+uint64_t fold_sched_shape_hash(const fold_sched_t *s)
+{
+    uint64_t h = mix(0, (uint64_t)s->nsteps * 2 + (s->inplace != 0));
+    for (size_t i = 0; i < s->nsteps; i++) {
+        const fold_step_t *st = &s->steps[i];
+        uint64_t a = ref_word(st->src), b = ref_word(st->src2);
+        if (st->kind == FOLD_STEP_REDUCE && b < a) {   /* operands as a set */
+            uint64_t t = a;
+            a = b;
+            b = t;
+        }
+        h = mix(h, ((uint64_t)st->kind << 56) ^ (st->kind == FOLD_STEP_SHM_POST
+                                                   ? (uint64_t)st->flag << 48 : 0) ^
+                       (uint64_t)st->count);
+        h = mix(mix(mix(h, ref_word(st->dst)), a), b);
+    }
+    return h;
+}
+
+int fold_sched_same_shape(const fold_sched_t *a, const fold_sched_t *b)
+{
+    if (a->nsteps != b->nsteps || (a->inplace != 0) != (b->inplace != 0)) {
+        return 0;
+    }
+    for (size_t i = 0; i < a->nsteps; i++) {
+        if (!same_step_shape(&a->steps[i], &b->steps[i])) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+int fold_sched_finalize_like(fold_sched_t *s, const fold_sched_t *like)
+{
+    if (s->status != FOLD_OK) {
+        return s->status;
+    }
+    if (!fold_sched_same_shape(s, like)) {
+        return s->status = FOLD_ERR_INVALID_ARG;
+    }
+    int status = sched_number_messages(s);
+    if (status == FOLD_OK &&
+        grow((void **)&s->succ, &s->succ_cap, like->nsucc ? like->nsucc : 1,
+             sizeof(*s->succ)) != FOLD_OK) {
+        status = FOLD_ERR_NO_MEMORY;
+    }
+    if (status != FOLD_OK) {
+        return s->status = status;
+    }
+    for (size_t i = 0; i < s->nsteps; i++) {
+        s->steps[i].npred    = like->steps[i].npred;
+        s->steps[i].succ_off = like->steps[i].succ_off;
+        s->steps[i].nsucc    = like->steps[i].nsucc;
+    }
+    memcpy(s->succ, like->succ, like->nsucc * sizeof(*s->succ));
+    s->nsucc   = like->nsucc;
+    s->uses_tl = like->uses_tl;
+    return FOLD_OK;
+}
+
 const char *fold_step_kind_name(int kind)
 {
     static const char *const names[] = {"send", "recv", "reduce", "copy", "shm post",

@@ -224,6 +224,15 @@ fold_sched_scratch_t *fold_sched_scratch_new(void);
 void fold_sched_scratch_free(fold_sched_scratch_t *x);
 int  fold_sched_finalize_with(fold_sched_t *s, fold_sched_scratch_t *x);
 
+/* Schedules of one shape have the same dependencies (sched.c says when): the cost
+ * model finalizes one of them and copies its dependencies to the others.
+ * fold_sched_finalize_like fails (FOLD_ERR_INVALID_ARG) unless s, built and not
+ * finalized, has the shape of `like`, finalized. The hash is equal for schedules
+ * of one shape. */
+uint64_t fold_sched_shape_hash(const fold_sched_t *s);
+int      fold_sched_same_shape(const fold_sched_t *a, const fold_sched_t *b);
+int      fold_sched_finalize_like(fold_sched_t *s, const fold_sched_t *like);
+
 const char *fold_step_kind_name(int kind);
 const char *fold_coll_name(fold_coll_t coll);
 /* "allreduce" or "reduce" -> *coll; -1 for anything else (NULL included). */
