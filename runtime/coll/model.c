@@ -1622,6 +1622,30 @@ static int predict(const fold_model_params_t *p, const fold_topo_t *topo,
     return status;
 }
 
+size_t fold_model_rank_steps(const fold_topo_t *topo, const fold_model_query_t *q, int rank,
+                             fold_model_space_t *space)
+{
+    fold_alg_build_fn build = q->alg ? fold_alg_builder(q->alg, q->proto.coll) : NULL;
+    if (build == NULL || rank < 0 || rank >= topo->size) {
+        return 0;
+    }
+    fold_coll_args_t a = q->proto;
+    a.rank = rank;
+    a.size = topo->size;
+    a.topo = (q->alg->flags & FOLD_ALG_NODE_AWARE) ? topo : NULL;
+    fold_sched_t own, *s = space != NULL ? &space->build.s : &own;
+    if (space != NULL) {
+        fold_sched_reset(s, &a);
+    } else {
+        fold_sched_init(s, &a);
+    }
+    size_t n = build(&a, s) == FOLD_OK ? s->nsteps : 0;
+    if (space == NULL) {
+        fold_sched_cleanup(s);
+    }
+    return n;
+}
+
 int fold_model_predict(const fold_model_params_t *p, const fold_topo_t *topo,
                        const fold_model_query_t *q, fold_model_result_t *res)
 {

@@ -118,6 +118,11 @@ int fold_model_predict_within(const fold_model_params_t *p, const fold_topo_t *t
 fold_model_space_t *fold_model_space_new(void);
 void fold_model_space_free(fold_model_space_t *space);
 
+/* Steps of `rank`'s schedule (built, not finalized), 0 if it does not build: what a
+ * replay costs is about ranks x steps. */
+size_t fold_model_rank_steps(const fold_topo_t *topo, const fold_model_query_t *q, int rank,
+                             fold_model_space_t *space);
+
 /* fold_model_predict, also giving when each of `rank`'s steps is predicted to end
  * (done[i] for its step i, in us from the start; at most cap of them) and how many
  * steps its schedule has (*nsteps): the beside-column of a traced call (exec_trace.c). */

@@ -367,19 +367,6 @@ void fold_select_space_leave(fold_comm_t *comm)
 }
 
 /* Steps of rank 0's schedule: the replay costs about ranks x steps. */
-static size_t rank0_steps_uncached(const fold_topo_t *topo, const fold_model_query_t *q)
-{
-    fold_coll_args_t a = q->proto;
-    a.rank   = 0;
-    a.size   = topo->size;
-    a.topo   = (q->alg->flags & FOLD_ALG_NODE_AWARE) ? topo : NULL;
-    fold_sched_t s;
-    fold_sched_init(&s, &a);
-    size_t n = fold_alg_builder(q->alg, a.coll)(&a, &s) == FOLD_OK ? s.nsteps : 0;
-    fold_sched_cleanup(&s);
-    return n;
-}
-
 static size_t rank0_steps(fold_comm_t *comm, const fold_topo_t *topo,
                           const fold_model_query_t *q)
 {
@@ -388,7 +375,7 @@ static size_t rank0_steps(fold_comm_t *comm, const fold_topo_t *topo,
     if (e != NULL) {
         return e->steps;
     }
-    size_t n = rank0_steps_uncached(topo, q);
+    size_t n = fold_model_rank_steps(topo, q, 0, comm->select.space);
     if ((e = memo_add(comm, &k)) != NULL) {
         e->steps = n;
         e->exact = 1;
