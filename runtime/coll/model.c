@@ -384,6 +384,23 @@ static int grow_cap(void **buf, size_t *cap, size_t need, size_t elem)
     return status;
 }
 
+/* grow_cap from a capacity of 4. */
+static int grow_small(void **buf, size_t *cap, size_t need, size_t elem)
+{
+    if (need <= *cap) {
+        return FOLD_OK;
+    }
+    size_t c = *cap ? 2 * *cap : 4;
+    while (c < need) {
+        c *= 2;
+    }
+    int status = grow_to(buf, c, elem);
+    if (status == FOLD_OK) {
+        *cap = c;
+    }
+    return status;
+}
+
 static void note_extent(size_t *ext, fold_ref_t r, size_t count)
 {
     if (r.buf < FOLD_BUF_COUNT && r.off + count > ext[r.buf]) {
@@ -758,6 +775,8 @@ typedef struct model_sim {
     model_event_t *run;                  /* events of the current time, sorted by
                                             (step, type): run[run_at .. nrun) */
     size_t         nrun, run_at, run_cap;
+    model_event_t *sorted;               /* run_sort's other buffer */
+    size_t         sorted_cap;
     uint64_t       now;                  /* the current time's key */
     model_event_t *bucket[64];           /* bucket b: keys whose highest bit differing
                                             from now's is bit b */
@@ -837,9 +856,54 @@ static void queue_seed(model_sim_t *m, uint32_t g, int rank)
     m->nevents++;
 }
 
-static int compare_events(const void *a, const void *b)
+/* The run by (step, type), all of one time: short ones by insertion, long ones
+ * by radix over the 33 bits of step << 1 | type, in three stable passes. */
+static void run_sort(model_sim_t *m)
 {
-    return ev_before(a, b) ? -1 : ev_before(b, a) ? 1 : 0;
+    model_event_t *v = m->run;
+    size_t n = m->nrun;
+    if (n <= 32) {
+        for (size_t i = 1; i < n; i++) {
+            model_event_t e = v[i];
+            size_t j = i;
+            while (j > 0 && ev_before(&e, &v[j - 1])) {
+                v[j] = v[j - 1];
+                j--;
+            }
+            v[j] = e;
+        }
+        return;
+    }
+    if (grow_cap((void **)&m->sorted, &m->sorted_cap, n, sizeof(*v)) != FOLD_OK) {
+        m->status = FOLD_ERR_NO_MEMORY;
+        return;
+    }
+    model_event_t *from = v, *to = m->sorted;
+    for (int shift = 0; shift < 33; shift += 11) {
+        size_t count[2049] = {0};
+        for (size_t i = 0; i < n; i++) {
+            uint64_t key = ((uint64_t)from[i].g << 1) | (from[i].who & 1);
+            count[((key >> shift) & 2047) + 1]++;
+        }
+        for (int d = 0; d < 2048; d++) {
+            count[d + 1] += count[d];
+        }
+        for (size_t i = 0; i < n; i++) {
+            uint64_t key = ((uint64_t)from[i].g << 1) | (from[i].who & 1);
+            to[count[(key >> shift) & 2047]++] = from[i];
+        }
+        model_event_t *t = from;
+        from = to;
+        to   = t;
+    }
+    if (from != v) {   /* three passes: the result is in sorted[]; swap the buffers */
+        model_event_t *t = m->run;
+        size_t cap = m->run_cap;
+        m->run        = m->sorted;
+        m->run_cap    = m->sorted_cap;
+        m->sorted     = t;
+        m->sorted_cap = cap;
+    }
 }
 
 static void queue_push(model_sim_t *m, double t, uint32_t g, int rank, int type)
@@ -893,7 +957,7 @@ static void queue_refill(model_sim_t *m)
         }
     }
     if (m->nrun > 1) {
-        qsort(m->run, m->nrun, sizeof(*m->run), compare_events);
+        run_sort(m);
     }
 }
 
@@ -1091,8 +1155,9 @@ static void flag_post(model_sim_t *m, int rank, int flag, uint64_t value, double
 {
     flag_log_t *f = flag_of(m, rank, flag);
     size_t cap = f->cap;
-    if (grow_cap((void **)&f->t, &cap, f->n + 1, sizeof(double)) != FOLD_OK ||
-        grow_cap((void **)&f->v, &f->cap, f->n + 1, sizeof(uint64_t)) != FOLD_OK) {
+    /* Most flags are posted a few times: thousands of them, so start small. */
+    if (grow_small((void **)&f->t, &cap, f->n + 1, sizeof(double)) != FOLD_OK ||
+        grow_small((void **)&f->v, &f->cap, f->n + 1, sizeof(uint64_t)) != FOLD_OK) {
         m->status = FOLD_ERR_NO_MEMORY;
         return;
     }
@@ -1283,6 +1348,7 @@ static void sim_free(model_sim_t *m)
     free(m->pool);
     free(m->heap);
     free(m->run);
+    free(m->sorted);
     for (int b = 0; b < 64; b++) {
         free(m->bucket[b]);
     }
@@ -1457,8 +1523,8 @@ struct fold_model_space {
     size_t         steps_cap;
     uint32_t      *succ;
     size_t         succ_cap;
-    model_event_t *heap;
-    size_t         heap_cap;
+    model_event_t *heap, *run, *sorted, *bucket[64];
+    size_t         heap_cap, run_cap, sorted_cap, bucket_cap[64];
 };
 
 fold_model_space_t *fold_model_space_new(void)
@@ -1478,6 +1544,11 @@ void fold_model_space_free(fold_model_space_t *x)
         free(x->steps);
         free(x->succ);
         free(x->heap);
+        free(x->run);
+        free(x->sorted);
+        for (int b = 0; b < 64; b++) {
+            free(x->bucket[b]);
+        }
         free(x);
     }
 }
@@ -1485,10 +1556,19 @@ void fold_model_space_free(fold_model_space_t *x)
 /* sim_free, the heap going back to the space if there is one. */
 static void sim_release(model_sim_t *m, fold_model_space_t *space)
 {
-    if (space != NULL && space->heap == NULL) {
-        space->heap     = m->heap;
-        space->heap_cap = m->heap_cap;
-        m->heap = NULL;
+#define SWAP_BUF(a, acap, b, bcap)                                                        \
+    do {                                                                                  \
+        model_event_t *t_ = (a);                                                          \
+        size_t c_ = (acap);                                                               \
+        (a) = (b), (acap) = (bcap), (b) = t_, (bcap) = c_;                                \
+    } while (0)
+    if (space != NULL) {   /* what the space had is NULL now: sim_free frees nothing */
+        SWAP_BUF(space->heap, space->heap_cap, m->heap, m->heap_cap);
+        SWAP_BUF(space->run, space->run_cap, m->run, m->run_cap);
+        SWAP_BUF(space->sorted, space->sorted_cap, m->sorted, m->sorted_cap);
+        for (int b = 0; b < 64; b++) {
+            SWAP_BUF(space->bucket[b], space->bucket_cap[b], m->bucket[b], m->bucket_cap[b]);
+        }
     }
     sim_free(m);
 }
@@ -1528,11 +1608,13 @@ static int model_run(const fold_model_params_t *p, const fold_topo_t *topo, mode
     }
     model_sim_t m;
     status = sim_init(&m, p, topo, pg);
-    if (space != NULL) {
-        m.heap     = space->heap;   /* sim_free gives it back */
-        m.heap_cap = space->heap_cap;
-        space->heap     = NULL;
-        space->heap_cap = 0;
+    if (space != NULL) {   /* sim_release gives them back */
+        SWAP_BUF(space->heap, space->heap_cap, m.heap, m.heap_cap);
+        SWAP_BUF(space->run, space->run_cap, m.run, m.run_cap);
+        SWAP_BUF(space->sorted, space->sorted_cap, m.sorted, m.sorted_cap);
+        for (int b = 0; b < 64; b++) {
+            SWAP_BUF(space->bucket[b], space->bucket_cap[b], m.bucket[b], m.bucket_cap[b]);
+        }
     }
     for (int r = 0; r < pg->size && status == FOLD_OK; r++) {
         for (size_t g = pg->base[r]; g < pg->base[r + 1]; g++) {
@@ -1763,6 +1845,7 @@ size_t fold_model_rank_steps(const fold_topo_t *topo, const fold_model_query_t *
     } else {
         fold_sched_init(s, &a);
     }
+    fold_sched_count_only(s);
     size_t n = build(&a, s) == FOLD_OK ? s->nsteps : 0;
     if (space == NULL) {
         fold_sched_cleanup(s);

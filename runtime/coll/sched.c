@@ -35,10 +35,24 @@ void fold_sched_reset(fold_sched_t *s, const fold_coll_args_t *args)
     s->succ_cap = succ_cap;
 }
 
+void fold_sched_count_only(fold_sched_t *s)
+{
+    s->count_only = 1;
+}
+
 static fold_step_t *sched_append(fold_sched_t *s, int kind, size_t count)
 {
     if (s->status != FOLD_OK) {
         return NULL;
+    }
+    if (s->count_only) {
+        s->nsteps++;
+        fold_step_t *st = &s->discard;
+        memset(st, 0, sizeof(*st));
+        st->kind  = (uint8_t)kind;
+        st->count = count;
+        st->peer  = -1;
+        return st;
     }
     if (s->nsteps == s->cap) {
         size_t cap = s->cap ? 2 * s->cap : 32;
@@ -408,6 +422,7 @@ typedef struct reader_node {
 typedef struct dep_map {
     span_t        *spans[NBUFS];
     size_t         nspans[NBUFS], cap[NBUFS];
+    size_t         gap[NBUFS];   /* where the free room sits among the spans (below) */
     reader_node_t *pool;
     size_t         npool, pool_cap;
     span_t        *scratch;
@@ -457,29 +472,77 @@ static void add_pred(dep_map_t *m, int64_t pred, uint32_t step)
     }
 }
 
-/* Index of the first span of buffer b that ends after lo. */
+/*
+ * A buffer's spans are sorted by offset in one array with its free room, a gap,
+ * kept where the last change was (spans [0, gap) at the start, the rest at the
+ * end): a change next to the previous one moves little. Builders walk their
+ * buffers in order, forwards or (a ring's blocks) backwards, where a plain array
+ * moved every span after the change: O(p) per step of a ring on p ranks.
+ */
+static span_t *span_at(const dep_map_t *m, int b, size_t i)
+{
+    return &m->spans[b][i < m->gap[b] ? i : i + (m->cap[b] - m->nspans[b])];
+}
+
+/* Moves the gap to before logical span i. */
+static void gap_move(dep_map_t *m, int b, size_t i)
+{
+    span_t *sp = m->spans[b];
+    size_t room = m->cap[b] - m->nspans[b], g = m->gap[b];
+    if (i < g) {
+        memmove(sp + i + room, sp + i, (g - i) * sizeof(span_t));
+    } else if (i > g) {
+        memmove(sp + g, sp + g + room, (i - g) * sizeof(span_t));
+    }
+    m->gap[b] = i;
+}
+
+/* Room for `need` spans in buffer b (the gap moves to the end first). */
+static int span_reserve(dep_map_t *m, int b, size_t need)
+{
+    if (need <= m->cap[b]) {
+        return FOLD_OK;
+    }
+    gap_move(m, b, m->nspans[b]);
+    size_t cap = m->cap[b];
+    int status = grow((void **)&m->spans[b], &cap, need, sizeof(span_t));
+    if (status == FOLD_OK) {
+        m->cap[b] = cap;   /* the gap, at the end, grows with it */
+    }
+    return status;
+}
+
+/* Index of the first span of buffer b that ends after lo: in the part before the
+ * gap if its last span does, else in the part after it. */
 static size_t first_span(const dep_map_t *m, int b, size_t lo)
 {
-    size_t a = 0, z = m->nspans[b];
+    const span_t *sp = m->spans[b];
+    size_t g = m->gap[b], n = m->nspans[b], a, z, shift;
+    if (g > 0 && sp[g - 1].hi > lo) {
+        a = 0, z = g, shift = 0;
+    } else {
+        shift = m->cap[b] - n;
+        a = g + shift, z = n + shift;
+    }
     while (a < z) {
         size_t mid = (a + z) / 2;
-        if (m->spans[b][mid].hi <= lo) {
+        if (sp[mid].hi <= lo) {
             a = mid + 1;
         } else {
             z = mid;
         }
     }
-    return a;
+    return a - shift;
 }
 
 static void collect(dep_map_t *m, const access_t *acc, int is_write, uint32_t step)
 {
     int b = acc->buf;
-    for (size_t i = first_span(m, b, acc->lo); i < m->nspans[b] && m->spans[b][i].lo < acc->hi;
+    for (size_t i = first_span(m, b, acc->lo); i < m->nspans[b] && span_at(m, b, i)->lo < acc->hi;
          i++) {
-        add_pred(m, m->spans[b][i].writer, step);
-        for (uint32_t r = m->spans[b][i].readers; is_write && r != NO_READERS;
-             r = m->pool[r].next) {
+        const span_t *sp = span_at(m, b, i);
+        add_pred(m, sp->writer, step);
+        for (uint32_t r = sp->readers; is_write && r != NO_READERS; r = m->pool[r].next) {
             add_pred(m, m->pool[r].step, step);
         }
     }
@@ -489,41 +552,42 @@ static void collect(dep_map_t *m, const access_t *acc, int is_write, uint32_t st
 static void splice(dep_map_t *m, int b, size_t lo, size_t hi, size_t nnew)
 {
     size_t a = first_span(m, b, lo), z = a;
-    while (z < m->nspans[b] && m->spans[b][z].lo < hi) {
+    while (z < m->nspans[b] && span_at(m, b, z)->lo < hi) {
         z++;
     }
     /* Parts of the first and last old spans outside [lo, hi) survive. */
     span_t head = {0, 0, -1, NO_READERS}, tail = head;
-    int has_head = a < z && m->spans[b][a].lo < lo;
-    int has_tail = a < z && m->spans[b][z - 1].hi > hi;
+    int has_head = a < z && span_at(m, b, a)->lo < lo;
+    int has_tail = a < z && span_at(m, b, z - 1)->hi > hi;
     if (has_head) {
-        head    = m->spans[b][a];
+        head    = *span_at(m, b, a);
         head.hi = lo;
     }
     if (has_tail) {
-        tail    = m->spans[b][z - 1];
+        tail    = *span_at(m, b, z - 1);
         tail.lo = hi;
     }
     size_t add = nnew + (size_t)has_head + (size_t)has_tail, n = m->nspans[b];
     if (m->status != FOLD_OK ||
-        (m->status = grow((void **)&m->spans[b], &m->cap[b], n - (z - a) + add,
-                          sizeof(span_t))) != FOLD_OK) {
+        (m->status = span_reserve(m, b, n - (z - a) + add)) != FOLD_OK) {
         return;
     }
-    span_t *sp = m->spans[b];
-    if (a + add != z) {   /* else the spans after [lo, hi) stay where they are */
-        memmove(sp + a + add, sp + z, (n - z) * sizeof(span_t));
-    }
-    size_t k = a;
+    /* Spans [a, z) go: the gap to z, then it swallows them, then the new ones fill
+     * it from its start. */
+    gap_move(m, b, z);
+    m->gap[b]    = a;
+    m->nspans[b] = n - (z - a);
+    span_t *sp = m->spans[b] + a;
     if (has_head) {
-        sp[k++] = head;
+        *sp++ = head;
     }
-    memcpy(sp + k, m->scratch, nnew * sizeof(span_t));
-    k += nnew;
+    memcpy(sp, m->scratch, nnew * sizeof(span_t));
+    sp += nnew;
     if (has_tail) {
-        sp[k++] = tail;
+        *sp++ = tail;
     }
-    m->nspans[b] = n - (z - a) + add;
+    m->gap[b]    += add;
+    m->nspans[b] += add;
 }
 
 static void record_read(dep_map_t *m, const access_t *acc, uint32_t step)
@@ -534,12 +598,12 @@ static void record_read(dep_map_t *m, const access_t *acc, uint32_t step)
     /* Every old span (or gap) inside [lo, hi) gains this reader. */
     while (pos < acc->hi && m->status == FOLD_OK) {
         span_t piece = {pos, acc->hi, -1, NO_READERS};
-        if (i < m->nspans[b] && m->spans[b][i].lo <= pos) {
-            piece = m->spans[b][i++];
+        if (i < m->nspans[b] && span_at(m, b, i)->lo <= pos) {
+            piece = *span_at(m, b, i++);
             piece.lo = pos;
             piece.hi = piece.hi < acc->hi ? piece.hi : acc->hi;
-        } else if (i < m->nspans[b] && m->spans[b][i].lo < acc->hi) {
-            piece.hi = m->spans[b][i].lo;   /* a gap before the next span */
+        } else if (i < m->nspans[b] && span_at(m, b, i)->lo < acc->hi) {
+            piece.hi = span_at(m, b, i)->lo;   /* a hole before the next span */
         }
         if ((m->status = grow((void **)&m->pool, &m->pool_cap, m->npool + 1,
                               sizeof(*m->pool))) != FOLD_OK ||
@@ -651,6 +715,7 @@ int fold_sched_finalize_with(fold_sched_t *s, fold_sched_scratch_t *x)
     dep_map_t *mp = &x->map, m;
     m = *mp;   /* the buffers, emptied */
     memset(m.nspans, 0, sizeof(m.nspans));
+    memset(m.gap, 0, sizeof(m.gap));
     m.npool = m.nedges = 0;
     m.status = FOLD_OK;
     if (grow((void **)&m.mark, &m.mark_cap, n + 1, sizeof(*m.mark)) != FOLD_OK ||

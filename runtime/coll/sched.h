@@ -149,6 +149,8 @@ typedef struct fold_sched {
     int          inplace;
     int          has_out;     /* 0: OUT must not be referenced */
     int          status;      /* sticky: first error while building */
+    int          count_only;  /* fold_sched_count_only: steps counted, not kept */
+    fold_step_t  discard;     /* ... where they go */
 } fold_sched_t;
 
 void fold_sched_init(fold_sched_t *s, const fold_coll_args_t *args);
@@ -156,6 +158,9 @@ void fold_sched_cleanup(fold_sched_t *s);
 /* fold_sched_init on a schedule that was built before, keeping its memory for the
  * next (the cost model builds thousands in a row). */
 void fold_sched_reset(fold_sched_t *s, const fold_coll_args_t *args);
+/* Before building: the schedule only counts its steps (nsteps, tmp_count and the
+ * rest are as usual, steps[] stays empty): the cost model sizes a replay so. */
+void fold_sched_count_only(fold_sched_t *s);
 
 /* Builder primitives. They record the first error in s->status and return nothing,
  * so builders read as straight-line code. Zero-count steps are dropped. */
