@@ -349,6 +349,8 @@ static memo_entry_t *memo_add(fold_comm_t *comm, const memo_key_t *k)
     return e;
 }
 
+int fold_select_reference;
+
 /* The model's working memory lives as long as the outermost call that replays: a
  * decision reuses it over its tens of replays, and it is gone after. */
 void fold_select_space_enter(fold_comm_t *comm)
@@ -370,6 +372,9 @@ void fold_select_space_leave(fold_comm_t *comm)
 static size_t rank0_steps(fold_comm_t *comm, const fold_topo_t *topo,
                           const fold_model_query_t *q)
 {
+    if (fold_select_reference) {
+        return fold_model_rank_steps(topo, q, 0, NULL);
+    }
     memo_key_t k = memo_key(topo, q, MEMO_STEPS);
     memo_entry_t *e = memo_find(&comm->select, &k);
     if (e != NULL) {
@@ -392,13 +397,18 @@ static double predict_at(fold_comm_t *comm, const fold_topo_t *topo, fold_model_
     q->proto.count     = bytes / MODEL_ESIZE ? bytes / MODEL_ESIZE : 1;
     q->proto.seg_count = fold_select_seg_count(ctx, q->proto.count * MODEL_ESIZE,
                                                MODEL_ESIZE);
+    fold_model_result_t res;
+    if (fold_select_reference) {
+        *exact = 1;
+        return fold_model_predict(&ctx->model, topo, q, &res) == FOLD_OK ? res.time_us
+                                                                         : INFINITY;
+    }
     memo_key_t k = memo_key(topo, q, MEMO_TIME);
     memo_entry_t *e = memo_find(&comm->select, &k);
     if (e != NULL && (e->exact || e->us >= cutoff)) {
         *exact = e->exact;
         return e->us;
     }
-    fold_model_result_t res;
     double us = INFINITY;
     *exact = 1;
     if (fold_model_predict_within(&ctx->model, topo, q, cutoff, comm->select.space, &res) ==
@@ -470,6 +480,9 @@ static double predict_below(fold_comm_t *comm, const fold_topo_t *topo, fold_col
                             const fold_choice_t *choice, size_t bytes, double bound)
 {
     memo_check(comm);
+    if (fold_select_reference) {
+        bound = INFINITY;
+    }
     const fold_context_t *ctx = comm->ctx;
     const fold_alg_t *alg = choice->alg;
     fold_model_query_t q = {
@@ -600,7 +613,12 @@ static double evaluate_below(fold_comm_t *comm, fold_coll_t coll, const fold_alg
     memo_check(comm);
     fold_model_query_t key_q = {.alg = alg, .proto = {.coll = coll, .count = bytes}};
     memo_key_t k = memo_key(comm->select.topo, &key_q, MEMO_EVAL);
-    memo_entry_t *e = memo_find(&comm->select, &k);
+    memo_entry_t *e = NULL;
+    if (fold_select_reference) {
+        bound = INFINITY;
+    } else {
+        e = memo_find(&comm->select, &k);
+    }
     if (e != NULL && (e->exact || e->us >= bound)) {
         if (e->exact) {
             *choice = e->choice;
@@ -631,7 +649,7 @@ static double evaluate_below(fold_comm_t *comm, fold_coll_t coll, const fold_alg
     }
     /* Below bound the best is exact: a replay that stopped early only gave a
      * value at least as large as what it had to beat. */
-    if (e != NULL || (e = memo_add(comm, &k)) != NULL) {
+    if (!fold_select_reference && (e != NULL || (e = memo_add(comm, &k)) != NULL)) {
         e->us     = best_us;
         e->exact  = !(best_us >= bound);
         e->choice = *choice;
@@ -739,7 +757,7 @@ static int model_pick(fold_comm_t *comm, fold_coll_t coll, size_t bytes,
     }
     uint64_t key = decision_key(comm, coll, k, algs, nalgs);
     double best_us = INFINITY;
-    if (!shared_find(key, choice, &best_us)) {
+    if (fold_select_reference || !shared_find(key, choice, &best_us)) {
         size_t at = (size_t)1 << k;
         fold_select_space_enter(comm);
         for (int a = 0; a < nalgs; a++) {
@@ -754,7 +772,9 @@ static int model_pick(fold_comm_t *comm, fold_coll_t coll, size_t bytes,
             }
         }
         fold_select_space_leave(comm);
-        shared_add(key, choice, best_us);
+        if (!fold_select_reference) {
+            shared_add(key, choice, best_us);
+        }
         fold_debug("comm %u: %s from %zu B: %s (leaders %d%s%s), predicted %.2f us", comm->id,
                    fold_coll_name(coll), at, choice->alg->name, choice->leaders,
                    choice->inter ? ", between nodes " : "",

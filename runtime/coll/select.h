@@ -200,6 +200,11 @@ double fold_select_evaluate(fold_comm_t *comm, fold_coll_t coll, const fold_alg_
 double fold_select_evaluate_below(fold_comm_t *comm, fold_coll_t coll, const fold_alg_t *alg,
                                   size_t bytes, double bound, fold_choice_t *choice);
 void fold_select_cache_free(fold_comm_t *comm);
+/* Tests only: nonzero makes selection ask the model as it did before its fast
+ * paths (every candidate replayed to the end with fold_model_predict, nothing
+ * remembered, no decision shared between communicators), the reference the fast
+ * paths must agree with bit for bit. */
+extern int fold_select_reference;
 /* Around a series of predictions: the model keeps its working memory from the
  * first enter to the matching last leave (nested pairs are fine). */
 void fold_select_space_enter(fold_comm_t *comm);

@@ -304,12 +304,14 @@ static int greedy_plan_cached(int rank, int size, int root, size_t nsegs,
     }
     int v = fold_vrank(rank, root, size);
     size_t n = a->first[v + 1] - a->first[v];
-    fold_greedy_xfer_t *mine = malloc((n ? n : 1) * sizeof(*mine));
-    if (mine == NULL) {
+    fold_greedy_xfer_t *mine = n > 0 ? malloc(n * sizeof(*mine)) : NULL;   /* NULL: none */
+    if (n > 0 && mine == NULL) {
         pthread_mutex_unlock(&greedy_lock);
         return FOLD_ERR_NO_MEMORY;
     }
-    memcpy(mine, a->x + a->first[v], n * sizeof(*mine));
+    if (n > 0) {
+        memcpy(mine, a->x + a->first[v], n * sizeof(*mine));
+    }
     if (nsteps != NULL) {
         *nsteps = a->nsteps;
     }
@@ -328,6 +330,15 @@ int fold_greedy_plan(int rank, int size, int root, size_t nsegs,
     int cached = greedy_plan_cached(rank, size, root, nsegs, xfers, nxfers, nsteps);
     if (cached != 0) {
         return cached == 1 ? FOLD_OK : cached;
+    }
+    return fold_greedy_plan_alone(rank, size, root, nsegs, xfers, nxfers, nsteps);
+}
+
+int fold_greedy_plan_alone(int rank, int size, int root, size_t nsegs,
+                           fold_greedy_xfer_t **xfers, size_t *nxfers, size_t *nsteps)
+{
+    if (size < 1 || rank < 0 || rank >= size || root < 0 || root >= size) {
+        return FOLD_ERR_INVALID_ARG;
     }
     greedy_sim_t g;
     int status = greedy_sim_init(&g, size, nsegs);
