@@ -327,6 +327,7 @@ typedef struct model_prog {
     double       *priv_bytes; /* rank -> bytes of IN, OUT and TMP it touches */
     double       *shm_bytes;  /* rank -> bytes of the node segment it touches */
     uint8_t      *has_out;    /* rank -> has an output (reduce: the root only) */
+    double       *cpu_left;   /* rank -> its steps' CPU floor (cpu_bound), or NULL */
     size_t        nrecvs;
 } model_prog_t;
 
@@ -354,6 +355,7 @@ static void prog_free(model_prog_t *g)
     free(g->priv_bytes);
     free(g->shm_bytes);
     free(g->has_out);
+    free(g->cpu_left);
     memset(g, 0, sizeof(*g));
 }
 
@@ -749,6 +751,30 @@ typedef struct flag_waiter {
     uint32_t next;
 } flag_waiter_t;
 
+/* The least CPU time a step takes (model.c, cpu_bound): step_us, and for copies and
+ * reductions their bytes at the faster of the cache and memory rates, a millionth
+ * less for rounding; flag posts take none. */
+typedef struct cpu_floor {
+    double step_us, copy, reduce;
+} cpu_floor_t;
+
+static cpu_floor_t cpu_floor_of(const fold_model_params_t *p)
+{
+    cpu_floor_t f = {p->step_us,
+                     fmin(1.0 / (p->copy_gbs * 1e3), 1.0 / (p->copy_mem_gbs * 1e3)),
+                     fmin(1.0 / (p->reduce_gbs * 1e3), 1.0 / (p->reduce_mem_gbs * 1e3))};
+    f.copy *= 1 - 1e-6;
+    f.reduce *= 1 - 1e-6;
+    return f;
+}
+
+static double step_cpu_floor(const cpu_floor_t *f, const model_step_t *st)
+{
+    double cost = st->kind == FOLD_STEP_COPY   ? (double)st->amount * f->copy
+                : st->kind == FOLD_STEP_REDUCE ? (double)st->amount * f->reduce : 0;
+    return st->kind == FOLD_STEP_SHM_POST ? 0 : f->step_us + cost;
+}
+
 typedef struct model_sim {
     const fold_model_params_t *p;
     const fold_topo_t         *topo;
@@ -782,6 +808,9 @@ typedef struct model_sim {
                                             from now's is bit b */
     size_t         nbucket[64], bucket_cap[64];
     size_t         nevents;              /* in the heap and the buckets */
+    double        *cpu_left;   /* rank -> CPU floor of its steps not started yet, or
+                                  NULL (prog->cpu_left) */
+    cpu_floor_t    floor;
     size_t         ndone;
     int            status;
 } model_sim_t;
@@ -1258,6 +1287,9 @@ static double local_cost(const model_sim_t *m, int rank, const model_step_t *st)
 static void sim_ready(model_sim_t *m, int rank, uint32_t g, double t)
 {
     model_step_t *st = &m->steps[g];
+    if (m->cpu_left != NULL) {
+        m->cpu_left[rank] -= step_cpu_floor(&m->floor, st);
+    }
     if (st->kind == FOLD_STEP_SHM_POST) {
         /* The executor runs a post the moment it is ready, between whatever else
          * it runs (exec.c, step_ready): it does not wait for the CPU. */
@@ -1624,11 +1656,24 @@ static int model_run(const fold_model_params_t *p, const fold_topo_t *topo, mode
         }
     }
     res->cut = 0;
-    while (status == FOLD_OK && m.status == FOLD_OK && m.nevents > 0) {
+    m.cpu_left = cutoff < INFINITY ? pg->cpu_left : NULL;
+    m.floor    = cpu_floor_of(p);
+    for (size_t n = 0; status == FOLD_OK && m.status == FOLD_OK && m.nevents > 0; n++) {
         const model_event_t *top = queue_top(&m);
-        if (top != NULL && key_time(top->t) >= cutoff) {
-            /* Every step still to complete ends at or after this event's time. */
-            res->time_us = res->root_us = key_time(top->t);
+        double least = top != NULL ? key_time(top->t) : 0;
+        if (m.cpu_left != NULL && top != NULL && (n & 1023) == 1023) {
+            /* A rank's CPU still has its steps not started to run, from now or from
+             * when it is free, whichever is later (a millionth off for rounding). */
+            double now = least;
+            for (int r = 0; r < pg->size; r++) {
+                double left = (max2(m.cpu[r], now) + m.cpu_left[r]) * (1 - 1e-6);
+                least = max2(least, left);
+            }
+        }
+        if (top != NULL && least >= cutoff) {
+            /* Every step still to complete ends at or after this event's time, and
+             * every rank's CPU is busy at least that long. */
+            res->time_us = res->root_us = least;
             res->steps   = pg->nsteps;
             res->cut     = 1;
             sim_release(&m, space);
@@ -1706,20 +1751,15 @@ int fold_model_replay(const fold_model_params_t *p, const fold_topo_t *topo,
  * steps became ready, so the two may round differently: the bound gives up a
  * millionth, far more than the rounding of a million additions.
  */
-static double cpu_bound(const fold_model_params_t *p, const model_prog_t *pg, int r)
+static double cpu_bound(const fold_model_params_t *p, model_prog_t *pg, int r)
 {
-    double copy = fmin(1.0 / (p->copy_gbs * 1e3), 1.0 / (p->copy_mem_gbs * 1e3));
-    double reduce = fmin(1.0 / (p->reduce_gbs * 1e3), 1.0 / (p->reduce_mem_gbs * 1e3));
-    copy *= 1 - 1e-6;
-    reduce *= 1 - 1e-6;
+    cpu_floor_t f = cpu_floor_of(p);
     double t = 0;
     for (size_t g = pg->base[r]; g < pg->base[r + 1]; g++) {
-        const model_step_t *st = &pg->steps[g];
-        double cost = st->kind == FOLD_STEP_COPY   ? (double)st->amount * copy
-                    : st->kind == FOLD_STEP_REDUCE ? (double)st->amount * reduce : 0;
-        if (st->kind != FOLD_STEP_SHM_POST) {
-            t = t + p->step_us + cost;
-        }
+        t = t + step_cpu_floor(&f, &pg->steps[g]);
+    }
+    if (pg->cpu_left != NULL) {
+        pg->cpu_left[r] = t;
     }
     return t * (1 - 1e-6);
 }
@@ -1799,6 +1839,10 @@ static int predict(const fold_model_params_t *p, const fold_topo_t *topo,
         pg.succ_cap = space->succ_cap;
         space->steps = NULL;
         space->succ  = NULL;
+    }
+    if (status == FOLD_OK && cutoff < INFINITY &&
+        (pg.cpu_left = calloc((size_t)topo->size, sizeof(double))) == NULL) {
+        status = FOLD_ERR_NO_MEMORY;
     }
     for (int r = 0; r < topo->size && status == FOLD_OK && !cut; r++) {
         status = build_rank(topo, q, build, r, b, &pg);
