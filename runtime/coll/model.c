@@ -55,8 +55,10 @@
  *               latest of every other local rank's). Values are those of one call,
  *               so a wait for 0 (the previous call's FOLD_SHM_CALL_DONE) is met at
  *               once.
- *   order       events are kept in a binary heap by (time, rank, step), so ties
- *               always resolve the same way whatever the machine or the run.
+ *   order       events come out by (time, step, type), so ties always resolve the
+ *               same way whatever the machine or the run. No event is ever queued
+ *               for a time before the current one, so the queue is a radix heap over
+ *               the times' bits, with the current time's events sorted by step.
  *
  * Results: the time the last step of any rank is done, the latest finish among
  * the ranks that have an output (for reduce: the root), and the steps simulated.
@@ -66,8 +68,23 @@
  *
  * Size: predict builds one rank's schedule at a time and keeps a 48-byte record per
  * step plus 4 bytes per dependency, so a ring allreduce on 1000 ranks (5 million
- * steps) takes about 250 MB. The work is O(steps log(steps ready at once)): about
- * 0.4 us per step on this machine, 40% of it building and finalizing schedules.
+ * steps) takes about 250 MB. The work is about linear in the steps: 0.05-0.1 us per
+ * step on this machine, half of it building and finalizing schedules.
+ *
+ * Cheaper, same answers (selection's questions; test_model_fast checks each against
+ * its reference bit for bit):
+ *   - fold_model_predict_within stops a replay as soon as its time is sure to reach
+ *     a cutoff (the best candidate so far): at the first event at or after it, when
+ *     one rank's CPU floor alone reaches it (before the other ranks are even built),
+ *     or when some rank's CPU cannot get through its remaining steps in time. A CPU
+ *     floor is what cpu_bound sums: step_us per step but flag posts, copies and
+ *     reductions at the faster of the cache and memory rates, a millionth less for
+ *     rounding.
+ *   - Ranks whose schedules differ only in peers (and a reduction's operand order)
+ *     have the same dependencies: each shape is finalized once per replay
+ *     (fold_sched_finalize_like), the same local rank of every node, both sides of
+ *     a recursive-doubling exchange.
+ *   - A fold_model_space_t keeps the large buffers from one replay to the next.
  */
 #include "model.h"
 
