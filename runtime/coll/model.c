@@ -1492,10 +1492,10 @@ typedef struct shape_rep {
     size_t       steps_cap, succ_cap;
 } shape_rep_t;
 
-/* Shapes kept per prediction, and their steps at most: a whole node's ranks of a
- * node-aware algorithm, for the nodes after it. */
+/* Shapes kept per prediction, and their steps at most (26 MB): a whole node's ranks
+ * of a node-aware algorithm, for the nodes after it. */
 #define SHAPE_REPS      512
-#define SHAPE_REP_STEPS (1u << 20)
+#define SHAPE_REP_STEPS (1u << 18)
 
 /* One schedule and the finalisation's working memory, reused rank after rank, and
  * the shapes finalized so far. */
@@ -1504,6 +1504,8 @@ typedef struct build_space {
     fold_sched_scratch_t *scratch;   /* NULL: fold_sched_finalize's own */
     shape_rep_t          *reps;
     size_t                nreps, reps_cap, rep_steps;
+    size_t                hits, keep_until;   /* no hit after keep_until shapes: stop
+                                                 keeping them (every rank its own) */
 } build_space_t;
 
 static void build_space_free(build_space_t *b)
@@ -1532,7 +1534,8 @@ static const fold_sched_t *shape_find(const build_space_t *b, const fold_sched_t
 /* Keeps finalized s as its shape's representative, if there is room. */
 static void shape_keep(build_space_t *b, const fold_sched_t *s, uint64_t hash)
 {
-    if (b->nreps == SHAPE_REPS || b->rep_steps + s->nsteps > SHAPE_REP_STEPS) {
+    if (b->nreps == SHAPE_REPS || b->rep_steps + s->nsteps > SHAPE_REP_STEPS ||
+        (b->hits == 0 && b->nreps >= b->keep_until)) {
         return;
     }
     if (b->nreps == b->reps_cap) {
@@ -1796,6 +1799,7 @@ static int build_rank(const fold_topo_t *topo, const fold_model_query_t *q,
         uint64_t hash = fold_sched_shape_hash(s);
         const fold_sched_t *like = shape_find(b, s, hash);
         if (like != NULL) {
+            b->hits++;
             status = fold_sched_finalize_like(s, like);
         } else {
             status = b->scratch != NULL ? fold_sched_finalize_with(s, b->scratch)
@@ -1846,8 +1850,10 @@ static int predict(const fold_model_params_t *p, const fold_topo_t *topo,
         memset(&own, 0, sizeof(own));
         own.scratch = fold_sched_scratch_new();
     }
-    b->nreps     = 0;   /* shapes are per prediction */
-    b->rep_steps = 0;
+    b->nreps      = 0;   /* shapes are per prediction */
+    b->rep_steps  = 0;
+    b->hits       = 0;
+    b->keep_until = (size_t)topo->max_ppn + 1;   /* a node's ranks, and one more */
     int status = prog_init(&pg, topo->size), cut = 0;
     if (space != NULL) {   /* prog_free gives them back */
         pg.steps = space->steps;
