@@ -9,7 +9,8 @@
 # so the two runs see the same cost model. Each run's wall time is printed: the
 # second column of a line is OLD's, the third NEW's. OLD's outputs are kept in
 # OUTDIR (default /tmp/model_same) and reused when present, so a slow reference
-# runs once. Exit status 1 if any output differs.
+# runs once. Exit status 1 if any output differs. test_model_fast checks the same
+# property on small shapes inside the unit tests; this is the check at scale.
 set -u
 old=$1
 new=$2
