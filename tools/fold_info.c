@@ -272,8 +272,10 @@ static int print_decisions(const char *shape_text, int all_algorithms)
         fold_context_free_virtual(ctx);
         return 1;
     }
+    fold_select_space_enter(w);   /* the model's memory serves the whole table */
     if (all_algorithms) {
         print_predictions(w);
+        fold_select_space_leave(w);
         fold_context_free_virtual(ctx);
         return 0;
     }
@@ -300,6 +302,7 @@ static int print_decisions(const char *shape_text, int all_algorithms)
                    serve ? "fold" : "mpi");
         }
     }
+    fold_select_space_leave(w);
     fold_context_free_virtual(ctx);
     return 0;
 }

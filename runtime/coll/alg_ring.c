@@ -45,11 +45,17 @@ typedef struct ring_plan {
     int          shift;        /* rank r owns block (r + shift) mod size */
     size_t       seg;
     size_t       acc_base;     /* TMP base of the accumulator where OUT is missing */
+    size_t       base, larger; /* count / size and count % size: the blocks */
 } ring_plan_t;
 
+/* fold_block_span(count, size, b, b + 1), without its two divisions per block:
+ * the cost model builds the 2(p-1) steps of thousands of ranks. */
 static fold_range_t block_of(const ring_plan_t *p, int b)
 {
-    return fold_block_span(p->args->count, p->args->size, b, b + 1);
+    size_t i = (size_t)b;
+    size_t off = i * p->base + (i < p->larger ? i : p->larger);
+    fold_range_t r = {off, p->base + (i < p->larger)};
+    return r;
 }
 
 /* Where the reduce-scatter partial of block b lives. */
@@ -76,6 +82,18 @@ static void plan_init(ring_plan_t *p, const fold_coll_args_t *args, fold_sched_t
     p->shift    = shift;
     p->seg      = seg;
     p->acc_base = block < slots ? block : slots;   /* after the receive slots */
+    p->base     = args->count / (size_t)args->size;
+    p->larger   = args->count % (size_t)args->size;
+}
+
+/* Fewer elements than ranks: blocks count.. are empty, and a step whose send block
+ * sb and receive block sb - 1 are both empty emits nothing. The send block goes
+ * down by one a step, so the next step that may emit something is sb - count
+ * steps on. (A ring over thousands of ranks with a small message is mostly such
+ * steps, and the cost model builds every rank's schedule.) */
+static int steps_to_skip(const ring_plan_t *p, int sb)
+{
+    return p->base == 0 && (size_t)sb > p->larger ? sb - (int)p->larger : 0;
 }
 
 static void reduce_scatter(const ring_plan_t *p)
@@ -84,6 +102,10 @@ static void reduce_scatter(const ring_plan_t *p)
 
     for (int step = 0; step < a->size - 1; step++) {
         int          sb   = fold_ring_rs_send_block(a->rank, p->shift, a->size, step);
+        if (steps_to_skip(p, sb) > 0) {
+            step += steps_to_skip(p, sb) - 1;
+            continue;
+        }
         int          rb   = fold_ring_rs_recv_block(a->rank, p->shift, a->size, step);
         fold_range_t give = block_of(p, sb);
         fold_range_t get  = block_of(p, rb);
@@ -108,6 +130,10 @@ static int ring_allreduce(const fold_coll_args_t *args, fold_sched_t *s)
     reduce_scatter(&p);
     for (int step = 0; step < args->size - 1; step++) {
         int          sb   = fold_ring_ag_send_block(args->rank, p.shift, args->size, step);
+        if (steps_to_skip(&p, sb) > 0) {
+            step += steps_to_skip(&p, sb) - 1;
+            continue;
+        }
         int          rb   = fold_ring_ag_recv_block(args->rank, p.shift, args->size, step);
         fold_range_t give = block_of(&p, sb);
         fold_range_t get  = block_of(&p, rb);

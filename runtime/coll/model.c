@@ -55,8 +55,10 @@
  *               latest of every other local rank's). Values are those of one call,
  *               so a wait for 0 (the previous call's FOLD_SHM_CALL_DONE) is met at
  *               once.
- *   order       events are kept in a binary heap by (time, rank, step), so ties
- *               always resolve the same way whatever the machine or the run.
+ *   order       events come out by (time, step, type), so ties always resolve the
+ *               same way whatever the machine or the run. No event is ever queued
+ *               for a time before the current one, so the queue is a radix heap over
+ *               the times' bits, with the current time's events sorted by step.
  *
  * Results: the time the last step of any rank is done, the latest finish among
  * the ranks that have an output (for reduce: the root), and the steps simulated.
@@ -66,8 +68,23 @@
  *
  * Size: predict builds one rank's schedule at a time and keeps a 48-byte record per
  * step plus 4 bytes per dependency, so a ring allreduce on 1000 ranks (5 million
- * steps) takes about 250 MB. The work is O(steps log(steps ready at once)): about
- * 0.4 us per step on this machine, 40% of it building and finalizing schedules.
+ * steps) takes about 250 MB. The work is about linear in the steps: 0.05-0.1 us per
+ * step on this machine, half of it building and finalizing schedules.
+ *
+ * Cheaper, same answers (selection's questions; test_model_fast checks each against
+ * its reference bit for bit):
+ *   - fold_model_predict_within stops a replay as soon as its time is sure to reach
+ *     a cutoff (the best candidate so far): at the first event at or after it, when
+ *     one rank's CPU floor alone reaches it (before the other ranks are even built),
+ *     or when some rank's CPU cannot get through its remaining steps in time. A CPU
+ *     floor is what cpu_bound sums: step_us per step but flag posts, copies and
+ *     reductions at the faster of the cache and memory rates, a millionth less for
+ *     rounding.
+ *   - Ranks whose schedules differ only in peers (and a reduction's operand order)
+ *     have the same dependencies: each shape is finalized once per replay
+ *     (fold_sched_finalize_like), the same local rank of every node, both sides of
+ *     a recursive-doubling exchange.
+ *   - A fold_model_space_t keeps the large buffers from one replay to the next.
  */
 #include "model.h"
 
@@ -158,6 +175,19 @@ void fold_model_defaults(fold_model_params_t *p)
         .cma_gbs        = 8,      /* process_vm_readv of another process's memory */
         .cma_us         = 1,      /* ... per call (the kernel pins the pages) */
     };
+}
+
+int fold_model_equal(const fold_model_params_t *a, const fold_model_params_t *b)
+{
+    for (size_t i = 0; i < MODEL_NPARAMS; i++) {
+        const char *x = (const char *)a + model_params[i].offset;
+        const char *y = (const char *)b + model_params[i].offset;
+        if (model_params[i].kind == PARAM_LINKS ? *(const int *)x != *(const int *)y
+                                                : *(const double *)x != *(const double *)y) {
+            return 0;
+        }
+    }
+    return 1;
 }
 
 static const model_param_t *param_find(const char *name)
@@ -314,6 +344,7 @@ typedef struct model_prog {
     double       *priv_bytes; /* rank -> bytes of IN, OUT and TMP it touches */
     double       *shm_bytes;  /* rank -> bytes of the node segment it touches */
     uint8_t      *has_out;    /* rank -> has an output (reduce: the root only) */
+    double       *cpu_left;   /* rank -> its steps' CPU floor (cpu_bound), or NULL */
     size_t        nrecvs;
 } model_prog_t;
 
@@ -341,6 +372,7 @@ static void prog_free(model_prog_t *g)
     free(g->priv_bytes);
     free(g->shm_bytes);
     free(g->has_out);
+    free(g->cpu_left);
     memset(g, 0, sizeof(*g));
 }
 
@@ -361,6 +393,23 @@ static int grow_cap(void **buf, size_t *cap, size_t need, size_t elem)
         return FOLD_OK;
     }
     size_t c = *cap ? *cap : 256;
+    while (c < need) {
+        c *= 2;
+    }
+    int status = grow_to(buf, c, elem);
+    if (status == FOLD_OK) {
+        *cap = c;
+    }
+    return status;
+}
+
+/* grow_cap from a capacity of 4. */
+static int grow_small(void **buf, size_t *cap, size_t need, size_t elem)
+{
+    if (need <= *cap) {
+        return FOLD_OK;
+    }
+    size_t c = *cap ? 2 * *cap : 4;
     while (c < need) {
         c *= 2;
     }
@@ -719,6 +768,30 @@ typedef struct flag_waiter {
     uint32_t next;
 } flag_waiter_t;
 
+/* The least CPU time a step takes (model.c, cpu_bound): step_us, and for copies and
+ * reductions their bytes at the faster of the cache and memory rates, a millionth
+ * less for rounding; flag posts take none. */
+typedef struct cpu_floor {
+    double step_us, copy, reduce;
+} cpu_floor_t;
+
+static cpu_floor_t cpu_floor_of(const fold_model_params_t *p)
+{
+    cpu_floor_t f = {p->step_us,
+                     fmin(1.0 / (p->copy_gbs * 1e3), 1.0 / (p->copy_mem_gbs * 1e3)),
+                     fmin(1.0 / (p->reduce_gbs * 1e3), 1.0 / (p->reduce_mem_gbs * 1e3))};
+    f.copy *= 1 - 1e-6;
+    f.reduce *= 1 - 1e-6;
+    return f;
+}
+
+static double step_cpu_floor(const cpu_floor_t *f, const model_step_t *st)
+{
+    double cost = st->kind == FOLD_STEP_COPY   ? (double)st->amount * f->copy
+                : st->kind == FOLD_STEP_REDUCE ? (double)st->amount * f->reduce : 0;
+    return st->kind == FOLD_STEP_SHM_POST ? 0 : f->step_us + cost;
+}
+
 typedef struct model_sim {
     const fold_model_params_t *p;
     const fold_topo_t         *topo;
@@ -738,8 +811,23 @@ typedef struct model_sim {
     flag_log_t    *flags;      /* rank * FOLD_SHM_NFLAGS + flag */
     flag_waiter_t *pool;
     size_t         npool, pool_cap;
+    /* The event queue (see queue_push): the events of the current time in a binary
+     * heap by (step, type), the later ones in radix buckets by time. */
     model_event_t *heap;
     size_t         nheap, heap_cap;
+    model_event_t *run;                  /* events of the current time, sorted by
+                                            (step, type): run[run_at .. nrun) */
+    size_t         nrun, run_at, run_cap;
+    model_event_t *sorted;               /* run_sort's other buffer */
+    size_t         sorted_cap;
+    uint64_t       now;                  /* the current time's key */
+    model_event_t *bucket[64];           /* bucket b: keys whose highest bit differing
+                                            from now's is bit b */
+    size_t         nbucket[64], bucket_cap[64];
+    size_t         nevents;              /* in the heap and the buckets */
+    double        *cpu_left;   /* rank -> CPU floor of its steps not started yet, or
+                                  NULL (prog->cpu_left) */
+    cpu_floor_t    floor;
     size_t         ndone;
     int            status;
 } model_sim_t;
@@ -769,19 +857,173 @@ static int ev_before(const model_event_t *a, const model_event_t *b)
     return (a->who & 1) < (b->who & 1);
 }
 
-static void heap_push(model_sim_t *m, double t, uint32_t g, int rank, int type)
+static void heap_insert(model_sim_t *m, model_event_t ev)
 {
     if (grow_cap((void **)&m->heap, &m->heap_cap, m->nheap + 1, sizeof(*m->heap)) != FOLD_OK) {
         m->status = FOLD_ERR_NO_MEMORY;
         return;
     }
-    model_event_t ev = {time_key(t), g, ((uint32_t)rank << 1) | (uint32_t)type};
     size_t i = m->nheap++;
     while (i > 0 && ev_before(&ev, &m->heap[(i - 1) / 2])) {
         m->heap[i] = m->heap[(i - 1) / 2];
         i = (i - 1) / 2;
     }
     m->heap[i] = ev;
+}
+
+static void bucket_add(model_sim_t *m, model_event_t ev)
+{
+    int b = 63 - __builtin_clzll(ev.t ^ m->now);
+    if (grow_cap((void **)&m->bucket[b], &m->bucket_cap[b], m->nbucket[b] + 1,
+                 sizeof(model_event_t)) != FOLD_OK) {
+        m->status = FOLD_ERR_NO_MEMORY;
+        return;
+    }
+    m->bucket[b][m->nbucket[b]++] = ev;
+}
+
+/*
+ * Events come out by (time, step, type), as from one binary heap over all of them,
+ * but most of them wait in a radix heap over the time's bits (times >= 0 order as
+ * their bits do): no event is ever queued for a time before the current one (a
+ * step ends, and a message moves, no sooner than the event that led to it), so
+ * only the events of the current time need a heap, a small one. A binary heap
+ * over the whole frontier (half a replay's steps, a large schedule's 100k+ events)
+ * spent a third of the replay finding its minimum.
+ */
+/* The first events, ready at 0 in increasing step order: the run as it is. */
+static void queue_seed(model_sim_t *m, uint32_t g, int rank)
+{
+    if (grow_cap((void **)&m->run, &m->run_cap, m->nrun + 1, sizeof(*m->run)) != FOLD_OK) {
+        m->status = FOLD_ERR_NO_MEMORY;
+        return;
+    }
+    m->run[m->nrun++] = (model_event_t){time_key(0), g, ((uint32_t)rank << 1) | EV_READY};
+    m->nevents++;
+}
+
+/* The run by (step, type), all of one time: short ones by insertion, long ones
+ * by radix over the 33 bits of step << 1 | type, in three stable passes. */
+static void run_sort(model_sim_t *m)
+{
+    model_event_t *v = m->run;
+    size_t n = m->nrun;
+    if (n <= 32) {
+        for (size_t i = 1; i < n; i++) {
+            model_event_t e = v[i];
+            size_t j = i;
+            while (j > 0 && ev_before(&e, &v[j - 1])) {
+                v[j] = v[j - 1];
+                j--;
+            }
+            v[j] = e;
+        }
+        return;
+    }
+    if (grow_cap((void **)&m->sorted, &m->sorted_cap, n, sizeof(*v)) != FOLD_OK) {
+        m->status = FOLD_ERR_NO_MEMORY;
+        return;
+    }
+    model_event_t *from = v, *to = m->sorted;
+    for (int shift = 0; shift < 33; shift += 11) {
+        size_t count[2049] = {0};
+        for (size_t i = 0; i < n; i++) {
+            uint64_t key = ((uint64_t)from[i].g << 1) | (from[i].who & 1);
+            count[((key >> shift) & 2047) + 1]++;
+        }
+        for (int d = 0; d < 2048; d++) {
+            count[d + 1] += count[d];
+        }
+        for (size_t i = 0; i < n; i++) {
+            uint64_t key = ((uint64_t)from[i].g << 1) | (from[i].who & 1);
+            to[count[(key >> shift) & 2047]++] = from[i];
+        }
+        model_event_t *t = from;
+        from = to;
+        to   = t;
+    }
+    if (from != v) {   /* three passes: the result is in sorted[]; swap the buffers */
+        model_event_t *t = m->run;
+        size_t cap = m->run_cap;
+        m->run        = m->sorted;
+        m->run_cap    = m->sorted_cap;
+        m->sorted     = t;
+        m->sorted_cap = cap;
+    }
+}
+
+static void queue_push(model_sim_t *m, double t, uint32_t g, int rank, int type)
+{
+    model_event_t ev = {time_key(t), g, ((uint32_t)rank << 1) | (uint32_t)type};
+    if (ev.t < m->now) {
+        fold_error("model: an event at %g us queued at %g us (a bug in the simulation)", t,
+                   key_time(m->now));
+        m->status = FOLD_ERR_INVALID_ARG;
+        return;
+    }
+    if (ev.t == m->now) {
+        heap_insert(m, ev);
+    } else {
+        bucket_add(m, ev);
+    }
+    m->nevents++;
+}
+
+static model_event_t heap_pop(model_sim_t *m);
+
+/* Once the current time's events are all out: the next time's, sorted, into the
+ * run (many events share a time: the same step of many ranks). */
+static void queue_refill(model_sim_t *m)
+{
+    if (m->nheap > 0 || m->run_at < m->nrun || m->nevents == 0) {
+        return;
+    }
+    int b = 0;
+    while (m->nbucket[b] == 0) {
+        b++;
+    }
+    model_event_t *v = m->bucket[b];
+    size_t n = m->nbucket[b];
+    uint64_t least = v[0].t;
+    for (size_t i = 1; i < n; i++) {
+        least = v[i].t < least ? v[i].t : least;
+    }
+    m->now        = least;
+    m->nbucket[b] = 0;
+    m->nrun = m->run_at = 0;
+    /* Each goes to a lower bucket: it shares bit b and above with the new time. */
+    for (size_t i = 0; i < n; i++) {
+        if (v[i].t != least) {
+            bucket_add(m, v[i]);
+        } else if (grow_cap((void **)&m->run, &m->run_cap, m->nrun + 1, sizeof(*m->run)) ==
+                   FOLD_OK) {
+            m->run[m->nrun++] = v[i];
+        } else {
+            m->status = FOLD_ERR_NO_MEMORY;
+        }
+    }
+    if (m->nrun > 1) {
+        run_sort(m);
+    }
+}
+
+/* The run's head or the heap's, whichever comes first. */
+static const model_event_t *queue_top(model_sim_t *m)
+{
+    queue_refill(m);
+    const model_event_t *r = m->run_at < m->nrun ? &m->run[m->run_at] : NULL;
+    const model_event_t *h = m->nheap > 0 ? &m->heap[0] : NULL;
+    return r == NULL ? h : h == NULL ? r : ev_before(h, r) ? h : r;
+}
+
+static model_event_t queue_pop(model_sim_t *m)
+{
+    const model_event_t *top = queue_top(m);
+    m->nevents--;
+    if (m->nheap > 0 && top == &m->heap[0]) {
+        return heap_pop(m);
+    }
+    return m->run[m->run_at++];
 }
 
 static model_event_t heap_pop(model_sim_t *m)
@@ -825,7 +1067,7 @@ static void sim_complete(model_sim_t *m, int rank, uint32_t g, double t)
         model_step_t *next = &m->steps[succ[k]];
         next->t_post = max2(next->t_post, t);
         if (--next->npred == 0) {
-            heap_push(m, next->t_post, succ[k], rank, EV_READY);
+            queue_push(m, next->t_post, succ[k], rank, EV_READY);
         }
     }
 }
@@ -847,7 +1089,7 @@ static void sim_arrive(model_sim_t *m, int src, uint32_t sg, double t)
 /* The data of send sg may start moving at t: it claims its channels in time order. */
 static void sim_transfer(model_sim_t *m, int src, uint32_t sg, double t)
 {
-    heap_push(m, t, sg, src, EV_XFER);
+    queue_push(m, t, sg, src, EV_XFER);
 }
 
 static double *earliest_link(double *links, int n)
@@ -959,8 +1201,9 @@ static void flag_post(model_sim_t *m, int rank, int flag, uint64_t value, double
 {
     flag_log_t *f = flag_of(m, rank, flag);
     size_t cap = f->cap;
-    if (grow_cap((void **)&f->t, &cap, f->n + 1, sizeof(double)) != FOLD_OK ||
-        grow_cap((void **)&f->v, &f->cap, f->n + 1, sizeof(uint64_t)) != FOLD_OK) {
+    /* Most flags are posted a few times: thousands of them, so start small. */
+    if (grow_small((void **)&f->t, &cap, f->n + 1, sizeof(double)) != FOLD_OK ||
+        grow_small((void **)&f->v, &f->cap, f->n + 1, sizeof(uint64_t)) != FOLD_OK) {
         m->status = FOLD_ERR_NO_MEMORY;
         return;
     }
@@ -1061,6 +1304,9 @@ static double local_cost(const model_sim_t *m, int rank, const model_step_t *st)
 static void sim_ready(model_sim_t *m, int rank, uint32_t g, double t)
 {
     model_step_t *st = &m->steps[g];
+    if (m->cpu_left != NULL) {
+        m->cpu_left[rank] -= step_cpu_floor(&m->floor, st);
+    }
     if (st->kind == FOLD_STEP_SHM_POST) {
         /* The executor runs a post the moment it is ready, between whatever else
          * it runs (exec.c, step_ready): it does not wait for the CPU. */
@@ -1150,6 +1396,11 @@ static void sim_free(model_sim_t *m)
     free(m->flags);
     free(m->pool);
     free(m->heap);
+    free(m->run);
+    free(m->sorted);
+    for (int b = 0; b < 64; b++) {
+        free(m->bucket[b]);
+    }
 }
 
 static int sim_init(model_sim_t *m, const fold_model_params_t *p, const fold_topo_t *topo,
@@ -1234,6 +1485,146 @@ static void sim_result(const model_sim_t *m, fold_model_result_t *res)
     res->steps   = pg->nsteps;
 }
 
+/* A finalized schedule kept for the ranks of its shape (fold_sched_same_shape). */
+typedef struct shape_rep {
+    uint64_t     hash;
+    fold_sched_t sched;     /* steps and successors only */
+    size_t       steps_cap, succ_cap;
+} shape_rep_t;
+
+/* Shapes kept per prediction, and their steps at most (26 MB): a whole node's ranks
+ * of a node-aware algorithm, for the nodes after it. */
+#define SHAPE_REPS      512
+#define SHAPE_REP_STEPS (1u << 18)
+
+/* One schedule and the finalisation's working memory, reused rank after rank, and
+ * the shapes finalized so far. */
+typedef struct build_space {
+    fold_sched_t          s;
+    fold_sched_scratch_t *scratch;   /* NULL: fold_sched_finalize's own */
+    shape_rep_t          *reps;
+    size_t                nreps, reps_cap, rep_steps;
+    size_t                hits, keep_until;   /* no hit after keep_until shapes: stop
+                                                 keeping them (every rank its own) */
+} build_space_t;
+
+static void build_space_free(build_space_t *b)
+{
+    fold_sched_cleanup(&b->s);
+    fold_sched_scratch_free(b->scratch);
+    for (size_t i = 0; i < b->reps_cap; i++) {
+        free(b->reps[i].sched.steps);
+        free(b->reps[i].sched.succ);
+    }
+    free(b->reps);
+    memset(b, 0, sizeof(*b));
+}
+
+static const fold_sched_t *shape_find(const build_space_t *b, const fold_sched_t *s,
+                                      uint64_t hash)
+{
+    for (size_t i = b->nreps; i-- > 0;) {   /* the latest most likely */
+        if (b->reps[i].hash == hash && fold_sched_same_shape(&b->reps[i].sched, s)) {
+            return &b->reps[i].sched;
+        }
+    }
+    return NULL;
+}
+
+/* Keeps finalized s as its shape's representative, if there is room. */
+static void shape_keep(build_space_t *b, const fold_sched_t *s, uint64_t hash)
+{
+    if (b->nreps == SHAPE_REPS || b->rep_steps + s->nsteps > SHAPE_REP_STEPS ||
+        (b->hits == 0 && b->nreps >= b->keep_until)) {
+        return;
+    }
+    if (b->nreps == b->reps_cap) {
+        size_t cap = b->reps_cap ? 2 * b->reps_cap : 16;
+        shape_rep_t *reps = realloc(b->reps, cap * sizeof(*reps));
+        if (reps == NULL) {
+            return;
+        }
+        memset(reps + b->reps_cap, 0, (cap - b->reps_cap) * sizeof(*reps));
+        b->reps     = reps;
+        b->reps_cap = cap;
+    }
+    shape_rep_t *r = &b->reps[b->nreps];
+    if (grow_cap((void **)&r->sched.steps, &r->steps_cap, s->nsteps ? s->nsteps : 1,
+                 sizeof(*s->steps)) != FOLD_OK ||
+        grow_cap((void **)&r->sched.succ, &r->succ_cap, s->nsucc ? s->nsucc : 1,
+                 sizeof(*s->succ)) != FOLD_OK) {
+        return;
+    }
+    memcpy(r->sched.steps, s->steps, s->nsteps * sizeof(*s->steps));
+    memcpy(r->sched.succ, s->succ, s->nsucc * sizeof(*s->succ));
+    r->sched.nsteps  = s->nsteps;
+    r->sched.nsucc   = s->nsucc;
+    r->sched.inplace = s->inplace;
+    r->sched.uses_tl = s->uses_tl;
+    r->sched.status  = FOLD_OK;
+    r->hash          = hash;
+    b->rep_steps    += s->nsteps;
+    b->nreps++;
+}
+
+/* Memory kept from one prediction to the next (model.h): the largest buffers, which
+ * would otherwise be mapped, faulted in and unmapped every time. */
+struct fold_model_space {
+    build_space_t  build;
+    model_step_t  *steps;
+    size_t         steps_cap;
+    uint32_t      *succ;
+    size_t         succ_cap;
+    model_event_t *heap, *run, *sorted, *bucket[64];
+    size_t         heap_cap, run_cap, sorted_cap, bucket_cap[64];
+};
+
+fold_model_space_t *fold_model_space_new(void)
+{
+    fold_model_space_t *x = calloc(1, sizeof(*x));
+    if (x != NULL && (x->build.scratch = fold_sched_scratch_new()) == NULL) {
+        free(x);
+        x = NULL;
+    }
+    return x;
+}
+
+void fold_model_space_free(fold_model_space_t *x)
+{
+    if (x != NULL) {
+        build_space_free(&x->build);
+        free(x->steps);
+        free(x->succ);
+        free(x->heap);
+        free(x->run);
+        free(x->sorted);
+        for (int b = 0; b < 64; b++) {
+            free(x->bucket[b]);
+        }
+        free(x);
+    }
+}
+
+/* sim_free, the heap going back to the space if there is one. */
+static void sim_release(model_sim_t *m, fold_model_space_t *space)
+{
+#define SWAP_BUF(a, acap, b, bcap)                                                        \
+    do {                                                                                  \
+        model_event_t *t_ = (a);                                                          \
+        size_t c_ = (acap);                                                               \
+        (a) = (b), (acap) = (bcap), (b) = t_, (bcap) = c_;                                \
+    } while (0)
+    if (space != NULL) {   /* what the space had is NULL now: sim_free frees nothing */
+        SWAP_BUF(space->heap, space->heap_cap, m->heap, m->heap_cap);
+        SWAP_BUF(space->run, space->run_cap, m->run, m->run_cap);
+        SWAP_BUF(space->sorted, space->sorted_cap, m->sorted, m->sorted_cap);
+        for (int b = 0; b < 64; b++) {
+            SWAP_BUF(space->bucket[b], space->bucket_cap[b], m->bucket[b], m->bucket_cap[b]);
+        }
+    }
+    sim_free(m);
+}
+
 /* Where one rank's step end times go (fold_model_predict_steps); NULL: nowhere. */
 typedef struct rank_steps {
     int     rank;
@@ -1254,9 +1645,11 @@ static void rank_steps_fill(const model_prog_t *pg, const rank_steps_t *out)
     *out->nsteps = n;
 }
 
-/* Matches the messages and runs the simulation over a complete program. */
+/* Matches the messages and runs the simulation over a complete program; stops at
+ * the first event at or after cutoff (res->cut). */
 static int model_run(const fold_model_params_t *p, const fold_topo_t *topo, model_prog_t *pg,
-                     const rank_steps_t *out, fold_model_result_t *res)
+                     const rank_steps_t *out, double cutoff, fold_model_space_t *space,
+                     fold_model_result_t *res)
 {
     int status = prog_check(pg, topo);
     if (status == FOLD_OK) {
@@ -1267,18 +1660,49 @@ static int model_run(const fold_model_params_t *p, const fold_topo_t *topo, mode
     }
     model_sim_t m;
     status = sim_init(&m, p, topo, pg);
+    if (space != NULL) {   /* sim_release gives them back */
+        SWAP_BUF(space->heap, space->heap_cap, m.heap, m.heap_cap);
+        SWAP_BUF(space->run, space->run_cap, m.run, m.run_cap);
+        SWAP_BUF(space->sorted, space->sorted_cap, m.sorted, m.sorted_cap);
+        for (int b = 0; b < 64; b++) {
+            SWAP_BUF(space->bucket[b], space->bucket_cap[b], m.bucket[b], m.bucket_cap[b]);
+        }
+    }
     for (int r = 0; r < pg->size && status == FOLD_OK; r++) {
         for (size_t g = pg->base[r]; g < pg->base[r + 1]; g++) {
             if (pg->steps[g].npred == 0) {
-                heap_push(&m, 0, (uint32_t)g, r, EV_READY);
+                queue_seed(&m, (uint32_t)g, r);
             }
         }
     }
-    while (status == FOLD_OK && m.status == FOLD_OK && m.nheap > 0) {
-        model_event_t ev = heap_pop(&m);
+    res->cut = 0;
+    m.cpu_left = cutoff < INFINITY ? pg->cpu_left : NULL;
+    m.floor    = cpu_floor_of(p);
+    for (size_t n = 0; status == FOLD_OK && m.status == FOLD_OK && m.nevents > 0; n++) {
+        const model_event_t *top = queue_top(&m);
+        double least = top != NULL ? key_time(top->t) : 0;
+        if (m.cpu_left != NULL && top != NULL && (n & 1023) == 1023) {
+            /* A rank's CPU still has its steps not started to run, from now or from
+             * when it is free, whichever is later (a millionth off for rounding). */
+            double now = least;
+            for (int r = 0; r < pg->size; r++) {
+                double left = (max2(m.cpu[r], now) + m.cpu_left[r]) * (1 - 1e-6);
+                least = max2(least, left);
+            }
+        }
+        if (top != NULL && least >= cutoff) {
+            /* Every step still to complete ends at or after this event's time, and
+             * every rank's CPU is busy at least that long. */
+            res->time_us = res->root_us = least;
+            res->steps   = pg->nsteps;
+            res->cut     = 1;
+            sim_release(&m, space);
+            return FOLD_OK;
+        }
+        model_event_t ev = queue_pop(&m);
         int rank = (int)(ev.who >> 1);
-        if (m.nheap > 0) {
-            __builtin_prefetch(&pg->steps[m.heap[0].g]);   /* most likely the next one */
+        if (m.run_at < m.nrun) {
+            __builtin_prefetch(&pg->steps[m.run[m.run_at].g]);   /* most likely the next */
         }
         if ((ev.who & 1) == EV_READY) {
             sim_ready(&m, rank, ev.g, key_time(ev.t));
@@ -1296,7 +1720,7 @@ static int model_run(const fold_model_params_t *p, const fold_topo_t *topo, mode
         sim_result(&m, res);
         rank_steps_fill(pg, out);
     }
-    sim_free(&m);
+    sim_release(&m, space);
     return status;
 }
 
@@ -1333,40 +1757,82 @@ int fold_model_replay(const fold_model_params_t *p, const fold_topo_t *topo,
         status = prog_append(&pg, r, sched[r], esize);
     }
     if (status == FOLD_OK) {
-        status = model_run(p, topo, &pg, NULL, res);
+        status = model_run(p, topo, &pg, NULL, INFINITY, NULL, res);
     }
     prog_free(&pg);
     return status;
 }
 
+/*
+ * A lower bound of the simulated time from rank r's schedule alone: its CPU runs
+ * every step but flag posts for step_us, copies and reductions also for their
+ * bytes at no less than the faster of the in-cache and memory rates, one step at a
+ * time. The sum is taken in the schedule's order, the simulation's in the order the
+ * steps became ready, so the two may round differently: the bound gives up a
+ * millionth, far more than the rounding of a million additions.
+ */
+static double cpu_bound(const fold_model_params_t *p, model_prog_t *pg, int r)
+{
+    cpu_floor_t f = cpu_floor_of(p);
+    double t = 0;
+    for (size_t g = pg->base[r]; g < pg->base[r + 1]; g++) {
+        t = t + step_cpu_floor(&f, &pg->steps[g]);
+    }
+    if (pg->cpu_left != NULL) {
+        pg->cpu_left[r] = t;
+    }
+    return t * (1 - 1e-6);
+}
+
 /* Builds and finalizes rank r's schedule and appends it to the program. */
 static int build_rank(const fold_topo_t *topo, const fold_model_query_t *q,
-                      fold_alg_build_fn build, int r, model_prog_t *pg)
+                      fold_alg_build_fn build, int r, build_space_t *b, model_prog_t *pg)
 {
     fold_coll_args_t args = q->proto;
     args.rank   = r;
     args.size   = topo->size;
     args.topo   = (q->alg->flags & FOLD_ALG_NODE_AWARE) ? topo : NULL;
-    fold_sched_t s;
-    fold_sched_init(&s, &args);
-    int status = build(&args, &s);
-    if (status == FOLD_OK) {
-        status = fold_sched_finalize(&s);
+    fold_sched_t *s = &b->s;
+    fold_sched_reset(s, &args);
+    int status = build(&args, s);
+    if (status == FOLD_OK && s->status == FOLD_OK) {
+        uint64_t hash = fold_sched_shape_hash(s);
+        const fold_sched_t *like = shape_find(b, s, hash);
+        if (like != NULL) {
+            b->hits++;
+            status = fold_sched_finalize_like(s, like);
+        } else {
+            status = b->scratch != NULL ? fold_sched_finalize_with(s, b->scratch)
+                                        : fold_sched_finalize(s);
+            if (status == FOLD_OK) {
+                shape_keep(b, s, hash);
+            }
+        }
+    } else if (status == FOLD_OK) {
+        status = s->status;
     }
     if (status != FOLD_OK) {
         fold_error("model: %s %s of %zu elements: building rank %d of %d failed: %s",
                    q->alg->name, fold_coll_name(args.coll), args.count, r, args.size,
                    fold_status_string(status));
     } else {
-        status = prog_append(pg, r, &s, q->esize);
+        status = prog_append(pg, r, s, q->esize);
     }
-    fold_sched_cleanup(&s);
+    if (status == FOLD_OK && r == 0 && pg->nsteps > 0 &&
+        pg->nsteps < MODEL_NONE / (size_t)pg->size) {
+        /* The other ranks' schedules are most likely about as long. */
+        size_t steps = pg->nsteps * (size_t)pg->size, succ = pg->nsucc * (size_t)pg->size;
+        if (succ < MODEL_NONE) {
+            grow_cap((void **)&pg->steps, &pg->cap, steps, sizeof(*pg->steps));
+            grow_cap((void **)&pg->succ, &pg->succ_cap, succ, sizeof(uint32_t));
+        }
+    }
     return status;
 }
 
 static int predict(const fold_model_params_t *p, const fold_topo_t *topo,
-                   const fold_model_query_t *q, const rank_steps_t *out,
-                   fold_model_result_t *res)
+                   const fold_model_query_t *q, const rank_steps_t *out, double cutoff,
+                   fold_model_space_t *space, fold_model_result_t *res)
 {
     if (p == NULL || topo == NULL || q == NULL || q->alg == NULL || res == NULL ||
         q->esize == 0 || check_params(p) != FOLD_OK) {
@@ -1379,21 +1845,92 @@ static int predict(const fold_model_params_t *p, const fold_topo_t *topo,
         return FOLD_ERR_INVALID_ARG;
     }
     model_prog_t pg;
-    int status = prog_init(&pg, topo->size);
-    for (int r = 0; r < topo->size && status == FOLD_OK; r++) {
-        status = build_rank(topo, q, build, r, &pg);
+    build_space_t own, *b = space != NULL ? &space->build : &own;
+    if (space == NULL) {
+        memset(&own, 0, sizeof(own));
+        own.scratch = fold_sched_scratch_new();
     }
-    if (status == FOLD_OK) {
-        status = model_run(p, topo, &pg, out, res);
+    b->nreps      = 0;   /* shapes are per prediction */
+    b->rep_steps  = 0;
+    b->hits       = 0;
+    b->keep_until = (size_t)topo->max_ppn + 1;   /* a node's ranks, and one more */
+    int status = prog_init(&pg, topo->size), cut = 0;
+    if (space != NULL) {   /* prog_free gives them back */
+        pg.steps = space->steps;
+        pg.cap   = space->steps_cap;
+        pg.succ  = space->succ;
+        pg.succ_cap = space->succ_cap;
+        space->steps = NULL;
+        space->succ  = NULL;
+    }
+    if (status == FOLD_OK && cutoff < INFINITY &&
+        (pg.cpu_left = calloc((size_t)topo->size, sizeof(double))) == NULL) {
+        status = FOLD_ERR_NO_MEMORY;
+    }
+    for (int r = 0; r < topo->size && status == FOLD_OK && !cut; r++) {
+        status = build_rank(topo, q, build, r, b, &pg);
+        double least = status == FOLD_OK && cutoff < INFINITY ? cpu_bound(p, &pg, r) : 0;
+        if (least >= cutoff) {
+            /* This rank alone keeps its CPU busy that long: no need to build the
+             * others, let alone replay them. */
+            *res = (fold_model_result_t){.time_us = least, .root_us = least, .cut = 1};
+            cut  = 1;
+        }
+    }
+    if (space == NULL) {
+        build_space_free(&own);
+    }
+    if (status == FOLD_OK && !cut) {
+        status = model_run(p, topo, &pg, out, cutoff, space, res);
+    }
+    if (space != NULL) {
+        space->steps     = pg.steps;
+        space->steps_cap = pg.cap;
+        space->succ      = pg.succ;
+        space->succ_cap  = pg.succ_cap;
+        pg.steps = NULL;
+        pg.succ  = NULL;
     }
     prog_free(&pg);
     return status;
 }
 
+size_t fold_model_rank_steps(const fold_topo_t *topo, const fold_model_query_t *q, int rank,
+                             fold_model_space_t *space)
+{
+    fold_alg_build_fn build = q->alg ? fold_alg_builder(q->alg, q->proto.coll) : NULL;
+    if (build == NULL || rank < 0 || rank >= topo->size) {
+        return 0;
+    }
+    fold_coll_args_t a = q->proto;
+    a.rank = rank;
+    a.size = topo->size;
+    a.topo = (q->alg->flags & FOLD_ALG_NODE_AWARE) ? topo : NULL;
+    fold_sched_t own, *s = space != NULL ? &space->build.s : &own;
+    if (space != NULL) {
+        fold_sched_reset(s, &a);
+    } else {
+        fold_sched_init(s, &a);
+    }
+    fold_sched_count_only(s);
+    size_t n = build(&a, s) == FOLD_OK ? s->nsteps : 0;
+    if (space == NULL) {
+        fold_sched_cleanup(s);
+    }
+    return n;
+}
+
 int fold_model_predict(const fold_model_params_t *p, const fold_topo_t *topo,
                        const fold_model_query_t *q, fold_model_result_t *res)
 {
-    return predict(p, topo, q, NULL, res);
+    return predict(p, topo, q, NULL, INFINITY, NULL, res);
+}
+
+int fold_model_predict_within(const fold_model_params_t *p, const fold_topo_t *topo,
+                              const fold_model_query_t *q, double cutoff_us,
+                              fold_model_space_t *space, fold_model_result_t *res)
+{
+    return predict(p, topo, q, NULL, cutoff_us, space, res);   /* NaN: never reached */
 }
 
 int fold_model_predict_steps(const fold_model_params_t *p, const fold_topo_t *topo,
@@ -1405,5 +1942,5 @@ int fold_model_predict_steps(const fold_model_params_t *p, const fold_topo_t *to
     }
     *nsteps = 0;
     rank_steps_t out = {rank, done, cap, nsteps};
-    return predict(p, topo, q, &out, res);
+    return predict(p, topo, q, &out, INFINITY, NULL, res);
 }

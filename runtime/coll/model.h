@@ -65,6 +65,8 @@ void fold_model_defaults(fold_model_params_t *p);
  * numbers >= 0, bandwidths > 0, nics an integer 1..1024; nothing may follow the
  * number); either is logged and leaves *p as it was. */
 int fold_model_set(fold_model_params_t *p, const char *name, const char *value);
+/* 1 if every parameter of a equals b's (field by field), else 0. */
+int fold_model_equal(const fold_model_params_t *a, const fold_model_params_t *b);
 /* h extended with every parameter's value (for keys of decisions made with them). */
 uint64_t fold_model_hash(const fold_model_params_t *p, uint64_t h);
 
@@ -90,6 +92,8 @@ typedef struct fold_model_result {
     double root_us;          /* reduce: when the root finishes; else time_us (the
                                 latest rank whose schedule has an output buffer) */
     size_t steps;            /* steps simulated over all ranks */
+    int    cut;              /* fold_model_predict_within stopped at its cutoff: the
+                                schedules take at least time_us (>= the cutoff) */
 } fold_model_result_t;
 
 /* Builds every rank's schedule on `topo` and replays them. FOLD_OK, or the build's
@@ -98,6 +102,26 @@ typedef struct fold_model_result {
  * that is a bug in the algorithm, and is logged naming the rank and step. */
 int fold_model_predict(const fold_model_params_t *p, const fold_topo_t *topo,
                        const fold_model_query_t *q, fold_model_result_t *res);
+
+/* fold_model_predict for a caller that only needs to know whether the time is below
+ * cutoff_us: the simulation stops at its first event at or after cutoff_us, since
+ * every step still to come ends at or after that event (res->cut = 1, time_us and
+ * root_us the event's time). Otherwise (res->cut = 0) the result is
+ * fold_model_predict's, bit for bit. A cutoff of INFINITY never stops. */
+typedef struct fold_model_space fold_model_space_t;
+int fold_model_predict_within(const fold_model_params_t *p, const fold_topo_t *topo,
+                              const fold_model_query_t *q, double cutoff_us,
+                              fold_model_space_t *space, fold_model_result_t *res);
+/* Working memory for a series of predictions (may be NULL: each allocates its own).
+ * It keeps the largest prediction's buffers, tens of MB for 512 ranks: free it once
+ * the series is over. Not for two predictions at once. */
+fold_model_space_t *fold_model_space_new(void);
+void fold_model_space_free(fold_model_space_t *space);
+
+/* Steps of `rank`'s schedule (built, not finalized), 0 if it does not build: what a
+ * replay costs is about ranks x steps. */
+size_t fold_model_rank_steps(const fold_topo_t *topo, const fold_model_query_t *q, int rank,
+                             fold_model_space_t *space);
 
 /* fold_model_predict, also giving when each of `rank`'s steps is predicted to end
  * (done[i] for its step i, in us from the start; at most cap of them) and how many

@@ -23,10 +23,31 @@ void fold_sched_cleanup(fold_sched_t *s)
     memset(s, 0, sizeof(*s));
 }
 
+void fold_sched_reset(fold_sched_t *s, const fold_coll_args_t *args)
+{
+    fold_step_t *steps = s->steps;
+    uint32_t *succ = s->succ;
+    size_t cap = s->cap, succ_cap = s->succ_cap;
+    fold_sched_init(s, args);
+    s->steps    = steps;
+    s->cap      = cap;
+    s->succ     = succ;
+    s->succ_cap = succ_cap;
+}
+
+void fold_sched_count_only(fold_sched_t *s)
+{
+    s->count_only = 1;
+}
+
 static fold_step_t *sched_append(fold_sched_t *s, int kind, size_t count)
 {
     if (s->status != FOLD_OK) {
         return NULL;
+    }
+    if (s->count_only) {   /* what the caller writes into it is never read */
+        s->nsteps++;
+        return &s->discard;
     }
     if (s->nsteps == s->cap) {
         size_t cap = s->cap ? 2 * s->cap : 32;
@@ -396,15 +417,23 @@ typedef struct reader_node {
 typedef struct dep_map {
     span_t        *spans[NBUFS];
     size_t         nspans[NBUFS], cap[NBUFS];
+    size_t         gap[NBUFS];   /* where the free room sits among the spans (below) */
     reader_node_t *pool;
     size_t         npool, pool_cap;
     span_t        *scratch;
     size_t         scratch_cap;
     uint32_t      *mark;      /* per step: last step + 1 that counted it as a predecessor */
+    uint32_t      *counts;    /* per step: its successors */
+    size_t         mark_cap, counts_cap;
     uint32_t     (*edges)[2];
     size_t         nedges, edges_cap;
     int            status;
 } dep_map_t;
+
+/* The map's buffers outlive one finalisation (fold_sched_scratch_t). */
+struct fold_sched_scratch {
+    dep_map_t map;
+};
 
 static int grow(void **buf, size_t *cap, size_t need, size_t elem)
 {
@@ -438,29 +467,77 @@ static void add_pred(dep_map_t *m, int64_t pred, uint32_t step)
     }
 }
 
-/* Index of the first span of buffer b that ends after lo. */
+/*
+ * A buffer's spans are sorted by offset in one array with its free room, a gap,
+ * kept where the last change was (spans [0, gap) at the start, the rest at the
+ * end): a change next to the previous one moves little. Builders walk their
+ * buffers in order, forwards or (a ring's blocks) backwards, where a plain array
+ * moved every span after the change: O(p) per step of a ring on p ranks.
+ */
+static span_t *span_at(const dep_map_t *m, int b, size_t i)
+{
+    return &m->spans[b][i < m->gap[b] ? i : i + (m->cap[b] - m->nspans[b])];
+}
+
+/* Moves the gap to before logical span i. */
+static void gap_move(dep_map_t *m, int b, size_t i)
+{
+    span_t *sp = m->spans[b];
+    size_t room = m->cap[b] - m->nspans[b], g = m->gap[b];
+    if (i < g) {
+        memmove(sp + i + room, sp + i, (g - i) * sizeof(span_t));
+    } else if (i > g) {
+        memmove(sp + g, sp + g + room, (i - g) * sizeof(span_t));
+    }
+    m->gap[b] = i;
+}
+
+/* Room for `need` spans in buffer b (the gap moves to the end first). */
+static int span_reserve(dep_map_t *m, int b, size_t need)
+{
+    if (need <= m->cap[b]) {
+        return FOLD_OK;
+    }
+    gap_move(m, b, m->nspans[b]);
+    size_t cap = m->cap[b];
+    int status = grow((void **)&m->spans[b], &cap, need, sizeof(span_t));
+    if (status == FOLD_OK) {
+        m->cap[b] = cap;   /* the gap, at the end, grows with it */
+    }
+    return status;
+}
+
+/* Index of the first span of buffer b that ends after lo: in the part before the
+ * gap if its last span does, else in the part after it. */
 static size_t first_span(const dep_map_t *m, int b, size_t lo)
 {
-    size_t a = 0, z = m->nspans[b];
+    const span_t *sp = m->spans[b];
+    size_t g = m->gap[b], n = m->nspans[b], a, z, shift;
+    if (g > 0 && sp[g - 1].hi > lo) {
+        a = 0, z = g, shift = 0;
+    } else {
+        shift = m->cap[b] - n;
+        a = g + shift, z = n + shift;
+    }
     while (a < z) {
         size_t mid = (a + z) / 2;
-        if (m->spans[b][mid].hi <= lo) {
+        if (sp[mid].hi <= lo) {
             a = mid + 1;
         } else {
             z = mid;
         }
     }
-    return a;
+    return a - shift;
 }
 
 static void collect(dep_map_t *m, const access_t *acc, int is_write, uint32_t step)
 {
     int b = acc->buf;
-    for (size_t i = first_span(m, b, acc->lo); i < m->nspans[b] && m->spans[b][i].lo < acc->hi;
+    for (size_t i = first_span(m, b, acc->lo); i < m->nspans[b] && span_at(m, b, i)->lo < acc->hi;
          i++) {
-        add_pred(m, m->spans[b][i].writer, step);
-        for (uint32_t r = m->spans[b][i].readers; is_write && r != NO_READERS;
-             r = m->pool[r].next) {
+        const span_t *sp = span_at(m, b, i);
+        add_pred(m, sp->writer, step);
+        for (uint32_t r = sp->readers; is_write && r != NO_READERS; r = m->pool[r].next) {
             add_pred(m, m->pool[r].step, step);
         }
     }
@@ -470,39 +547,42 @@ static void collect(dep_map_t *m, const access_t *acc, int is_write, uint32_t st
 static void splice(dep_map_t *m, int b, size_t lo, size_t hi, size_t nnew)
 {
     size_t a = first_span(m, b, lo), z = a;
-    while (z < m->nspans[b] && m->spans[b][z].lo < hi) {
+    while (z < m->nspans[b] && span_at(m, b, z)->lo < hi) {
         z++;
     }
     /* Parts of the first and last old spans outside [lo, hi) survive. */
     span_t head = {0, 0, -1, NO_READERS}, tail = head;
-    int has_head = a < z && m->spans[b][a].lo < lo;
-    int has_tail = a < z && m->spans[b][z - 1].hi > hi;
+    int has_head = a < z && span_at(m, b, a)->lo < lo;
+    int has_tail = a < z && span_at(m, b, z - 1)->hi > hi;
     if (has_head) {
-        head    = m->spans[b][a];
+        head    = *span_at(m, b, a);
         head.hi = lo;
     }
     if (has_tail) {
-        tail    = m->spans[b][z - 1];
+        tail    = *span_at(m, b, z - 1);
         tail.lo = hi;
     }
     size_t add = nnew + (size_t)has_head + (size_t)has_tail, n = m->nspans[b];
     if (m->status != FOLD_OK ||
-        (m->status = grow((void **)&m->spans[b], &m->cap[b], n - (z - a) + add,
-                          sizeof(span_t))) != FOLD_OK) {
+        (m->status = span_reserve(m, b, n - (z - a) + add)) != FOLD_OK) {
         return;
     }
-    span_t *sp = m->spans[b];
-    memmove(sp + a + add, sp + z, (n - z) * sizeof(span_t));
-    size_t k = a;
+    /* Spans [a, z) go: the gap to z, then it swallows them, then the new ones fill
+     * it from its start. */
+    gap_move(m, b, z);
+    m->gap[b]    = a;
+    m->nspans[b] = n - (z - a);
+    span_t *sp = m->spans[b] + a;
     if (has_head) {
-        sp[k++] = head;
+        *sp++ = head;
     }
-    memcpy(sp + k, m->scratch, nnew * sizeof(span_t));
-    k += nnew;
+    memcpy(sp, m->scratch, nnew * sizeof(span_t));
+    sp += nnew;
     if (has_tail) {
-        sp[k++] = tail;
+        *sp++ = tail;
     }
-    m->nspans[b] = n - (z - a) + add;
+    m->gap[b]    += add;
+    m->nspans[b] += add;
 }
 
 static void record_read(dep_map_t *m, const access_t *acc, uint32_t step)
@@ -513,12 +593,12 @@ static void record_read(dep_map_t *m, const access_t *acc, uint32_t step)
     /* Every old span (or gap) inside [lo, hi) gains this reader. */
     while (pos < acc->hi && m->status == FOLD_OK) {
         span_t piece = {pos, acc->hi, -1, NO_READERS};
-        if (i < m->nspans[b] && m->spans[b][i].lo <= pos) {
-            piece = m->spans[b][i++];
+        if (i < m->nspans[b] && span_at(m, b, i)->lo <= pos) {
+            piece = *span_at(m, b, i++);
             piece.lo = pos;
             piece.hi = piece.hi < acc->hi ? piece.hi : acc->hi;
-        } else if (i < m->nspans[b] && m->spans[b][i].lo < acc->hi) {
-            piece.hi = m->spans[b][i].lo;   /* a gap before the next span */
+        } else if (i < m->nspans[b] && span_at(m, b, i)->lo < acc->hi) {
+            piece.hi = span_at(m, b, i)->lo;   /* a hole before the next span */
         }
         if ((m->status = grow((void **)&m->pool, &m->pool_cap, m->npool + 1,
                               sizeof(*m->pool))) != FOLD_OK ||
@@ -552,7 +632,21 @@ static void dep_map_free(dep_map_t *m)
     free(m->pool);
     free(m->scratch);
     free(m->mark);
+    free(m->counts);
     free(m->edges);
+}
+
+fold_sched_scratch_t *fold_sched_scratch_new(void)
+{
+    return calloc(1, sizeof(fold_sched_scratch_t));
+}
+
+void fold_sched_scratch_free(fold_sched_scratch_t *x)
+{
+    if (x != NULL) {
+        dep_map_free(&x->map);
+        free(x);
+    }
 }
 
 typedef struct peer_seq {
@@ -595,6 +689,15 @@ static int sched_number_messages(fold_sched_t *s)
 
 int fold_sched_finalize(fold_sched_t *s)
 {
+    fold_sched_scratch_t x;
+    memset(&x, 0, sizeof(x));
+    int status = fold_sched_finalize_with(s, &x);
+    dep_map_free(&x.map);
+    return status;
+}
+
+int fold_sched_finalize_with(fold_sched_t *s, fold_sched_scratch_t *x)
+{
     if (s->status != FOLD_OK) {
         return s->status;
     }
@@ -604,13 +707,20 @@ int fold_sched_finalize(fold_sched_t *s)
     }
 
     size_t n = s->nsteps;
-    dep_map_t m;
-    memset(&m, 0, sizeof(m));
-    m.mark = calloc(n + 1, sizeof(*m.mark));
-    uint32_t *counts = calloc(n + 1, sizeof(*counts));
-    if (m.mark == NULL || counts == NULL) {
+    dep_map_t *mp = &x->map, m;
+    m = *mp;   /* the buffers, emptied */
+    memset(m.nspans, 0, sizeof(m.nspans));
+    memset(m.gap, 0, sizeof(m.gap));
+    m.npool = m.nedges = 0;
+    m.status = FOLD_OK;
+    if (grow((void **)&m.mark, &m.mark_cap, n + 1, sizeof(*m.mark)) != FOLD_OK ||
+        grow((void **)&m.counts, &m.counts_cap, n + 1, sizeof(*m.counts)) != FOLD_OK) {
         m.status = FOLD_ERR_NO_MEMORY;
+    } else {
+        memset(m.mark, 0, (n + 1) * sizeof(*m.mark));
+        memset(m.counts, 0, (n + 1) * sizeof(*m.counts));
     }
+    uint32_t *counts = m.counts;
     for (size_t j = 0; j < n && m.status == FOLD_OK; j++) {
         step_access_t a;
         step_accesses(s, &s->steps[j], &a);
@@ -639,13 +749,12 @@ int fold_sched_finalize(fold_sched_t *s)
         counts[m.edges[e][0]]++;
         s->steps[m.edges[e][1]].npred++;
     }
-    free(s->succ);
-    s->succ  = malloc((m.nedges ? m.nedges : 1) * sizeof(*s->succ));
-    s->nsucc = m.nedges;
-    if (s->succ == NULL) {
+    if (grow((void **)&s->succ, &s->succ_cap, m.nedges ? m.nedges : 1, sizeof(*s->succ)) !=
+        FOLD_OK) {
         status = FOLD_ERR_NO_MEMORY;
         goto out;
     }
+    s->nsucc = m.nedges;
     uint32_t off = 0;
     for (size_t i = 0; i < n; i++) {
         s->steps[i].succ_off = off;
@@ -663,12 +772,112 @@ int fold_sched_finalize(fold_sched_t *s)
     }
 
 out:
-    dep_map_free(&m);
-    free(counts);
+    *mp = m;   /* the buffers, grown, for the next */
     if (status != FOLD_OK) {
         s->status = status;
     }
     return status;
+}
+
+/* ---- schedules of one shape --------------------------------------------------- */
+
+/*
+ * finalize derives the dependencies from what each step reads and writes (and a
+ * post's flag), never from peers, and a step's accesses form a set: the order of a
+ * reduction's two operands changes neither the edges nor their order (each step's
+ * successors come out sorted). So two schedules whose steps agree in everything
+ * but peers, local indices, flag values and that order have the same
+ * dependencies: the ranks of an algorithm that differ only in whom they talk to
+ * (the same local rank on every node, the two sides of a recursive-doubling
+ * exchange) are finalized once.
+ */
+static int same_ref(fold_ref_t a, fold_ref_t b)
+{
+    return a.buf == b.buf && a.off == b.off;
+}
+
+static int same_step_shape(const fold_step_t *a, const fold_step_t *b)
+{
+    if (a->kind != b->kind || a->count != b->count || !same_ref(a->dst, b->dst) ||
+        (a->kind == FOLD_STEP_SHM_POST && a->flag != b->flag)) {
+        return 0;
+    }
+    if (a->kind == FOLD_STEP_REDUCE) {
+        return (same_ref(a->src, b->src) && same_ref(a->src2, b->src2)) ||
+               (same_ref(a->src, b->src2) && same_ref(a->src2, b->src));
+    }
+    return same_ref(a->src, b->src) && same_ref(a->src2, b->src2);
+}
+
+static uint64_t mix(uint64_t h, uint64_t v)
+{
+    h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+    return h * 0xff51afd7ed558ccdull;
+}
+
+static uint64_t ref_word(fold_ref_t r)
+{
+    return ((uint64_t)r.buf << 56) ^ (uint64_t)r.off;
+}
+
+uint64_t fold_sched_shape_hash(const fold_sched_t *s)
+{
+    uint64_t h = mix(0, (uint64_t)s->nsteps * 2 + (s->inplace != 0));
+    for (size_t i = 0; i < s->nsteps; i++) {
+        const fold_step_t *st = &s->steps[i];
+        uint64_t a = ref_word(st->src), b = ref_word(st->src2);
+        if (st->kind == FOLD_STEP_REDUCE && b < a) {   /* operands as a set */
+            uint64_t t = a;
+            a = b;
+            b = t;
+        }
+        h = mix(h, ((uint64_t)st->kind << 56) ^ (st->kind == FOLD_STEP_SHM_POST
+                                                   ? (uint64_t)st->flag << 48 : 0) ^
+                       (uint64_t)st->count);
+        h = mix(mix(mix(h, ref_word(st->dst)), a), b);
+    }
+    return h;
+}
+
+int fold_sched_same_shape(const fold_sched_t *a, const fold_sched_t *b)
+{
+    if (a->nsteps != b->nsteps || (a->inplace != 0) != (b->inplace != 0)) {
+        return 0;
+    }
+    for (size_t i = 0; i < a->nsteps; i++) {
+        if (!same_step_shape(&a->steps[i], &b->steps[i])) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+int fold_sched_finalize_like(fold_sched_t *s, const fold_sched_t *like)
+{
+    if (s->status != FOLD_OK) {
+        return s->status;
+    }
+    if (!fold_sched_same_shape(s, like)) {
+        return s->status = FOLD_ERR_INVALID_ARG;
+    }
+    int status = sched_number_messages(s);
+    if (status == FOLD_OK &&
+        grow((void **)&s->succ, &s->succ_cap, like->nsucc ? like->nsucc : 1,
+             sizeof(*s->succ)) != FOLD_OK) {
+        status = FOLD_ERR_NO_MEMORY;
+    }
+    if (status != FOLD_OK) {
+        return s->status = status;
+    }
+    for (size_t i = 0; i < s->nsteps; i++) {
+        s->steps[i].npred    = like->steps[i].npred;
+        s->steps[i].succ_off = like->steps[i].succ_off;
+        s->steps[i].nsucc    = like->steps[i].nsucc;
+    }
+    memcpy(s->succ, like->succ, like->nsucc * sizeof(*s->succ));
+    s->nsucc   = like->nsucc;
+    s->uses_tl = like->uses_tl;
+    return FOLD_OK;
 }
 
 const char *fold_step_kind_name(int kind)

@@ -140,6 +140,7 @@ typedef struct fold_sched {
     size_t       cap;
     uint32_t    *succ;
     size_t       nsucc;
+    size_t       succ_cap;
     size_t       tmp_count;   /* scratch elements used */
     size_t       shm_count;   /* node segment elements used */
     int          uses_shm;    /* references SHM or has shm steps */
@@ -148,10 +149,18 @@ typedef struct fold_sched {
     int          inplace;
     int          has_out;     /* 0: OUT must not be referenced */
     int          status;      /* sticky: first error while building */
+    int          count_only;  /* fold_sched_count_only: steps counted, not kept */
+    fold_step_t  discard;     /* ... where they go */
 } fold_sched_t;
 
 void fold_sched_init(fold_sched_t *s, const fold_coll_args_t *args);
 void fold_sched_cleanup(fold_sched_t *s);
+/* fold_sched_init on a schedule that was built before, keeping its memory for the
+ * next (the cost model builds thousands in a row). */
+void fold_sched_reset(fold_sched_t *s, const fold_coll_args_t *args);
+/* Before building: the schedule only counts its steps (nsteps, tmp_count and the
+ * rest are as usual, steps[] stays empty): the cost model sizes a replay so. */
+void fold_sched_count_only(fold_sched_t *s);
 
 /* Builder primitives. They record the first error in s->status and return nothing,
  * so builders read as straight-line code. Zero-count steps are dropped. */
@@ -214,6 +223,20 @@ void fold_sched_embed(fold_sched_t *s, const fold_sched_t *inner, fold_ref_t in,
 
 /* Derives dependencies and message numbers; returns s->status. */
 int fold_sched_finalize(fold_sched_t *s);
+/* The same with working memory kept between calls (NULL from _new: no memory). */
+typedef struct fold_sched_scratch fold_sched_scratch_t;
+fold_sched_scratch_t *fold_sched_scratch_new(void);
+void fold_sched_scratch_free(fold_sched_scratch_t *x);
+int  fold_sched_finalize_with(fold_sched_t *s, fold_sched_scratch_t *x);
+
+/* Schedules of one shape have the same dependencies (sched.c says when): the cost
+ * model finalizes one of them and copies its dependencies to the others.
+ * fold_sched_finalize_like fails (FOLD_ERR_INVALID_ARG) unless s, built and not
+ * finalized, has the shape of `like`, finalized. The hash is equal for schedules
+ * of one shape. */
+uint64_t fold_sched_shape_hash(const fold_sched_t *s);
+int      fold_sched_same_shape(const fold_sched_t *a, const fold_sched_t *b);
+int      fold_sched_finalize_like(fold_sched_t *s, const fold_sched_t *like);
 
 const char *fold_step_kind_name(int kind);
 const char *fold_coll_name(fold_coll_t coll);

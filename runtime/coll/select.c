@@ -184,28 +184,280 @@ int fold_select_topos(fold_comm_t *comm)
     return status;
 }
 
-/* Steps of rank 0's schedule: the replay costs about ranks x steps. */
-static size_t rank0_steps(const fold_topo_t *topo, const fold_model_query_t *q)
+/* ---- the communicator's memo of predictions ------------------------------------ */
+
+/*
+ * The model is a pure function of its question, so each answer is kept per
+ * communicator (until fold_select_cache_clear: the parameters or settings changed)
+ * and a question asked again costs a lookup. Questions repeat a lot: a decision
+ * and fold_serve_advice evaluate the same candidates, the best flat algorithm
+ * between nodes is picked per leader count for each node-aware algorithm, and the
+ * large size classes all extrapolate from the same two sizes. The key is the whole
+ * question, compared field by field (not a hash of it), so an answer is never
+ * another question's.
+ */
+typedef struct memo_key {
+    const fold_topo_t *topo;
+    const fold_alg_t  *alg;
+    const fold_alg_t  *inter;
+    int                what;   /* MEMO_TIME or MEMO_STEPS */
+    int                coll, leaders, root_weight, depth;
+    size_t             count, seg_count, shm_count;
+} memo_key_t;
+
+enum {
+    MEMO_TIME,    /* a replay: the model's time for count elements */
+    MEMO_STEPS,   /* rank 0's steps */
+    MEMO_EVAL     /* a node-aware algorithm's best configuration for count bytes */
+};
+
+typedef struct memo_entry {
+    memo_key_t    key;
+    double        us;      /* MEMO_TIME, MEMO_EVAL: the time, or (exact = 0) a lower
+                              bound of it */
+    size_t        steps;   /* MEMO_STEPS */
+    fold_choice_t choice;  /* MEMO_EVAL, exact */
+    int           exact;
+    uint32_t      next;    /* chain of its hash bucket */
+} memo_entry_t;
+
+#define MEMO_BUCKETS 4096
+#define MEMO_MAX     (1u << 18)
+#define MEMO_NONE    UINT32_MAX
+
+/* What the answers were found with, besides the key: tools and tests set the
+ * parameters and settings directly, without fold_select_configure. */
+typedef struct memo_basis {
+    fold_model_params_t     model;
+    size_t                  segment_size;
+    long                    pipeline_depth, dpml_leaders;
+    const fold_tune_rule_t *tune, *file;   /* the rules pick the flat algorithm */
+    int                     ntune, nfile;  /* between nodes */
+} memo_basis_t;
+
+struct fold_select_memo_table {
+    memo_basis_t  basis;
+    uint32_t      bucket[MEMO_BUCKETS];
+    memo_entry_t *entries;
+    uint32_t      n, cap;
+};
+
+static void memo_free(fold_select_cache_t *c)
 {
-    fold_coll_args_t a = q->proto;
-    a.rank   = 0;
-    a.size   = topo->size;
-    a.topo   = (q->alg->flags & FOLD_ALG_NODE_AWARE) ? topo : NULL;
-    fold_sched_t s;
-    fold_sched_init(&s, &a);
-    size_t n = fold_alg_builder(q->alg, a.coll)(&a, &s) == FOLD_OK ? s.nsteps : 0;
-    fold_sched_cleanup(&s);
+    if (c->memo != NULL) {
+        free(c->memo->entries);
+        free(c->memo);
+        c->memo = NULL;
+    }
+}
+
+static memo_key_t memo_key(const fold_topo_t *topo, const fold_model_query_t *q, int what)
+{
+    memo_key_t k;
+    memset(&k, 0, sizeof(k));   /* padding too: keys compare with memcmp */
+    k.topo        = topo;
+    k.alg         = q->alg;
+    k.inter       = q->proto.inter;
+    k.what        = what;
+    k.coll        = (int)q->proto.coll;
+    k.leaders     = q->proto.leaders;
+    k.root_weight = q->proto.root_weight;
+    k.depth       = q->proto.depth;
+    k.count       = q->proto.count;
+    k.seg_count   = q->proto.seg_count;
+    k.shm_count   = q->proto.shm_count;
+    return k;
+}
+
+static uint32_t memo_bucket(const memo_key_t *k)
+{
+    return (uint32_t)(fold_hash(FOLD_HASH_INIT, k, sizeof(*k)) % MEMO_BUCKETS);
+}
+
+static void memo_basis_of(const fold_context_t *ctx, memo_basis_t *b)
+{
+    b->model          = ctx->model;
+    b->segment_size   = ctx->config.segment_size;
+    b->pipeline_depth = ctx->config.pipeline_depth;
+    b->dpml_leaders   = ctx->config.dpml_leaders;
+    b->tune           = ctx->tune.rules;
+    b->ntune          = ctx->tune.nrules;
+    b->file           = ctx->file.rules.rules;
+    b->nfile          = ctx->file.rules.nrules;
+}
+
+static int memo_basis_same(const memo_basis_t *a, const memo_basis_t *b)
+{
+    return fold_model_equal(&a->model, &b->model) && a->segment_size == b->segment_size &&
+           a->pipeline_depth == b->pipeline_depth && a->dpml_leaders == b->dpml_leaders &&
+           a->tune == b->tune && a->ntune == b->ntune && a->file == b->file &&
+           a->nfile == b->nfile;
+}
+
+/* The memo, emptied if its answers were found with other parameters or settings. */
+static void memo_check(fold_comm_t *comm)
+{
+    memo_basis_t now;
+    if (comm->select.memo != NULL) {
+        memo_basis_of(comm->ctx, &now);
+        if (!memo_basis_same(&now, &comm->select.memo->basis)) {
+            memo_free(&comm->select);
+        }
+    }
+}
+
+static memo_entry_t *memo_find(fold_select_cache_t *c, const memo_key_t *k)
+{
+    if (c->memo == NULL) {
+        return NULL;
+    }
+    for (uint32_t i = c->memo->bucket[memo_bucket(k)]; i != MEMO_NONE;
+         i = c->memo->entries[i].next) {
+        if (memcmp(&c->memo->entries[i].key, k, sizeof(*k)) == 0) {
+            return &c->memo->entries[i];
+        }
+    }
+    return NULL;
+}
+
+/* A new entry for k (not in the memo), or NULL when there is no room: the answer is
+ * then simply not kept. */
+static memo_entry_t *memo_add(fold_comm_t *comm, const memo_key_t *k)
+{
+    fold_select_cache_t *c = &comm->select;
+    if (c->memo == NULL) {
+        if ((c->memo = calloc(1, sizeof(*c->memo))) == NULL) {
+            return NULL;
+        }
+        memset(c->memo->bucket, 0xff, sizeof(c->memo->bucket));   /* MEMO_NONE */
+        memo_basis_of(comm->ctx, &c->memo->basis);
+    }
+    struct fold_select_memo_table *t = c->memo;
+    if (t->n == t->cap) {
+        uint32_t cap = t->cap ? 2 * t->cap : 256;
+        memo_entry_t *e = cap <= MEMO_MAX ? realloc(t->entries, cap * sizeof(*e)) : NULL;
+        if (e == NULL) {
+            return NULL;
+        }
+        t->entries = e;
+        t->cap     = cap;
+    }
+    uint32_t b = memo_bucket(k);
+    memo_entry_t *e = &t->entries[t->n];
+    *e = (memo_entry_t){.key = *k, .next = t->bucket[b]};
+    t->bucket[b] = t->n++;
+    return e;
+}
+
+int fold_select_reference;
+
+/* The model's working memory lives as long as the outermost call that replays: a
+ * decision reuses it over its tens of replays, and it is gone after. */
+void fold_select_space_enter(fold_comm_t *comm)
+{
+    if (comm->select.space_users++ == 0 && comm->select.space == NULL) {
+        comm->select.space = fold_model_space_new();   /* NULL: each its own */
+    }
+}
+
+void fold_select_space_leave(fold_comm_t *comm)
+{
+    if (--comm->select.space_users == 0) {
+        fold_model_space_free(comm->select.space);
+        comm->select.space = NULL;
+    }
+}
+
+/* Steps of rank 0's schedule: the replay costs about ranks x steps. */
+static size_t rank0_steps(fold_comm_t *comm, const fold_topo_t *topo,
+                          const fold_model_query_t *q)
+{
+    if (fold_select_reference) {
+        return fold_model_rank_steps(topo, q, 0, NULL);
+    }
+    memo_key_t k = memo_key(topo, q, MEMO_STEPS);
+    memo_entry_t *e = memo_find(&comm->select, &k);
+    if (e != NULL) {
+        return e->steps;
+    }
+    size_t n = fold_model_rank_steps(topo, q, 0, comm->select.space);
+    if ((e = memo_add(comm, &k)) != NULL) {
+        e->steps = n;
+        e->exact = 1;
+    }
     return n;
 }
 
-static double predict_at(const fold_context_t *ctx, const fold_topo_t *topo,
-                         fold_model_query_t *q, size_t bytes)
+/* The model's time for `bytes`, or, where that is at least cutoff, possibly only a
+ * lower bound of it that is itself at least cutoff (*exact = 0). */
+static double predict_at(fold_comm_t *comm, const fold_topo_t *topo, fold_model_query_t *q,
+                         size_t bytes, double cutoff, int *exact)
 {
+    const fold_context_t *ctx = comm->ctx;
     q->proto.count     = bytes / MODEL_ESIZE ? bytes / MODEL_ESIZE : 1;
     q->proto.seg_count = fold_select_seg_count(ctx, q->proto.count * MODEL_ESIZE,
                                                MODEL_ESIZE);
     fold_model_result_t res;
-    return fold_model_predict(&ctx->model, topo, q, &res) == FOLD_OK ? res.time_us : INFINITY;
+    if (fold_select_reference) {
+        *exact = 1;
+        return fold_model_predict(&ctx->model, topo, q, &res) == FOLD_OK ? res.time_us
+                                                                         : INFINITY;
+    }
+    memo_key_t k = memo_key(topo, q, MEMO_TIME);
+    memo_entry_t *e = memo_find(&comm->select, &k);
+    if (e != NULL && (e->exact || e->us >= cutoff)) {
+        *exact = e->exact;
+        return e->us;
+    }
+    double us = INFINITY;
+    *exact = 1;
+    if (fold_model_predict_within(&ctx->model, topo, q, cutoff, comm->select.space, &res) ==
+        FOLD_OK) {
+        us     = res.time_us;
+        *exact = !res.cut;
+    }
+    if (e != NULL || (e = memo_add(comm, &k)) != NULL) {
+        e->us    = us;
+        e->exact = *exact;
+    }
+    return us;
+}
+
+/* The extrapolation from two predicted sizes (fold_select_predict). Non-decreasing
+ * in t, as each of its floating-point operations is. */
+static double extrapolate(double t, double half, size_t at, size_t bytes)
+{
+    double per_byte = (t - half) / (double)(at - at / 2);
+    return t + per_byte * (double)(bytes - at);
+}
+
+/* The least time t that extrapolates to at least bound (extrapolate(t) >= bound
+ * for every t at or above it), or INFINITY if none is found. */
+static double extrapolation_cutoff(double bound, double half, size_t at, size_t bytes)
+{
+    if (!isfinite(bound) || !isfinite(half)) {
+        return INFINITY;
+    }
+    double d = (double)(at - at / 2), e = (double)(bytes - at);
+    double t = (bound + half * e / d) / (1 + e / d);
+    if (!isfinite(t)) {
+        return INFINITY;
+    }
+    /* Rounding may leave t a few units in the last place off either way. */
+    for (int i = 0; i < 64 && extrapolate(t, half, at, bytes) >= bound; i++) {
+        double lower = nextafter(t, -INFINITY);
+        if (extrapolate(lower, half, at, bytes) < bound) {
+            return t;
+        }
+        t = lower;
+    }
+    for (int i = 0; i < 64; i++) {
+        if (extrapolate(t, half, at, bytes) >= bound) {
+            return t;
+        }
+        t = nextafter(t, INFINITY);
+    }
+    return INFINITY;
 }
 
 /* Steps replayed per prediction, at most (about 0.03 s). Beyond, large messages are
@@ -223,9 +475,14 @@ static size_t comm_shm_bytes(const fold_comm_t *comm)
     return comm->node != NULL ? comm->node->shm_bytes : comm->ctx->config.shm_size;
 }
 
-double fold_select_predict(fold_comm_t *comm, const fold_topo_t *topo, fold_coll_t coll,
-                           const fold_choice_t *choice, size_t bytes)
+/* fold_select_predict, or any value >= bound where the prediction is >= bound. */
+static double predict_below(fold_comm_t *comm, const fold_topo_t *topo, fold_coll_t coll,
+                            const fold_choice_t *choice, size_t bytes, double bound)
 {
+    memo_check(comm);
+    if (fold_select_reference) {
+        bound = INFINITY;
+    }
     const fold_context_t *ctx = comm->ctx;
     const fold_alg_t *alg = choice->alg;
     fold_model_query_t q = {
@@ -239,11 +496,11 @@ double fold_select_predict(fold_comm_t *comm, const fold_topo_t *topo, fold_coll
     size_t at = bytes;
     q.proto.count     = at / MODEL_ESIZE ? at / MODEL_ESIZE : 1;
     q.proto.seg_count = fold_select_seg_count(ctx, q.proto.count * MODEL_ESIZE, MODEL_ESIZE);
-    size_t steps = rank0_steps(topo, &q);
+    size_t steps = rank0_steps(comm, topo, &q);
     while (at / 2 >= MODEL_MIN_EXTRAP && steps * (size_t)topo->size > MODEL_STEP_BUDGET) {
         q.proto.count     = at / 2 / MODEL_ESIZE;
         q.proto.seg_count = fold_select_seg_count(ctx, at / 2, MODEL_ESIZE);
-        size_t fewer = rank0_steps(topo, &q);
+        size_t fewer = rank0_steps(comm, topo, &q);
         if (fewer >= steps) {
             break;   /* the step count no longer follows the size (latency-bound) */
         }
@@ -258,13 +515,26 @@ double fold_select_predict(fold_comm_t *comm, const fold_topo_t *topo, fold_coll
                    topo->size, steps);
         return INFINITY;
     }
-    double t = predict_at(ctx, topo, &q, at);
+    int exact;
     if (at == bytes) {
-        return t;
+        return predict_at(comm, topo, &q, at, bound, &exact);
     }
-    double half = predict_at(ctx, topo, &q, at / 2);
-    double per_byte = (t - half) / (double)(at - at / 2);
-    return t + per_byte * (double)(bytes - at);
+    /* The smaller size first: it bounds where the larger may stop. A lower bound of
+     * t extrapolates to a lower bound of the result, the extrapolation being
+     * non-decreasing in t. */
+    double half = predict_at(comm, topo, &q, at / 2, INFINITY, &exact);
+    double t = predict_at(comm, topo, &q, at, extrapolation_cutoff(bound, half, at, bytes),
+                          &exact);
+    return extrapolate(t, half, at, bytes);
+}
+
+double fold_select_predict(fold_comm_t *comm, const fold_topo_t *topo, fold_coll_t coll,
+                           const fold_choice_t *choice, size_t bytes)
+{
+    fold_select_space_enter(comm);
+    double us = predict_below(comm, topo, coll, choice, bytes, INFINITY);
+    fold_select_space_leave(comm);
+    return us;
 }
 
 /* The fastest flat algorithm between the leaders of nnodes nodes for part_bytes. */
@@ -286,8 +556,8 @@ static const fold_alg_t *pick_inter(fold_comm_t *comm, fold_coll_t coll, size_t 
             continue;
         }
         fold_choice_t flat = {.alg = alg};
-        double us = rule->nalgs == 1 ? 0 : fold_select_predict(comm, comm->select.inter_topo,
-                                                               coll, &flat, part_bytes);
+        double us = rule->nalgs == 1 ? 0 : predict_below(comm, comm->select.inter_topo, coll,
+                                                         &flat, part_bytes, best_us);
         if (us < best_us) {
             best_us = us;
             best    = alg;
@@ -312,14 +582,48 @@ static int leader_candidates(const fold_comm_t *comm, int *out)
     return n;
 }
 
-/* Evaluates one candidate algorithm, with its best leader count for node-aware
- * ones; fills *choice and returns the predicted time. */
-double fold_select_evaluate(fold_comm_t *comm, fold_coll_t coll, const fold_alg_t *alg, size_t bytes,
-                       fold_choice_t *choice)
+/*
+ * Evaluates one candidate algorithm, with its best leader count for node-aware
+ * ones; fills *choice and returns the predicted time, where that is below bound.
+ * Else it returns some value >= bound (and *choice is one of the alg's
+ * configurations): a caller that takes a candidate only when it is faster than
+ * bound learns all it needs, and the model stops each replay as soon as it is
+ * sure the time reaches bound. Likewise between leader counts, against the best
+ * so far; the first of equally fast ones still wins, as each must be faster.
+ */
+static double evaluate_below(fold_comm_t *comm, fold_coll_t coll, const fold_alg_t *alg,
+                             size_t bytes, double bound, fold_choice_t *choice);
+
+double fold_select_evaluate_below(fold_comm_t *comm, fold_coll_t coll, const fold_alg_t *alg,
+                                  size_t bytes, double bound, fold_choice_t *choice)
+{
+    fold_select_space_enter(comm);
+    double us = evaluate_below(comm, coll, alg, bytes, bound, choice);
+    fold_select_space_leave(comm);
+    return us;
+}
+
+static double evaluate_below(fold_comm_t *comm, fold_coll_t coll, const fold_alg_t *alg,
+                             size_t bytes, double bound, fold_choice_t *choice)
 {
     *choice = (fold_choice_t){.alg = alg};
     if (!(alg->flags & FOLD_ALG_NODE_AWARE)) {
-        return fold_select_predict(comm, comm->select.topo, coll, choice, bytes);
+        return predict_below(comm, comm->select.topo, coll, choice, bytes, bound);
+    }
+    memo_check(comm);
+    fold_model_query_t key_q = {.alg = alg, .proto = {.coll = coll, .count = bytes}};
+    memo_key_t k = memo_key(comm->select.topo, &key_q, MEMO_EVAL);
+    memo_entry_t *e = NULL;
+    if (fold_select_reference) {
+        bound = INFINITY;
+    } else {
+        e = memo_find(&comm->select, &k);
+    }
+    if (e != NULL && (e->exact || e->us >= bound)) {
+        if (e->exact) {
+            *choice = e->choice;
+        }
+        return e->us;
     }
     int leaders[FOLD_SELECT_MAX_LEADER_TRIES];
     int n = leader_candidates(comm, leaders);
@@ -335,14 +639,28 @@ double fold_select_evaluate(fold_comm_t *comm, fold_coll_t coll, const fold_alg_
         for (int w = 0; w < nweights && (w == 0 || leaders[i] > 1); w++) {
             fold_choice_t c = {.alg = alg, .leaders = leaders[i], .inter = inter,
                                .root_weight = weights[w]};
-            double us = fold_select_predict(comm, comm->select.topo, coll, &c, bytes);
+            double us = predict_below(comm, comm->select.topo, coll, &c, bytes,
+                                      best_us < bound ? best_us : bound);
             if (us < best_us || (i == 0 && w == 0)) {
                 best_us = us;
                 *choice = c;
             }
         }
     }
+    /* Below bound the best is exact: a replay that stopped early only gave a
+     * value at least as large as what it had to beat. */
+    if (!fold_select_reference && (e != NULL || (e = memo_add(comm, &k)) != NULL)) {
+        e->us     = best_us;
+        e->exact  = !(best_us >= bound);
+        e->choice = *choice;
+    }
     return best_us;
+}
+
+double fold_select_evaluate(fold_comm_t *comm, fold_coll_t coll, const fold_alg_t *alg,
+                            size_t bytes, fold_choice_t *choice)
+{
+    return fold_select_evaluate_below(comm, coll, alg, bytes, INFINITY, choice);
 }
 
 /*
@@ -439,11 +757,13 @@ static int model_pick(fold_comm_t *comm, fold_coll_t coll, size_t bytes,
     }
     uint64_t key = decision_key(comm, coll, k, algs, nalgs);
     double best_us = INFINITY;
-    if (!shared_find(key, choice, &best_us)) {
+    if (fold_select_reference || !shared_find(key, choice, &best_us)) {
         size_t at = (size_t)1 << k;
+        fold_select_space_enter(comm);
         for (int a = 0; a < nalgs; a++) {
             fold_choice_t c;
-            double us = fold_select_evaluate(comm, coll, algs[a], at, &c);
+            double us = fold_select_evaluate_below(comm, coll, algs[a], at,
+                                                   a == 0 ? INFINITY : best_us, &c);
             fold_trace("comm %u %s %zu B: %s leaders %d predicted %.2f us", comm->id,
                        fold_coll_name(coll), at, algs[a]->name, c.leaders, us);
             if (a == 0 || us < best_us) {
@@ -451,7 +771,10 @@ static int model_pick(fold_comm_t *comm, fold_coll_t coll, size_t bytes,
                 *choice = c;
             }
         }
-        shared_add(key, choice, best_us);
+        fold_select_space_leave(comm);
+        if (!fold_select_reference) {
+            shared_add(key, choice, best_us);
+        }
         fold_debug("comm %u: %s from %zu B: %s (leaders %d%s%s), predicted %.2f us", comm->id,
                    fold_coll_name(coll), at, choice->alg->name, choice->leaders,
                    choice->inter ? ", between nodes " : "",
@@ -477,6 +800,7 @@ void fold_select_entry_install(fold_comm_t *comm, fold_coll_t coll, int k,
 
 void fold_select_cache_clear(fold_comm_t *comm)
 {
+    memo_free(&comm->select);
     memset(comm->select.entry, 0, sizeof(comm->select.entry));
     memset(comm->select.advice, -1, sizeof(comm->select.advice));
     memset(comm->select.last, 0, sizeof(comm->select.last));
@@ -487,6 +811,10 @@ void fold_select_cache_free(fold_comm_t *comm)
     fold_topo_free(comm->select.topo);
     fold_topo_free(comm->select.inter_topo);
     comm->select.topo = comm->select.inter_topo = NULL;
+    memo_free(&comm->select);
+    fold_model_space_free(comm->select.space);
+    comm->select.space       = NULL;
+    comm->select.space_users = 0;
 }
 
 /* ---- the decision ----------------------------------------------------------- */

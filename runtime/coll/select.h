@@ -109,6 +109,8 @@ typedef struct fold_select_memo {
     fold_choice_t choice;
 } fold_select_memo_t;
 
+typedef struct fold_select_memo_table fold_select_memo_table_t;   /* select.c */
+
 typedef struct fold_select_cache {
     fold_topo_t        *topo;        /* the communicator's nodes, for the model */
     fold_topo_t        *inter_topo;  /* one rank per node: the leaders' exchange */
@@ -117,6 +119,9 @@ typedef struct fold_select_cache {
     int8_t              advice[2][FOLD_SELECT_CLASSES];  /* fold_serve_advice: 0 or 1,
                                                             -1 not known yet */
     fold_select_memo_t  last[2];                         /* allreduce, reduce */
+    fold_select_memo_table_t *memo;                      /* the model's answers */
+    fold_model_space_t *space;       /* the model's memory during one decision */
+    int                 space_users;
 } fold_select_cache_t;
 
 /*
@@ -190,7 +195,20 @@ double fold_select_flat_us(fold_comm_t *comm, fold_coll_t coll, size_t bytes);
 /* alg's predicted time on comm, with its best leaders for a node-aware one. */
 double fold_select_evaluate(fold_comm_t *comm, fold_coll_t coll, const fold_alg_t *alg,
                             size_t bytes, fold_choice_t *choice);
+/* The same where it is below bound; otherwise any value >= bound, found sooner
+ * (the replays stop once they reach it), with *choice one of alg's configurations. */
+double fold_select_evaluate_below(fold_comm_t *comm, fold_coll_t coll, const fold_alg_t *alg,
+                                  size_t bytes, double bound, fold_choice_t *choice);
 void fold_select_cache_free(fold_comm_t *comm);
+/* Tests only: nonzero makes selection ask the model as it did before its fast
+ * paths (every candidate replayed to the end with fold_model_predict, nothing
+ * remembered, no decision shared between communicators), the reference the fast
+ * paths must agree with bit for bit. */
+extern int fold_select_reference;
+/* Around a series of predictions: the model keeps its working memory from the
+ * first enter to the matching last leave (nested pairs are fine). */
+void fold_select_space_enter(fold_comm_t *comm);
+void fold_select_space_leave(fold_comm_t *comm);
 /* A decision another rank made for comm (select_warm.c): into comm's cache and the
  * process's shared one. */
 void fold_select_entry_install(fold_comm_t *comm, fold_coll_t coll, int k,

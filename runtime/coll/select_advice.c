@@ -18,11 +18,13 @@ double fold_select_flat_us(fold_comm_t *comm, fold_coll_t coll, size_t bytes)
     const fold_tune_rule_t *rule =
         fold_tune_match(fold_default_rules(), coll, bytes, &flat, FOLD_ALG_NODE_AWARE);
     double best = INFINITY;
+    fold_select_space_enter(comm);
     for (int a = 0; rule != NULL && a < rule->nalgs; a++) {
         fold_choice_t c;
-        double us = fold_select_evaluate(comm, coll, rule->algs[a], bytes, &c);
+        double us = fold_select_evaluate_below(comm, coll, rule->algs[a], bytes, best, &c);
         best = us < best ? us : best;
     }
+    fold_select_space_leave(comm);
     return best;
 }
 

@@ -138,6 +138,7 @@ int fold_select_warm(fold_comm_t *comm,
         return FOLD_ERR_NO_MEMORY;
     }
     int here = 0;
+    fold_select_space_enter(comm);   /* one working memory for all of this rank's */
     for (int j = 0; j < per; j++) {
         int item = comm->rank + j * size;
         if (item < WARM_ITEMS) {
@@ -145,6 +146,7 @@ int fold_select_warm(fold_comm_t *comm,
             here++;
         }
     }
+    fold_select_space_leave(comm);   /* and none kept after */
     int status = allgather(arg, mine, all, (size_t)per * sizeof(*mine));
     for (int r = 0; r < size && status == FOLD_OK; r++) {
         for (int j = 0; j < per; j++) {

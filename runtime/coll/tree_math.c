@@ -5,7 +5,9 @@
 #include "tree_math.h"
 
 #include <fold/fold_status.h>
+#include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 
 int fold_binomial_parent(int vrank, int size)
 {
@@ -167,8 +169,173 @@ static int greedy_step(greedy_sim_t *g, int size, int root, size_t nsegs, size_t
     return FOLD_OK;
 }
 
+/*
+ * Every rank runs the same simulation and keeps its own transfers, so building the
+ * schedules of all p ranks costs p simulations of O(p) per step: the cost model's
+ * replay on thousands of ranks spent most of its time there. The last simulation
+ * is kept whole instead, each rank's transfers in the order the simulation meets
+ * them (what a rank's own run collects), when it is small enough.
+ */
+#define GREEDY_CACHE_MAX_XFERS (256u * 1024)
+
+typedef struct greedy_all {
+    int                 size, root;
+    size_t              nsegs, nsteps;
+    size_t             *first;   /* vrank -> its transfers in x[]; size + 1 */
+    fold_greedy_xfer_t *x;
+} greedy_all_t;
+
+static greedy_all_t    greedy_cache;
+static pthread_mutex_t greedy_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void greedy_all_free(greedy_all_t *a)
+{
+    free(a->first);
+    free(a->x);
+    memset(a, 0, sizeof(*a));
+}
+
+__attribute__((destructor)) static void greedy_cache_free(void)
+{
+    greedy_all_free(&greedy_cache);
+}
+
+/* The whole simulation: every transfer, filed under both its ranks. */
+static int greedy_plan_all(int size, int root, size_t nsegs, greedy_all_t *a)
+{
+    greedy_sim_t g;
+    int status = greedy_sim_init(&g, size, nsegs);
+    if (status != FOLD_OK) {
+        return status;
+    }
+    size_t n = (size_t)(size - 1) * nsegs, k = 0;
+    size_t (*rec)[4] = malloc((n ? n : 1) * sizeof(*rec));   /* seg, step, from, to */
+    memset(a, 0, sizeof(*a));
+    a->first = calloc((size_t)size + 1, sizeof(*a->first));
+    a->x     = malloc((n ? 2 * n : 1) * sizeof(*a->x));
+    if (rec == NULL || a->first == NULL || a->x == NULL) {
+        free(rec);
+        greedy_all_free(a);
+        greedy_sim_free(&g);
+        return FOLD_ERR_NO_MEMORY;
+    }
+    size_t step = 0;
+    greedy_advance_root(&g, nsegs);
+    while (g.sent[0] < nsegs && status == FOLD_OK) {
+        /* greedy_step, recording every pair */
+        for (int v = 0; v < size; v++) {
+            size_t sg = g.sent[v];
+            if (sg >= nsegs) {
+                continue;
+            }
+            if (g.stamp[sg] != step + 1) {
+                g.stamp[sg]   = step + 1;
+                g.waiting[sg] = v;
+                continue;
+            }
+            int receiver = g.waiting[sg];
+            g.stamp[sg]  = 0;
+            g.sent[v]++;
+            g.holders[sg]--;
+            if (k == n) {
+                status = FOLD_ERR_INVALID_ARG;   /* more transfers than segments to send */
+                break;
+            }
+            rec[k][0] = sg;
+            rec[k][1] = step;
+            rec[k][2] = (size_t)v;
+            rec[k][3] = (size_t)receiver;
+            k++;
+            a->first[v + 1]++;
+            a->first[receiver + 1]++;
+        }
+        greedy_advance_root(&g, nsegs);
+        step++;
+    }
+    greedy_sim_free(&g);
+    if (status != FOLD_OK) {
+        free(rec);
+        greedy_all_free(a);
+        return status;
+    }
+    for (int v = 0; v < size; v++) {
+        a->first[v + 1] += a->first[v];
+    }
+    size_t *fill = calloc((size_t)size, sizeof(*fill));
+    if (fill == NULL) {
+        free(rec);
+        greedy_all_free(a);
+        return FOLD_ERR_NO_MEMORY;
+    }
+    for (size_t i = 0; i < k; i++) {
+        int from = (int)rec[i][2], to = (int)rec[i][3];
+        fold_greedy_xfer_t sx = {rec[i][0], rec[i][1], fold_rank_of_vrank(to, root, size), 1};
+        fold_greedy_xfer_t rx = {rec[i][0], rec[i][1], fold_rank_of_vrank(from, root, size), 0};
+        a->x[a->first[from] + fill[from]++] = sx;
+        a->x[a->first[to] + fill[to]++]     = rx;
+    }
+    free(fill);
+    free(rec);
+    a->size   = size;
+    a->root   = root;
+    a->nsegs  = nsegs;
+    a->nsteps = step;
+    return FOLD_OK;
+}
+
+/* rank's plan from the kept simulation: 1 found, 0 not kept, or an error. */
+static int greedy_plan_cached(int rank, int size, int root, size_t nsegs,
+                              fold_greedy_xfer_t **xfers, size_t *nxfers, size_t *nsteps)
+{
+    if (size < 2 || nsegs == 0 || (size_t)(size - 1) > GREEDY_CACHE_MAX_XFERS / nsegs) {
+        return 0;
+    }
+    pthread_mutex_lock(&greedy_lock);
+    greedy_all_t *a = &greedy_cache;
+    if (a->x == NULL || a->size != size || a->root != root || a->nsegs != nsegs) {
+        greedy_all_t fresh;
+        int status = greedy_plan_all(size, root, nsegs, &fresh);
+        if (status != FOLD_OK) {
+            pthread_mutex_unlock(&greedy_lock);
+            return status;
+        }
+        greedy_all_free(a);
+        *a = fresh;
+    }
+    int v = fold_vrank(rank, root, size);
+    size_t n = a->first[v + 1] - a->first[v];
+    fold_greedy_xfer_t *mine = n > 0 ? malloc(n * sizeof(*mine)) : NULL;   /* NULL: none */
+    if (n > 0 && mine == NULL) {
+        pthread_mutex_unlock(&greedy_lock);
+        return FOLD_ERR_NO_MEMORY;
+    }
+    if (n > 0) {
+        memcpy(mine, a->x + a->first[v], n * sizeof(*mine));
+    }
+    if (nsteps != NULL) {
+        *nsteps = a->nsteps;
+    }
+    pthread_mutex_unlock(&greedy_lock);
+    *xfers  = mine;
+    *nxfers = n;
+    return 1;
+}
+
 int fold_greedy_plan(int rank, int size, int root, size_t nsegs,
                      fold_greedy_xfer_t **xfers, size_t *nxfers, size_t *nsteps)
+{
+    if (size < 1 || rank < 0 || rank >= size || root < 0 || root >= size) {
+        return FOLD_ERR_INVALID_ARG;
+    }
+    int cached = greedy_plan_cached(rank, size, root, nsegs, xfers, nxfers, nsteps);
+    if (cached != 0) {
+        return cached == 1 ? FOLD_OK : cached;
+    }
+    return fold_greedy_plan_alone(rank, size, root, nsegs, xfers, nxfers, nsteps);
+}
+
+int fold_greedy_plan_alone(int rank, int size, int root, size_t nsegs,
+                           fold_greedy_xfer_t **xfers, size_t *nxfers, size_t *nsteps)
 {
     if (size < 1 || rank < 0 || rank >= size || root < 0 || root >= size) {
         return FOLD_ERR_INVALID_ARG;

@@ -100,5 +100,9 @@ typedef struct fold_greedy_xfer {
  */
 int fold_greedy_plan(int rank, int size, int root, size_t nsegs,
                      fold_greedy_xfer_t **xfers, size_t *nxfers, size_t *nsteps);
+/* The same from rank's own run of the simulation, never the kept one (the
+ * reference for tests). */
+int fold_greedy_plan_alone(int rank, int size, int root, size_t nsegs,
+                           fold_greedy_xfer_t **xfers, size_t *nxfers, size_t *nsteps);
 
 #endif
