@@ -208,25 +208,21 @@ typedef struct oob_gather {
 } oob_gather_t;
 
 /* The caller's callback runs without the context claimed, as fold.h promises, so
- * that other threads may use it meanwhile; half way through the agreement this call
- * must finish, so it waits for the context back rather than be refused. */
-static int oob_gather_u32(void *arg, uint32_t mine, uint32_t *all)
-{
-    oob_gather_t *g = arg;
-    fold_guard_leave(g->ctx);
-    int rc = g->allgather(&mine, all, sizeof(mine), g->arg);
-    fold_guard_wait(g->ctx);
-    return rc == 0 ? FOLD_OK : FOLD_ERR_BOOTSTRAP;
-}
-
-/* The caller's allgather as the node setup's (any size), on the same terms. */
-static int oob_gather_node(void *arg, const void *mine, void *all, size_t bytes)
+ * that other threads may use it meanwhile; half way through the agreement (or the
+ * node setup) this call must finish, so it waits for the context back rather than be
+ * refused. Any size: the node setup's exchanges go through it too. */
+static int oob_allgather(void *arg, const void *mine, void *all, size_t bytes)
 {
     oob_gather_t *g = arg;
     fold_guard_leave(g->ctx);
     int rc = g->allgather(mine, all, bytes, g->arg);
     fold_guard_wait(g->ctx);
     return rc == 0 ? FOLD_OK : FOLD_ERR_BOOTSTRAP;
+}
+
+static int oob_gather_u32(void *arg, uint32_t mine, uint32_t *all)
+{
+    return oob_allgather(arg, &mine, all, sizeof(mine));
 }
 
 /* An id free at all n members (comm_ids.h), from their first proposals (made
@@ -454,7 +450,7 @@ static int create_group(fold_context_t *ctx, int size, const int *ctx_ranks, int
      * that way and 1.3-1.7 ms this way, most of it backing the new segment's pages. */
     if (fold_comm_node_wanted(c, FOLD_COLL_ALLREDUCE) ||
         fold_comm_node_wanted(c, FOLD_COLL_REDUCE)) {
-        status = node_setup(c, oob_gather_node, &oob);
+        status = node_setup(c, oob_allgather, &oob);
         if (status != FOLD_OK && status != FOLD_ERR_UNSUPPORTED) {
             fold_comm_destroy(c);
             return status;

@@ -435,9 +435,6 @@ static int available_cores(void)
     return n > 0 ? (int)n : 1;
 }
 
-/* Streaming must beat ordinary stores by this much to be taken by default. */
-#define STREAM_GAIN 1.05
-
 /* Oversubscribed ranks must yield soon or they starve the rank they wait for;
  * otherwise spinning keeps the core, as MPI libraries do. The ranks that compete
  * for the cores are the machine's, which may be more than the node's. */
@@ -449,6 +446,9 @@ static void context_resolve_spin(fold_context_t *ctx)
     }
     ctx->spin_count = n;
 }
+
+/* Streaming must beat ordinary stores by this much to be taken by default. */
+#define STREAM_GAIN 1.05
 
 size_t fold_context_stream_min(const fold_context_t *ctx)
 {

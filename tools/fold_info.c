@@ -150,13 +150,14 @@ static int measure_here(fold_context_t *ctx)
 }
 
 /* Whether large calls stream their results here (FOLD_STREAM), and why. */
-static void print_stream(const fold_context_t *ctx)
+static void print_stream(fold_context_t *ctx)
 {
-    static const char *const names[] = {"off", "auto", "on"};
+    const char *setting = "?";
+    fold_config_get(ctx, "FOLD_STREAM", &setting);
     size_t from = fold_context_stream_min(ctx);
     printf("#\n# Results streamed (FOLD_STREAM=%s): reduction from memory %.4g GB/s, with "
            "streaming stores %.4g GB/s: ",
-           names[ctx->config.stream], ctx->calib.reduce_mem_gbs, ctx->calib.reduce_stream_gbs);
+           setting, ctx->calib.reduce_mem_gbs, ctx->calib.reduce_stream_gbs);
     if (from == SIZE_MAX) {
         printf("off\n");
     } else {

@@ -1605,8 +1605,9 @@ void fold_model_space_free(fold_model_space_t *x)
     }
 }
 
-/* sim_free, the heap going back to the space if there is one. */
-static void sim_release(model_sim_t *m, fold_model_space_t *space)
+/* Trades the event queue's buffers between a simulation and the space: lent at
+ * model_run's start, given back by sim_release (a swap is its own inverse). */
+static void swap_queue_buffers(fold_model_space_t *space, model_sim_t *m)
 {
 #define SWAP_BUF(a, acap, b, bcap)                                                        \
     do {                                                                                  \
@@ -1614,13 +1615,20 @@ static void sim_release(model_sim_t *m, fold_model_space_t *space)
         size_t c_ = (acap);                                                               \
         (a) = (b), (acap) = (bcap), (b) = t_, (bcap) = c_;                                \
     } while (0)
+    SWAP_BUF(space->heap, space->heap_cap, m->heap, m->heap_cap);
+    SWAP_BUF(space->run, space->run_cap, m->run, m->run_cap);
+    SWAP_BUF(space->sorted, space->sorted_cap, m->sorted, m->sorted_cap);
+    for (int b = 0; b < 64; b++) {
+        SWAP_BUF(space->bucket[b], space->bucket_cap[b], m->bucket[b], m->bucket_cap[b]);
+    }
+#undef SWAP_BUF
+}
+
+/* sim_free, the heap going back to the space if there is one. */
+static void sim_release(model_sim_t *m, fold_model_space_t *space)
+{
     if (space != NULL) {   /* what the space had is NULL now: sim_free frees nothing */
-        SWAP_BUF(space->heap, space->heap_cap, m->heap, m->heap_cap);
-        SWAP_BUF(space->run, space->run_cap, m->run, m->run_cap);
-        SWAP_BUF(space->sorted, space->sorted_cap, m->sorted, m->sorted_cap);
-        for (int b = 0; b < 64; b++) {
-            SWAP_BUF(space->bucket[b], space->bucket_cap[b], m->bucket[b], m->bucket_cap[b]);
-        }
+        swap_queue_buffers(space, m);
     }
     sim_free(m);
 }
@@ -1661,12 +1669,7 @@ static int model_run(const fold_model_params_t *p, const fold_topo_t *topo, mode
     model_sim_t m;
     status = sim_init(&m, p, topo, pg);
     if (space != NULL) {   /* sim_release gives them back */
-        SWAP_BUF(space->heap, space->heap_cap, m.heap, m.heap_cap);
-        SWAP_BUF(space->run, space->run_cap, m.run, m.run_cap);
-        SWAP_BUF(space->sorted, space->sorted_cap, m.sorted, m.sorted_cap);
-        for (int b = 0; b < 64; b++) {
-            SWAP_BUF(space->bucket[b], space->bucket_cap[b], m.bucket[b], m.bucket_cap[b]);
-        }
+        swap_queue_buffers(space, &m);
     }
     for (int r = 0; r < pg->size && status == FOLD_OK; r++) {
         for (size_t g = pg->base[r]; g < pg->base[r + 1]; g++) {
