@@ -94,6 +94,8 @@ typedef struct fold_node {
     int               fast_saw_all;     /* the last call waited for every rank's input */
     int               fast_done_rank;   /* the rank whose `done` was read last ... */
     uint64_t          fast_done_seen;   /* ... and the value it had */
+    _Alignas(16) char fast_own[FOLD_FAST_MAX_BYTES];  /* an in-place input kept */
+    _Alignas(16) char fast_row[FOLD_FAST_MAX_BYTES];  /* a peer's row, made contiguous */
 } fold_node_t;
 
 /* An allgather over the communicator: `bytes` from every rank into all[rank]. */

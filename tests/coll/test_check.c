@@ -188,6 +188,49 @@ Test(check, fast_path_catches_what_it_meets)
     free(text);
 }
 
+/* Counts whose rows the fast path lays out differently (a seq in every line up to
+ * 768 bytes, one seq ahead of contiguous data beyond): the rank polling lines the
+ * other never posts must still meet its fingerprint, not wait until the timeout. */
+static int fast_layout_rank(fold_context_t *ctx, int rank, int size, void *arg)
+{
+    const size_t *counts = arg;
+    fold_comm_h w = fold_comm_world(ctx);
+    fold_config_set(ctx, "ALLREDUCE_ALG", "shm_flat");
+    fold_config_set(ctx, "TIMEOUT", "20");
+    float in[512], out[512];
+    for (int i = 0; i < 512; i++) {
+        in[i] = (float)(rank + i);
+    }
+    int st = fold_allreduce(in, out, counts[rank == 1], FOLD_FLOAT32, FOLD_OP_SUM, w);
+    if (st != FOLD_ERR_MISMATCH) {
+        fprintf(stderr, "rank %d: counts %zu/%zu returned %s\n", rank, counts[0], counts[1],
+                fold_status_string(st));
+        return 1;
+    }
+    if (fold_allreduce(in, out, 512, FOLD_FLOAT32, FOLD_OP_SUM, w) != FOLD_OK ||
+        out[511] != (float)(size * 511 + size * (size - 1) / 2)) {
+        fprintf(stderr, "rank %d: the correct call after counts %zu/%zu failed\n", rank,
+                counts[0], counts[1]);
+        return 1;
+    }
+    return 0;
+}
+
+Test(check, fast_path_catches_counts_across_layouts)
+{
+    static const size_t pairs[][2] = {{64, 400}, {400, 64}, {192, 193}, {12, 512}};
+    for (int s = 2; s <= 3; s++) {
+        for (size_t p = 0; p < sizeof(pairs) / sizeof(pairs[0]); p++) {
+            cr_expect_eq(lh_run(s, fast_layout_rank, (void *)pairs[p]), 0,
+                         "counts %zu/%zu on %d ranks", pairs[p][0], pairs[p][1], s);
+        }
+    }
+    char *text = stderr_redirected();
+    cr_expect(strstr(text, "passed count 400") != NULL || strstr(text, "passed 400") != NULL,
+              "log:\n%s", text);
+    free(text);
+}
+
 /* Single copy compares the fingerprint each rank publishes with its buffers before it
  * reads or writes them: on 2 ranks both owners meet the other's and fail at once.
  * (The node segment is then brought back into step: test_resync.) */
