@@ -333,7 +333,8 @@ int fold_node_fast_reduction(fold_node_t *node, const fold_node_call_t *call)
     const int folds = allreduce || me_rank == root;
     const uint64_t k = ++node->fast_calls;
     const int b = (int)(k % FOLD_FAST_SLOTS);
-    fast_rank_t *me = region(node, node->local_rank);
+    fast_rank_t *const all = region(node, 0);   /* once: it costs two calls */
+    fast_rank_t *me = &all[node->local_rank];
     int status = FOLD_OK;
 
     /* 1. Nobody still reads what this slot held two calls ago. */
@@ -343,7 +344,7 @@ int fold_node_fast_reduction(fold_node_t *node, const fold_node_call_t *call)
         !(readers >= 0 && readers == node->fast_done_rank && node->fast_done_seen >= reused)) {
         for (int r = 0; r < size && status == FOLD_OK; r++) {
             if (r != me_rank && (readers < 0 || readers == r)) {
-                _Atomic uint64_t *done = &region(node, topo->local_of[r])->done;
+                _Atomic uint64_t *done = &all[topo->local_of[r]].done;
                 status = wait_for(node, call, done, NULL, 0, 0, reused, r, "reading of call",
                                   NULL);
                 /* A root usually is a call ahead: remember, and skip the next look. */
@@ -385,7 +386,7 @@ int fold_node_fast_reduction(fold_node_t *node, const fold_node_call_t *call)
 
     /* 3. Fold everyone's. */
     for (int r = 0; r < size; r++) {
-        const fast_slot_t *slot = &region(node, topo->local_of[r])->slot[b];
+        const fast_slot_t *slot = &all[topo->local_of[r]].slot[b];
         if (r != me_rank &&
             (status = wait_for(node, call, (_Atomic uint64_t *)&slot->line[0].seq, slot, lines,
                                mine_bits, k, r, "input of call", &mine)) != FOLD_OK) {
@@ -394,7 +395,7 @@ int fold_node_fast_reduction(fold_node_t *node, const fold_node_call_t *call)
     }
     /* The posts say what each rank was asked: fold nothing if they differ. */
     for (int r = 0; r < size; r++) {
-        uint64_t theirs = region(node, topo->local_of[r])->slot[b].line[0].call;
+        uint64_t theirs = all[topo->local_of[r]].slot[b].line[0].call;
         if (r != me_rank && theirs != mine_bits) {
             fold_fingerprint_t f = fold_fingerprint_unpack(theirs & ~POS_BITS);
             char line[256] = "";
@@ -411,10 +412,10 @@ int fold_node_fast_reduction(fold_node_t *node, const fold_node_call_t *call)
      * never OUT unless this is rank 0). */
     const void *acc = own;
     if (me_rank != 0) {
-        acc = row_of(&region(node, topo->local_of[0])->slot[b], bytes, call->out);
+        acc = row_of(&all[topo->local_of[0]].slot[b], bytes, call->out);
     }
     for (int r = 1; r < size; r++) {
-        const void *row = r == me_rank ? own : row_of(&region(node, topo->local_of[r])->slot[b],
+        const void *row = r == me_rank ? own : row_of(&all[topo->local_of[r]].slot[b],
                                                       bytes, node->fast_row);
         status = fold_reduce_local(call->op, call->dtype, acc, row, call->out, count, 1,
                                    call->thread_threshold);
@@ -428,7 +429,7 @@ int fold_node_fast_reduction(fold_node_t *node, const fold_node_call_t *call)
      * lines cross now, while the caller computes, rather than in the next call. */
     const size_t row_lines = bytes > LINED_MAX ? (16 + bytes + 63) / 64 : lines;
     for (int r = 0; r < size; r++) {
-        const fast_slot_t *next = &region(node, topo->local_of[r])->slot[(b + 1) %
+        const fast_slot_t *next = &all[topo->local_of[r]].slot[(b + 1) %
                                                                           FOLD_FAST_SLOTS];
         for (size_t j = 0; r != me_rank && j < row_lines; j++) {
             __builtin_prefetch(&next->line[j]);
