@@ -4,9 +4,10 @@
  * the executor, in a few hundred nanoseconds. Same protocol as the schedule
  * (coll/alg_shm_flat.c), cut to the bone:
  *
- *   region (end of the node segment), per local rank l:
- *     slot[l][0 .. S-1]        lines of | seq (8 B) | call (8 B) | 48 B of data |
- *     done[l]                  | seq of the last call l finished reading |    S = FOLD_FAST_SLOTS
+ *   region (end of the node segment), per local rank l, S = FOLD_FAST_SLOTS:
+ *     slot[l][0 .. S-1]   up to 768 B: lines of | seq (8 B) | call (8 B) | 48 B of data |
+ *                         longer:      | seq | call | data, contiguous across the lines |
+ *     done[l]             | seq of the last call l finished reading |
  *
  *   call k (the same count on every rank), b = k mod S:
  *     1. before overwriting slot[me][b] (call k - S's data), wait until its readers
@@ -15,22 +16,22 @@
  *        after finishing call k - 2 (back-to-back allreduces never wait here). With
  *        S slots the non-roots of back-to-back reduces run up to S calls ahead of
  *        the root and look at its done line once every S / 2 calls.
- *     2. copy the input to slot[me][b], 48 bytes a line, each line's seq = k stored
- *        after its data (release), and what this rank was asked to do in the first
- *        line (a fingerprint, compared by the folding ranks: mismatched calls fail
- *        with FOLD_ERR_MISMATCH); the root of a reduce, whose row nobody else reads,
- *        posts only the seqs and folds its input straight
- *     3. allreduce, or the root of a reduce: wait for every line of every slot[r][b]
- *        to hold seq k, fold the rows in rank order into the output
+ *     2. copy the input to slot[me][b], each seq = k stored after the data it covers
+ *        (release), and what this rank was asked to do in the first line (a
+ *        fingerprint, compared by the folding ranks: mismatched calls fail with
+ *        FOLD_ERR_MISMATCH); the root of a reduce, whose row nobody else reads,
+ *        posts only the first seq and folds its input straight
+ *     3. allreduce, or the root of a reduce: wait for every seq of every slot[r][b]
+ *        to be k, fold the rows in rank order into the output
  *     4. every S / 2 calls, store done = k (see finish()); then ask for the lines
  *        of the others' next slots, which ranks running ahead have already filled
  *
- * Every line carries its own sequence number, so a reader polls all the lines of a
- * row at once and they cross together, in one transfer time: with one number ahead
- * of the data, the data lines crossed only after it (0.1 us more from 64 B with
- * the cores apart). x86 makes stores visible in program order, so a line whose
- * seq is new holds new data. Every rank folds the same rows in the same order, so
- * all get the same bits, for any op.
+ * A short row's lines each carry a sequence number, so a reader polls all of them at
+ * once and they cross together, in one transfer time: with one number ahead of the
+ * data, the data lines crossed only after it (0.1 us more from 64 B with the cores
+ * apart). A line whose seq the reader acquires holds the data stored before that
+ * release. Every rank folds the same rows in the same order, so all get the same
+ * bits, for any op.
  * Waits spin, yield once the node is oversubscribed, and fail after FOLD_TIMEOUT
  * naming the rank they waited for; the region is then left alone for good. A call
  * given up for a mismatch (a rank on the node's schedules instead) leaves it to
