@@ -5,9 +5,15 @@
  * (coll/alg_shm_flat.c), cut to the bone:
  *
  *   region (end of the node segment), per local rank l, S = FOLD_FAST_SLOTS:
- *     slot[l][0 .. S-1]   up to 768 B: lines of | seq (8 B) | call (8 B) | 48 B of data |
- *                         longer:      | seq | call | data, contiguous across the lines |
+ *     slot[l][0 .. S-1]   16 lines of | seq (8 B) | call (8 B) | 48 B of data |,
+ *                         then a tail of 2 KiB
  *     done[l]             | seq of the last call l finished reading |
+ *
+ *   A row of up to 768 B goes 48 B a line, each line with its seq; a longer one
+ *   into the tail, contiguous, with the seq of the first line alone. The tail is
+ *   apart from the lines so that no data ever lands on a seq: a long row written
+ *   over the lines left numbers there that a reader of the next short row in the
+ *   slot took for posted (the shim's checks read stale bytes 96-99 of 100).
  *
  *   call k (the same count on every rank), b = k mod S:
  *     1. before overwriting slot[me][b] (call k - S's data), wait until its readers
@@ -54,7 +60,6 @@
 #define LINE_DATA   48   /* a multiple of every type's size */
 #define LINED_LINES 16   /* rows of at most this many lines carry a seq in every line */
 #define LINED_MAX   (LINED_LINES * LINE_DATA)
-#define SLOT_LINES  ((16 + FOLD_FAST_MAX_BYTES + 63) / 64)
 #define DONE_EVERY (FOLD_FAST_SLOTS / 2)       /* calls between stores of `done` */
 
 /* A slot's fingerprint carries the low bits of the call's position among the node's
@@ -79,8 +84,10 @@ typedef struct fast_line {
 _Static_assert(sizeof(fast_line_t) == 64, "a line of the tiny path is a cache line");
 
 typedef struct fast_slot {
-    fast_line_t line[SLOT_LINES];
+    fast_line_t line[LINED_LINES];
+    char        tail[FOLD_FAST_MAX_BYTES];   /* a longer row's data */
 } fast_slot_t;
+_Static_assert(FOLD_FAST_MAX_BYTES % 64 == 0, "the tail is whole lines");
 
 typedef struct fast_rank {
     fast_slot_t      slot[FOLD_FAST_SLOTS];
@@ -142,9 +149,9 @@ static int other_path(fold_node_t *node, const fold_node_call_t *call, _Atomic u
 
 /* How many lines carry call k's seq: every line of a row of up to LINED_MAX bytes,
  * whose lines a reader then polls all at once, so that they cross together; the
- * first one alone of a longer row, whose data then runs on contiguously across
- * the slot. A reader polling 43 lines fought the poster for them, and a row of
- * 48-byte pieces has 30% more lines to cross: 2 KiB took 0.32 us instead of 0.27. */
+ * first one alone of a longer row, whose data is in the tail. A reader polling 43
+ * lines fought the poster for them, and a row of 48-byte pieces has 30% more lines
+ * to cross: 2 KiB took 0.32 us instead of 0.27. */
 static size_t seq_lines(size_t bytes)
 {
     return bytes > LINED_MAX ? 1 : bytes == 0 ? 1 : (bytes + LINE_DATA - 1) / LINE_DATA;
@@ -152,7 +159,7 @@ static size_t seq_lines(size_t bytes)
 
 static char *contiguous(const fast_slot_t *slot)
 {
-    return (char *)slot->line[0].data;
+    return (char *)slot->tail;
 }
 
 /* Every seq line of the row holds call k, or the first says it is another call (then
@@ -254,6 +261,23 @@ int fold_node_fast_peer_ahead(const fold_node_t *node, int local, fold_fingerpri
     }
     *theirs = fold_fingerprint_unpack(slot->line[0].call & ~POS_BITS);
     theirs->call = slot->line[0].call >> POS_SHIFT;
+    return 1;
+}
+
+int fold_node_fast_seqs_sane(const fold_node_t *node)
+{
+    const uint64_t most = node->fast_calls + FOLD_FAST_SLOTS;   /* peers run ahead */
+    for (int l = 0; l < node->seg.local_size; l++) {
+        const fast_rank_t *rank = region(node, l);
+        for (int b = 0; b < FOLD_FAST_SLOTS; b++) {
+            for (int j = 0; j < LINED_LINES; j++) {
+                if (atomic_load_explicit(&rank->slot[b].line[j].seq, memory_order_acquire) >
+                    most) {
+                    return 0;
+                }
+            }
+        }
+    }
     return 1;
 }
 
@@ -428,12 +452,13 @@ int fold_node_fast_reduction(fold_node_t *node, const fold_node_call_t *call)
     finish(me, k);
     /* The others' next slots, which ranks that run ahead have already filled: their
      * lines cross now, while the caller computes, rather than in the next call. */
-    const size_t row_lines = bytes > LINED_MAX ? (16 + bytes + 63) / 64 : lines;
     for (int r = 0; r < size; r++) {
-        const fast_slot_t *next = &all[topo->local_of[r]].slot[(b + 1) %
-                                                                          FOLD_FAST_SLOTS];
-        for (size_t j = 0; r != me_rank && j < row_lines; j++) {
+        const fast_slot_t *next = &all[topo->local_of[r]].slot[(b + 1) % FOLD_FAST_SLOTS];
+        for (size_t j = 0; r != me_rank && j < lines; j++) {
             __builtin_prefetch(&next->line[j]);
+        }
+        for (size_t at = 0; r != me_rank && bytes > LINED_MAX && at < bytes; at += 64) {
+            __builtin_prefetch(next->tail + at);
         }
     }
     return FOLD_OK;

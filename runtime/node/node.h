@@ -322,6 +322,8 @@ int    fold_node_fast_peer_ahead(const fold_node_t *node, int local,
                                  struct fold_fingerprint *theirs);
 /* Moves this rank's tiny-message count up to `calls` without taking part (the calls
  * in between were given up): it will read none of them. */
+/* Every seq word of the region holds a call number, never data (tests). */
+int    fold_node_fast_seqs_sane(const fold_node_t *node);
 void   fold_node_fast_skip(fold_node_t *node, uint64_t calls);
 
 #endif

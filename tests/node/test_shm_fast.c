@@ -111,6 +111,12 @@ static int fast_rank(fold_context_t *ctx, int rank, int size, void *arg)
                 (unsigned long long)commutative);
         bad = 1;
     }
+    /* Long rows' data never lands where short rows' readers poll (a number there
+     * would pass for a post). */
+    if (!bad && !fold_node_fast_seqs_sane(comm->node)) {
+        fprintf(stderr, "rank %d: data in a seq word of the tiny path's region\n", rank);
+        bad = 1;
+    }
     free(all_in);
     free(all_want);
     return bad;
