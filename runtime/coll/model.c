@@ -792,6 +792,27 @@ static double step_cpu_floor(const cpu_floor_t *f, const model_step_t *st)
     return st->kind == FOLD_STEP_SHM_POST ? 0 : f->step_us + cost;
 }
 
+/* The event queue's buffers, which a fold_model_space_t lends from one simulation
+ * to the next. */
+typedef struct event_bufs {
+    model_event_t *heap;
+    model_event_t *run;
+    model_event_t *sorted;               /* run_sort's other buffer */
+    model_event_t *bucket[64];           /* bucket b: keys whose highest bit differing
+                                            from now's is bit b */
+    size_t         heap_cap, run_cap, sorted_cap, bucket_cap[64];
+} event_bufs_t;
+
+static void event_bufs_free(event_bufs_t *q)
+{
+    free(q->heap);
+    free(q->run);
+    free(q->sorted);
+    for (int b = 0; b < 64; b++) {
+        free(q->bucket[b]);
+    }
+}
+
 typedef struct model_sim {
     const fold_model_params_t *p;
     const fold_topo_t         *topo;
@@ -813,17 +834,12 @@ typedef struct model_sim {
     size_t         npool, pool_cap;
     /* The event queue (see queue_push): the events of the current time in a binary
      * heap by (step, type), the later ones in radix buckets by time. */
-    model_event_t *heap;
-    size_t         nheap, heap_cap;
-    model_event_t *run;                  /* events of the current time, sorted by
-                                            (step, type): run[run_at .. nrun) */
-    size_t         nrun, run_at, run_cap;
-    model_event_t *sorted;               /* run_sort's other buffer */
-    size_t         sorted_cap;
+    event_bufs_t   buf;
+    size_t         nheap;
+    size_t         nrun, run_at;         /* buf.run[run_at .. nrun): events of the
+                                            current time, sorted by (step, type) */
     uint64_t       now;                  /* the current time's key */
-    model_event_t *bucket[64];           /* bucket b: keys whose highest bit differing
-                                            from now's is bit b */
-    size_t         nbucket[64], bucket_cap[64];
+    size_t         nbucket[64];
     size_t         nevents;              /* in the heap and the buckets */
     double        *cpu_left;   /* rank -> CPU floor of its steps not started yet, or
                                   NULL (prog->cpu_left) */
@@ -859,27 +875,27 @@ static int ev_before(const model_event_t *a, const model_event_t *b)
 
 static void heap_insert(model_sim_t *m, model_event_t ev)
 {
-    if (grow_cap((void **)&m->heap, &m->heap_cap, m->nheap + 1, sizeof(*m->heap)) != FOLD_OK) {
+    if (grow_cap((void **)&m->buf.heap, &m->buf.heap_cap, m->nheap + 1, sizeof(*m->buf.heap)) != FOLD_OK) {
         m->status = FOLD_ERR_NO_MEMORY;
         return;
     }
     size_t i = m->nheap++;
-    while (i > 0 && ev_before(&ev, &m->heap[(i - 1) / 2])) {
-        m->heap[i] = m->heap[(i - 1) / 2];
+    while (i > 0 && ev_before(&ev, &m->buf.heap[(i - 1) / 2])) {
+        m->buf.heap[i] = m->buf.heap[(i - 1) / 2];
         i = (i - 1) / 2;
     }
-    m->heap[i] = ev;
+    m->buf.heap[i] = ev;
 }
 
 static void bucket_add(model_sim_t *m, model_event_t ev)
 {
     int b = 63 - __builtin_clzll(ev.t ^ m->now);
-    if (grow_cap((void **)&m->bucket[b], &m->bucket_cap[b], m->nbucket[b] + 1,
+    if (grow_cap((void **)&m->buf.bucket[b], &m->buf.bucket_cap[b], m->nbucket[b] + 1,
                  sizeof(model_event_t)) != FOLD_OK) {
         m->status = FOLD_ERR_NO_MEMORY;
         return;
     }
-    m->bucket[b][m->nbucket[b]++] = ev;
+    m->buf.bucket[b][m->nbucket[b]++] = ev;
 }
 
 /*
@@ -894,11 +910,11 @@ static void bucket_add(model_sim_t *m, model_event_t ev)
 /* The first events, ready at 0 in increasing step order: the run as it is. */
 static void queue_seed(model_sim_t *m, uint32_t g, int rank)
 {
-    if (grow_cap((void **)&m->run, &m->run_cap, m->nrun + 1, sizeof(*m->run)) != FOLD_OK) {
+    if (grow_cap((void **)&m->buf.run, &m->buf.run_cap, m->nrun + 1, sizeof(*m->buf.run)) != FOLD_OK) {
         m->status = FOLD_ERR_NO_MEMORY;
         return;
     }
-    m->run[m->nrun++] = (model_event_t){time_key(0), g, ((uint32_t)rank << 1) | EV_READY};
+    m->buf.run[m->nrun++] = (model_event_t){time_key(0), g, ((uint32_t)rank << 1) | EV_READY};
     m->nevents++;
 }
 
@@ -906,7 +922,7 @@ static void queue_seed(model_sim_t *m, uint32_t g, int rank)
  * by radix over the 33 bits of step << 1 | type, in three stable passes. */
 static void run_sort(model_sim_t *m)
 {
-    model_event_t *v = m->run;
+    model_event_t *v = m->buf.run;
     size_t n = m->nrun;
     if (n <= 32) {
         for (size_t i = 1; i < n; i++) {
@@ -920,11 +936,11 @@ static void run_sort(model_sim_t *m)
         }
         return;
     }
-    if (grow_cap((void **)&m->sorted, &m->sorted_cap, n, sizeof(*v)) != FOLD_OK) {
+    if (grow_cap((void **)&m->buf.sorted, &m->buf.sorted_cap, n, sizeof(*v)) != FOLD_OK) {
         m->status = FOLD_ERR_NO_MEMORY;
         return;
     }
-    model_event_t *from = v, *to = m->sorted;
+    model_event_t *from = v, *to = m->buf.sorted;
     for (int shift = 0; shift < 33; shift += 11) {
         size_t count[2049] = {0};
         for (size_t i = 0; i < n; i++) {
@@ -943,12 +959,12 @@ static void run_sort(model_sim_t *m)
         to   = t;
     }
     if (from != v) {   /* three passes: the result is in sorted[]; swap the buffers */
-        model_event_t *t = m->run;
-        size_t cap = m->run_cap;
-        m->run        = m->sorted;
-        m->run_cap    = m->sorted_cap;
-        m->sorted     = t;
-        m->sorted_cap = cap;
+        model_event_t *t = m->buf.run;
+        size_t cap = m->buf.run_cap;
+        m->buf.run        = m->buf.sorted;
+        m->buf.run_cap    = m->buf.sorted_cap;
+        m->buf.sorted     = t;
+        m->buf.sorted_cap = cap;
     }
 }
 
@@ -982,7 +998,7 @@ static void queue_refill(model_sim_t *m)
     while (m->nbucket[b] == 0) {
         b++;
     }
-    model_event_t *v = m->bucket[b];
+    model_event_t *v = m->buf.bucket[b];
     size_t n = m->nbucket[b];
     uint64_t least = v[0].t;
     for (size_t i = 1; i < n; i++) {
@@ -995,9 +1011,9 @@ static void queue_refill(model_sim_t *m)
     for (size_t i = 0; i < n; i++) {
         if (v[i].t != least) {
             bucket_add(m, v[i]);
-        } else if (grow_cap((void **)&m->run, &m->run_cap, m->nrun + 1, sizeof(*m->run)) ==
+        } else if (grow_cap((void **)&m->buf.run, &m->buf.run_cap, m->nrun + 1, sizeof(*m->buf.run)) ==
                    FOLD_OK) {
-            m->run[m->nrun++] = v[i];
+            m->buf.run[m->nrun++] = v[i];
         } else {
             m->status = FOLD_ERR_NO_MEMORY;
         }
@@ -1011,8 +1027,8 @@ static void queue_refill(model_sim_t *m)
 static const model_event_t *queue_top(model_sim_t *m)
 {
     queue_refill(m);
-    const model_event_t *r = m->run_at < m->nrun ? &m->run[m->run_at] : NULL;
-    const model_event_t *h = m->nheap > 0 ? &m->heap[0] : NULL;
+    const model_event_t *r = m->run_at < m->nrun ? &m->buf.run[m->run_at] : NULL;
+    const model_event_t *h = m->nheap > 0 ? &m->buf.heap[0] : NULL;
     return r == NULL ? h : h == NULL ? r : ev_before(h, r) ? h : r;
 }
 
@@ -1020,32 +1036,32 @@ static model_event_t queue_pop(model_sim_t *m)
 {
     const model_event_t *top = queue_top(m);
     m->nevents--;
-    if (m->nheap > 0 && top == &m->heap[0]) {
+    if (m->nheap > 0 && top == &m->buf.heap[0]) {
         return heap_pop(m);
     }
-    return m->run[m->run_at++];
+    return m->buf.run[m->run_at++];
 }
 
 static model_event_t heap_pop(model_sim_t *m)
 {
-    model_event_t top = m->heap[0], last = m->heap[--m->nheap];
+    model_event_t top = m->buf.heap[0], last = m->buf.heap[--m->nheap];
     size_t i = 0, n = m->nheap;
     for (;;) {
         size_t c = 2 * i + 1;
         if (c >= n) {
             break;
         }
-        if (c + 1 < n && ev_before(&m->heap[c + 1], &m->heap[c])) {
+        if (c + 1 < n && ev_before(&m->buf.heap[c + 1], &m->buf.heap[c])) {
             c++;
         }
-        if (!ev_before(&m->heap[c], &last)) {
+        if (!ev_before(&m->buf.heap[c], &last)) {
             break;
         }
-        m->heap[i] = m->heap[c];
+        m->buf.heap[i] = m->buf.heap[c];
         i = c;
     }
     if (n > 0) {
-        m->heap[i] = last;
+        m->buf.heap[i] = last;
     }
     return top;
 }
@@ -1395,12 +1411,7 @@ static void sim_free(model_sim_t *m)
     }
     free(m->flags);
     free(m->pool);
-    free(m->heap);
-    free(m->run);
-    free(m->sorted);
-    for (int b = 0; b < 64; b++) {
-        free(m->bucket[b]);
-    }
+    event_bufs_free(&m->buf);
 }
 
 static int sim_init(model_sim_t *m, const fold_model_params_t *p, const fold_topo_t *topo,
@@ -1575,8 +1586,7 @@ struct fold_model_space {
     size_t         steps_cap;
     uint32_t      *succ;
     size_t         succ_cap;
-    model_event_t *heap, *run, *sorted, *bucket[64];
-    size_t         heap_cap, run_cap, sorted_cap, bucket_cap[64];
+    event_bufs_t   buf;
 };
 
 fold_model_space_t *fold_model_space_new(void)
@@ -1595,12 +1605,7 @@ void fold_model_space_free(fold_model_space_t *x)
         build_space_free(&x->build);
         free(x->steps);
         free(x->succ);
-        free(x->heap);
-        free(x->run);
-        free(x->sorted);
-        for (int b = 0; b < 64; b++) {
-            free(x->bucket[b]);
-        }
+        event_bufs_free(&x->buf);
         free(x);
     }
 }
@@ -1609,19 +1614,9 @@ void fold_model_space_free(fold_model_space_t *x)
  * model_run's start, given back by sim_release (a swap is its own inverse). */
 static void swap_queue_buffers(fold_model_space_t *space, model_sim_t *m)
 {
-#define SWAP_BUF(a, acap, b, bcap)                                                        \
-    do {                                                                                  \
-        model_event_t *t_ = (a);                                                          \
-        size_t c_ = (acap);                                                               \
-        (a) = (b), (acap) = (bcap), (b) = t_, (bcap) = c_;                                \
-    } while (0)
-    SWAP_BUF(space->heap, space->heap_cap, m->heap, m->heap_cap);
-    SWAP_BUF(space->run, space->run_cap, m->run, m->run_cap);
-    SWAP_BUF(space->sorted, space->sorted_cap, m->sorted, m->sorted_cap);
-    for (int b = 0; b < 64; b++) {
-        SWAP_BUF(space->bucket[b], space->bucket_cap[b], m->bucket[b], m->bucket_cap[b]);
-    }
-#undef SWAP_BUF
+    event_bufs_t lent = space->buf;
+    space->buf = m->buf;
+    m->buf     = lent;
 }
 
 /* sim_free, the heap going back to the space if there is one. */
@@ -1705,7 +1700,7 @@ static int model_run(const fold_model_params_t *p, const fold_topo_t *topo, mode
         model_event_t ev = queue_pop(&m);
         int rank = (int)(ev.who >> 1);
         if (m.run_at < m.nrun) {
-            __builtin_prefetch(&pg->steps[m.run[m.run_at].g]);   /* most likely the next */
+            __builtin_prefetch(&pg->steps[m.buf.run[m.run_at].g]);   /* most likely the next */
         }
         if ((ev.who & 1) == EV_READY) {
             sim_ready(&m, rank, ev.g, key_time(ev.t));
