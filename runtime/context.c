@@ -191,6 +191,10 @@ static const struct {
     {"reduce_gbs", offsetof(fold_node_calib_t, reduce_gbs), NO_FALLBACK, 0},
     {"shm_reduce_gbs", offsetof(fold_node_calib_t, xreduce_gbs),
      offsetof(fold_node_calib_t, reduce_gbs), 0},
+    {"shm_fold_gbs", offsetof(fold_node_calib_t, xfold_gbs),
+     offsetof(fold_node_calib_t, reduce_gbs), 0},
+    {"shm_fold_far_gbs", offsetof(fold_node_calib_t, xfold_far_gbs),
+     offsetof(fold_node_calib_t, reduce_gbs), 0},
     {"copy_mem_gbs", offsetof(fold_node_calib_t, copy_mem_gbs), NO_FALLBACK, 0},
     {"reduce_mem_gbs", offsetof(fold_node_calib_t, reduce_mem_gbs), NO_FALLBACK, 0},
     {NULL, offsetof(fold_node_calib_t, reduce_stream_gbs), NO_FALLBACK, 0},
@@ -283,6 +287,8 @@ int fold_context_set_cores(fold_context_t *ctx, const fold_node_calib_t *all, in
 {
     static const size_t fields[] = {offsetof(fold_node_calib_t, xcopy_gbs),
                                     offsetof(fold_node_calib_t, xreduce_gbs),
+                                    offsetof(fold_node_calib_t, xfold_gbs),
+                                    offsetof(fold_node_calib_t, xfold_far_gbs),
                                     offsetof(fold_node_calib_t, flag_us)};
     /* flag_us is logged, not the model's: the executor notices a flag through its
      * poll loop, and a call's hop took 0.15-0.5 us where the bare cache line's trip

@@ -129,6 +129,7 @@ static const model_param_t model_params[] = {
     MODEL_PARAM(reduce_gbs, PARAM_RATE),     MODEL_PARAM(reduce_mem_gbs, PARAM_RATE),
     MODEL_PARAM(node_mem_gbs, PARAM_RATE),   MODEL_PARAM(cache_bytes, PARAM_BYTES),
     MODEL_PARAM(shm_gbs, PARAM_RATE),        MODEL_PARAM(shm_reduce_gbs, PARAM_RATE),
+    MODEL_PARAM(shm_fold_gbs, PARAM_RATE),   MODEL_PARAM(shm_fold_far_gbs, PARAM_RATE),
     MODEL_PARAM(cma_gbs, PARAM_RATE),        MODEL_PARAM(cma_us, PARAM_TIME),
 };
 
@@ -172,6 +173,8 @@ void fold_model_defaults(fold_model_params_t *p)
         .cache_bytes    = 32.0 * 1024 * 1024,
         .shm_gbs        = 10,     /* one core reading what another core just wrote */
         .shm_reduce_gbs = 10,     /* ... and reducing it with its own data */
+        .shm_fold_gbs   = 10,     /* ... into a buffer of its own */
+        .shm_fold_far_gbs = 10,   /* ... with the rows past the cores' L2s */
         .cma_gbs        = 8,      /* process_vm_readv of another process's memory */
         .cma_us         = 1,      /* ... per call (the kernel pins the pages) */
     };
@@ -824,6 +827,8 @@ typedef struct model_sim {
                                   node (the transport's shared-memory copies): free from */
     double        *copy_us;    /* node -> us per byte copied */
     double        *reduce_us;  /* node -> us per byte reduced */
+    double        *fold_us;    /* rank -> us per byte of result folded from the segment
+                                  into its own buffer */
     double         intra_us, inter_us;   /* us per byte on the wire */
     double         shm_us;               /* us per byte copied from other cores' data */
     double         shm_reduce_us;        /* us per byte of result reduced from it */
@@ -1307,10 +1312,12 @@ static double local_cost(const model_sim_t *m, int rank, const model_step_t *st)
      * (shm_reduce_gbs, measured so). Costing every reduction that read the segment
      * at the latter made shm_flat's root, which folds into its own output, look
      * 1.6x slower than it runs (2 ranks, cores apart: 3.9-4.6 us per 128 KiB where
-     * the model said 6.8), and the model took dpml for a 1 MiB reduce at 0.6x. */
+     * the model said 6.8), and the model took dpml for a 1 MiB reduce at 0.6x.
+     * Such a fold has its own rate (fold_us, by the rank's working set). */
     if (st->shm_access) {
-        double shm = st->kind == FOLD_STEP_REDUCE && (st->shm_access & SHM_WRITES)
-                         ? m->shm_reduce_us : m->shm_us;
+        double shm = st->kind != FOLD_STEP_REDUCE         ? m->shm_us
+                     : (st->shm_access & SHM_WRITES) != 0 ? m->shm_reduce_us
+                                                          : m->fold_us[rank];
         per_byte = max2(per_byte, shm);
     }
     return (double)st->amount * per_byte;
@@ -1370,6 +1377,23 @@ static double miss_fraction(double working_set, double cache_bytes)
     return fill <= 0.5 ? 0 : fill >= 2 ? 1 : (fill - 0.5) / 1.5;
 }
 
+/* The time per byte of a fold from the segment into a rank's own buffer, where the
+ * other ranks of its node, whose rows it reads, each touch at most `theirs` bytes
+ * of their own: the cores probe's rate for 64 KiB rows (the other side touching
+ * 128 KiB) up to that, its rate for 1 MiB rows (2 MiB) from that on, and between
+ * the two linearly in the logarithm of the size. The more the writers touch, the
+ * fewer of the rows' lines are still in their L2s. With the cores sharing an L3,
+ * shm_flat's folds ran at 46, 37 and 30 GB/s for allreduces of 64 KiB, 256 KiB and
+ * 1 MiB (this gives 46, 36, 30), and at 37 and 33 for reduces of 512 KiB and 1 MiB,
+ * whose other rank touches only its input (36, 33). */
+static double fold_us_for(const fold_model_params_t *p, double theirs)
+{
+    const double near = 128.0 * 1024, far = 2048.0 * 1024;
+    double f = theirs <= near ? 0
+             : theirs >= far  ? 1 : log2(theirs / near) / log2(far / near);
+    return (1 - f) / (p->shm_fold_gbs * 1e3) + f / (p->shm_fold_far_gbs * 1e3);
+}
+
 /* Copy and reduce rates per node, from its working set (see the top). */
 static void sim_rates(model_sim_t *m)
 {
@@ -1377,11 +1401,19 @@ static void sim_rates(model_sim_t *m)
     const fold_topo_t *topo = m->topo;
     for (int n = 0; n < topo->nnodes; n++) {
         int ppn = fold_topo_ppn(topo, n);
-        double ws = 0, shm = 0;
+        double ws = 0, shm = 0, top[2] = {0, 0};   /* the two largest ranks' bytes */
         for (int l = 0; l < ppn; l++) {
             int r = fold_topo_rank(topo, n, l);
-            ws += m->prog->priv_bytes[r];
+            double priv = m->prog->priv_bytes[r];
+            ws += priv;
             shm = max2(shm, m->prog->shm_bytes[r]);
+            top[1] = max2(top[1], priv < top[0] ? priv : top[0]);
+            top[0] = max2(top[0], priv);
+        }
+        for (int l = 0; l < ppn; l++) {
+            int r = fold_topo_rank(topo, n, l);
+            double theirs = m->prog->priv_bytes[r] == top[0] ? top[1] : top[0];
+            m->fold_us[r] = fold_us_for(p, theirs);
         }
         double share = p->node_mem_gbs / ppn;
         double copy_mem   = p->copy_mem_gbs < share ? p->copy_mem_gbs : share;
@@ -1405,6 +1437,7 @@ static void sim_free(model_sim_t *m)
     free(m->chans);
     free(m->copy_us);
     free(m->reduce_us);
+    free(m->fold_us);
     for (size_t i = 0; m->flags != NULL && i < (size_t)m->prog->size * FOLD_SHM_NFLAGS; i++) {
         free(m->flags[i].t);
         free(m->flags[i].v);
@@ -1428,9 +1461,10 @@ static int sim_init(model_sim_t *m, const fold_model_params_t *p, const fold_top
     m->chans     = calloc(size * 2, sizeof(double));
     m->copy_us   = calloc(nodes, sizeof(double));
     m->reduce_us = calloc(nodes, sizeof(double));
+    m->fold_us   = calloc(size, sizeof(double));
     m->flags     = calloc(size * FOLD_SHM_NFLAGS, sizeof(flag_log_t));
     if (m->cpu == NULL || m->links == NULL || m->chans == NULL || m->copy_us == NULL ||
-        m->reduce_us == NULL || m->flags == NULL) {
+        m->reduce_us == NULL || m->fold_us == NULL || m->flags == NULL) {
         return FOLD_ERR_NO_MEMORY;
     }
     for (size_t i = 0; i < size * FOLD_SHM_NFLAGS; i++) {

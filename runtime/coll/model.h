@@ -10,9 +10,10 @@
  *   copy / reduce        bytes / bandwidth on its rank's CPU, the bandwidth taken
  *                        from the in-cache or the memory figure by the node's working
  *                        set, and shared with the node's other ranks in memory; one
- *                        that reads the node segment at most at shm_gbs (a copy) or
- *                        shm_reduce_gbs (a reduction), what two cores of the node
- *                        were measured to cost each other (node/probe.c)
+ *                        that reads the node segment at most at shm_gbs (a copy),
+ *                        shm_reduce_gbs (a reduction into it) or shm_fold_gbs ..
+ *                        shm_fold_far_gbs (a reduction out of it), what two cores
+ *                        of the node were measured to cost each other (node/probe.c)
  *   send / recv          a message between two ranks of one node: intra_lat_us +
  *                        bytes / intra_gbs; between nodes: inter_lat_us + bytes /
  *                        inter_gbs, each node's link (nics of them) carrying one
@@ -49,8 +50,13 @@ typedef struct fold_model_params {
     double cache_bytes;      /* last-level cache of a node */
     double shm_gbs;          /* one core copying data another core wrote (the node
                                 segment): copies from it go no faster */
-    double shm_reduce_gbs;   /* ... reducing it with its own (bytes of result): the
-                                same for reductions that read the segment */
+    double shm_reduce_gbs;   /* ... reducing it with its own into the segment (bytes
+                                of result) */
+    double shm_fold_gbs;     /* ... and into a buffer of its own, 64 KiB rows (in the
+                                cores' caches) */
+    double shm_fold_far_gbs; /* ... the same for 1 MiB rows (past the cores' L2s); a
+                                rank's rate moves from one to the other with the
+                                bytes of its own it touches */
     double cma_gbs;          /* single copy: the kernel copying from or to another
                                 process (process_vm_readv), GB/s */
     double cma_us;           /* ... its cost per call */

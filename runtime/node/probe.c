@@ -2,8 +2,9 @@
  * What two cores of a node cost each other (node.h), measured once through the
  * world's new segment by its first and last local ranks (the last is the likeliest
  * to sit on another CCD or socket): a flag's round trip, memcpy of 64 KiB the other
- * core has just written, and fold's float32 sum of it into the segment, both cores
- * at once as in a call. calibrate.c measures one
+ * core has just written, fold's float32 sum of it into the segment, and the sum of
+ * 64 KiB and of 1 MiB of it into the rank's own buffer, both cores at once as in a
+ * call. calibrate.c measures one
  * core on its own memory; these are what the node segment's steps pay. On the AMD
  * EPYC VM this was written on the same two vCPUs moved between sharing an L3
  * (round trip 0.10 us) and not (0.50 us), and a reduction reading the other core's
@@ -12,7 +13,8 @@
  *
  * Layout in the segment's data, which no schedule uses before setup returns (the
  * allgather after the probe orders them): A's and B's words on their own lines, then
- * A's 64 KiB buffer and B's, then A's 64 KiB result area and B's.
+ * A's 64 KiB buffer and B's, then A's 64 KiB result area and B's; for the 1 MiB sum,
+ * which runs last, A's 1 MiB buffer and B's from the same place.
  */
 #include "node/node.h"
 
@@ -27,6 +29,7 @@
 #include <string.h>
 
 #define PROBE_BYTES    ((size_t)64 << 10)
+#define PROBE_FAR      ((size_t)1 << 20)   /* rows past a core's L2 with their inputs */
 #define PROBE_DATA_OFF 4096
 #define PROBE_TRIPS    64
 #define PROBE_BATCHES  4
@@ -42,13 +45,13 @@ typedef struct probe {
     int               failed;
 } probe_t;
 
-static double median_gbs(double *t, int n)
+static double median_gbs(double *t, int n, size_t bytes)
 {
     if (n == 0) {
         return 0;
     }
     double s = fold_util_median(t, n);
-    return s > 0 ? (double)PROBE_BYTES / s / 1e9 : 0;
+    return s > 0 ? (double)bytes / s / 1e9 : 0;
 }
 
 /* Waits until the other side's word reaches v. On a node with more ranks than cores
@@ -128,7 +131,7 @@ static double copy_gbs(probe_t *pr, float *out, uint64_t *seq)
         post(pr, read);
         wait_for(pr, read);   /* the other is done reading before either writes again */
     }
-    return median_gbs(t, n);
+    return median_gbs(t, n, PROBE_BYTES);
 }
 
 /* A leader's reduction into the segment, as dpml's leaders do it: both write their
@@ -161,7 +164,34 @@ static double shared_reduce_gbs(probe_t *pr, const float *own, float *out, uint6
         post(pr, read);
         wait_for(pr, read);
     }
-    return median_gbs(t, n);
+    return median_gbs(t, n, PROBE_BYTES);
+}
+
+/* shm_flat's step: both write `bytes` of their buffer, then sum their own data
+ * with the other's into a buffer of their own. With the cores sharing an L3 this
+ * ran at 46 GB/s for 64 KiB rows and 30 for 1 MiB (the other core's lines no longer
+ * in its L2), where the model had costed it at the copy rate, 45 at every size, and
+ * took shm_flat for 512 KiB-2 MiB allreduces that dpml ran 15-18% faster. */
+static double fold_gbs(probe_t *pr, size_t bytes, const float *own, float *out,
+                       uint64_t *seq)
+{
+    double t[PROBE_ROUNDS];
+    int n = 0;
+    for (int k = 0; k < PROBE_ROUNDS && !pr->failed; k++) {
+        uint64_t written = ++*seq, read = ++*seq;
+        memset(pr->mine_data, k + 1, bytes);
+        post(pr, written);
+        if (!wait_for(pr, written)) {
+            break;
+        }
+        double start = fold_util_time_now();
+        fold_reduce_local(FOLD_OP_SUM, FOLD_FLOAT32, own, pr->their_data, out,
+                          bytes / sizeof(float), 1, 0);
+        t[n++] = fold_util_time_now() - start;
+        post(pr, read);
+        wait_for(pr, read);
+    }
+    return median_gbs(t, n, bytes);
 }
 
 void fold_node_probe_cores(fold_node_t *node, fold_node_calib_t *out)
@@ -175,14 +205,17 @@ void fold_node_probe_cores(fold_node_t *node, fold_node_calib_t *out)
         node->shm_bytes < PROBE_DATA_OFF + 4 * PROBE_BYTES) {
         return;
     }
-    float *own = aligned_alloc(64, PROBE_BYTES), *buf = aligned_alloc(64, PROBE_BYTES);
+    /* Both sides decide alike whether the far rows fit: the segment is one size. */
+    int far = node->shm_bytes >= PROBE_DATA_OFF + 2 * PROBE_FAR;
+    size_t priv = far ? PROBE_FAR : PROBE_BYTES;
+    float *own = aligned_alloc(64, priv), *buf = aligned_alloc(64, priv);
     if (own == NULL || buf == NULL) {
         free(own);
         free(buf);
         return;   /* the other side gives up after a second */
     }
-    memset(own, 0, PROBE_BYTES);
-    memset(buf, 0, PROBE_BYTES);
+    memset(own, 0, priv);
+    memset(buf, 0, priv);
     _Atomic uint64_t *words = (_Atomic uint64_t *)(void *)seg->data;
     char *data_a = seg->data + PROBE_DATA_OFF, *data_b = data_a + PROBE_BYTES;
     char *out_a = data_b + PROBE_BYTES, *out_b = out_a + PROBE_BYTES;
@@ -194,6 +227,13 @@ void fold_node_probe_cores(fold_node_t *node, fold_node_calib_t *out)
     double rtt = round_trip_us(&pr, is_a, &seq);
     double copy = copy_gbs(&pr, buf, &seq);
     double reduce = shared_reduce_gbs(&pr, own, buf, &seq);
+    double fold = fold_gbs(&pr, PROBE_BYTES, own, buf, &seq);
+    double fold_far = fold;
+    if (far) {
+        pr.mine_data  = is_a ? data_a : data_a + PROBE_FAR;
+        pr.their_data = is_a ? data_a + PROBE_FAR : data_a;
+        fold_far = fold_gbs(&pr, PROBE_FAR, own, buf, &seq);
+    }
     /* Both are done with the segment once the other side has seen the last word. */
     uint64_t bye = ++seq;
     post(&pr, bye);
@@ -202,6 +242,8 @@ void fold_node_probe_cores(fold_node_t *node, fold_node_calib_t *out)
         out->flag_us     = is_b ? rtt / 2 : 0;   /* both timed the trips: told once */
         out->xcopy_gbs   = copy;
         out->xreduce_gbs = reduce;
+        out->xfold_gbs   = fold;
+        out->xfold_far_gbs = fold_far;
     }
     free(own);
     free(buf);

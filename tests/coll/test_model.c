@@ -276,12 +276,15 @@ Test(model_hand, reductions_in_cache_out_of_cache_and_sharing_memory)
 }
 
 /* One rank's single copy or reduction of 1000 floats, from and to the given
- * buffers, with the cores probe's rates: shm_gbs 1 (1000 B/us), shm_reduce_gbs 0.5. */
+ * buffers, with the cores probe's rates: shm_gbs 1 (1000 B/us), shm_reduce_gbs 0.5,
+ * shm_fold_gbs 0.8 (the rank touches under 128 KiB of its own). */
 static double segment_step(int reduce, fold_ref_t src, fold_ref_t dst)
 {
     fold_model_params_t p = round_params();
     p.shm_gbs        = 1;
     p.shm_reduce_gbs = 0.5;
+    p.shm_fold_gbs   = 0.8;
+    p.shm_fold_far_gbs = 0.1;
     int one[1] = {0};
     hand_t h;
     fold_model_result_t res;
@@ -297,18 +300,53 @@ static double segment_step(int reduce, fold_ref_t src, fold_ref_t dst)
 }
 
 /* A step that crosses the node segment moves at the cores probe's rates: a copy
- * either way and a reduction reading the segment into the rank's own buffer at
- * shm_gbs, a reduction into the segment at shm_reduce_gbs; steps that do not touch
- * it at the core's own (copies 2000 B/us, reductions 4000 B/us in cache). */
+ * either way at shm_gbs, a reduction reading the segment into the rank's own buffer
+ * at shm_fold_gbs, a reduction into the segment at shm_reduce_gbs; steps that do
+ * not touch it at the core's own (copies 2000 B/us, reductions 4000 B/us in cache). */
 Test(model_hand, segment_steps_move_at_the_cores_rates)
 {
     cr_expect_float_eq(segment_step(0, fold_ref_in(0), fold_ref_out(0)), 1 + 4000 / 2000.0, EPS);
     cr_expect_float_eq(segment_step(0, fold_ref_in(0), fold_ref_shm(0)), 1 + 4000 / 1000.0, EPS);
     cr_expect_float_eq(segment_step(0, fold_ref_shm(0), fold_ref_out(0)), 1 + 4000 / 1000.0, EPS);
     cr_expect_float_eq(segment_step(1, fold_ref_tmp(0), fold_ref_out(0)), 1 + 4000 / 4000.0, EPS);
-    cr_expect_float_eq(segment_step(1, fold_ref_shm(0), fold_ref_out(0)), 1 + 4000 / 1000.0, EPS);
+    cr_expect_float_eq(segment_step(1, fold_ref_shm(0), fold_ref_out(0)), 1 + 4000 / 800.0, EPS);
     cr_expect_float_eq(segment_step(1, fold_ref_shm(0), fold_ref_shm(4000)), 1 + 4000 / 500.0,
                        EPS);
+}
+
+/* Rank 0 folds 1000 floats from the segment into OUT, with shm_fold_gbs 1 and
+ * shm_fold_far_gbs 0.25, in cache, while rank 1 of its node copies `theirs` floats
+ * from its IN to its OUT (8 bytes of its own per float) about 1000x faster. */
+static double fold_beside(size_t theirs)
+{
+    fold_model_params_t p = round_params();
+    p.cache_bytes      = 1e12;
+    p.reduce_gbs       = 100;
+    p.copy_gbs         = 1e4;
+    p.shm_fold_gbs     = 1;
+    p.shm_fold_far_gbs = 0.25;
+    int same[2] = {0, 0};
+    hand_t h;
+    fold_model_result_t res;
+    hand_init(&h, 2, same);
+    fold_sched_reduce(&h.s[0], fold_ref_in(0), fold_ref_shm(0), fold_ref_out(0), 1000);
+    fold_sched_copy(&h.s[1], fold_ref_in(0), fold_ref_out(0), theirs);
+    cr_assert_eq(hand_replay(&h, &p, &res), FOLD_OK);
+    hand_free(&h);
+    return res.time_us;
+}
+
+/* A fold's rate moves from the near to the far one as the bytes the other ranks of
+ * the node touch (the writers of the rows it reads) go from 128 KiB to 2 MiB,
+ * linearly in their logarithm: 512 KiB is half way. What the folding rank touches
+ * itself does not count. */
+Test(model_hand, folds_from_the_segment_slow_down_with_the_writers_working_sets)
+{
+    cr_expect_float_eq(fold_beside(1000), 1 + 4000 / 1000.0, EPS);
+    cr_expect_float_eq(fold_beside(16384), 1 + 4000 / 1000.0, EPS);
+    cr_expect_float_eq(fold_beside(65536), 1 + 4000 * (0.5 / 1000 + 0.5 / 250), EPS);
+    cr_expect_float_eq(fold_beside(262144), 1 + 4000 / 250.0, EPS);
+    cr_expect_float_eq(fold_beside(1 << 22), 1 + 4000 / 250.0, EPS);
 }
 
 /* Between half the cache and twice it, the time per byte moves linearly from the
@@ -759,6 +797,7 @@ static int params_equal(const fold_model_params_t *a, const fold_model_params_t 
            a->reduce_gbs == b->reduce_gbs && a->reduce_mem_gbs == b->reduce_mem_gbs &&
            a->node_mem_gbs == b->node_mem_gbs && a->cache_bytes == b->cache_bytes &&
            a->shm_gbs == b->shm_gbs && a->shm_reduce_gbs == b->shm_reduce_gbs &&
+           a->shm_fold_gbs == b->shm_fold_gbs && a->shm_fold_far_gbs == b->shm_fold_far_gbs &&
            a->cma_gbs == b->cma_gbs && a->cma_us == b->cma_us;
 }
 
@@ -833,7 +872,7 @@ Test(model_params, print_reads_back_exactly)
         cr_assert_eq(sscanf(line, "param %63s %63s", name, value), 2, "%s", line);
         cr_expect_eq(fold_model_set(&q, name, value), FOLD_OK, "%s", line);
     }
-    cr_expect_eq(lines, 18);
+    cr_expect_eq(lines, 20);
     cr_expect(params_equal(&p, &q));
     free(text);
 }

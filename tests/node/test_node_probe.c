@@ -61,6 +61,8 @@ Test(node_probe, two_cores_measured_once_and_alike_on_every_rank)
               s.calib_flag_us[0]);
     cr_expect(plausible(s.model[0].shm_gbs), "%g", s.model[0].shm_gbs);
     cr_expect(plausible(s.model[0].shm_reduce_gbs), "%g", s.model[0].shm_reduce_gbs);
+    cr_expect(plausible(s.model[0].shm_fold_gbs), "%g", s.model[0].shm_fold_gbs);
+    cr_expect(plausible(s.model[0].shm_fold_far_gbs), "%g", s.model[0].shm_fold_far_gbs);
 }
 
 /* 16 KiB of segment cannot hold the probe's 64 KiB: the calibration's rates stay. */
@@ -74,6 +76,21 @@ Test(node_probe, no_room_in_the_segment_keeps_the_fallbacks)
         cr_expect_eq(s.calib_flag_us[r], 0);
         cr_expect_float_eq(s.model[r].shm_gbs, s.model[r].copy_gbs, 1e-9, "copies stand in");
         cr_expect_float_eq(s.model[r].shm_reduce_gbs, s.model[r].reduce_gbs, 1e-9);
+        cr_expect_float_eq(s.model[r].shm_fold_gbs, s.model[r].reduce_gbs, 1e-9);
+        cr_expect_float_eq(s.model[r].shm_fold_far_gbs, s.model[r].reduce_gbs, 1e-9);
+    }
+}
+
+/* 1 MiB of segment holds the 64 KiB rows but not the 1 MiB ones: the far fold
+ * takes the near one's rate. */
+Test(node_probe, no_room_for_the_far_rows_keeps_the_near_rate)
+{
+    seen_t s = {0};
+    setenv("FOLD_SHM_SIZE", "1M", 1);
+    cr_assert_eq(lh_run(RANKS, one_call, &s), 0);
+    for (int r = 0; r < RANKS; r++) {
+        cr_expect(plausible(s.model[r].shm_fold_gbs), "%g", s.model[r].shm_fold_gbs);
+        cr_expect_float_eq(s.model[r].shm_fold_far_gbs, s.model[r].shm_fold_gbs, 1e-9);
     }
 }
 
@@ -100,15 +117,20 @@ Test(node_probe, medians_of_the_measuring_ranks_under_fold_model)
     fold_context_set_measured(ctx, &base);
     ctx->calib = base;
     fold_node_calib_t all[4] = {
-        {.copy_gbs = 0}, {.xcopy_gbs = 40, .xreduce_gbs = 30, .flag_us = 0.2}, {.copy_gbs = 0},
-        {.xcopy_gbs = 60, .xreduce_gbs = 34, .flag_us = 0.05}};
+        {.copy_gbs = 0},
+        {.xcopy_gbs = 40, .xreduce_gbs = 30, .xfold_gbs = 44, .xfold_far_gbs = 28, .flag_us = 0.2},
+        {.copy_gbs = 0},
+        {.xcopy_gbs = 60, .xreduce_gbs = 34, .xfold_gbs = 48, .xfold_far_gbs = 32, .flag_us = 0.05}};
     cr_assert_eq(fold_context_set_cores(ctx, all, 4), FOLD_OK);
     cr_expect_float_eq(ctx->model.shm_gbs, 50, 1e-9);
     cr_expect_float_eq(ctx->model.shm_reduce_gbs, 32, 1e-9);
+    cr_expect_float_eq(ctx->model.shm_fold_gbs, 46, 1e-9);
+    cr_expect_float_eq(ctx->model.shm_fold_far_gbs, 30, 1e-9);
     cr_expect_float_eq(ctx->calib.flag_us, 0.125, 1e-9);
     cr_expect_float_eq(ctx->model.flag_us, defaults_flag_us(), 1e-9, "logged, not costed");
     cr_expect_float_eq(ctx->model.copy_gbs, 80, 1e-9);
-    cr_expect_str_eq(ctx->measured, "copy_gbs=80,shm_gbs=50,reduce_gbs=45,shm_reduce_gbs=32");
+    cr_expect_str_eq(ctx->measured, "copy_gbs=80,shm_gbs=50,reduce_gbs=45,shm_reduce_gbs=32,"
+                                    "shm_fold_gbs=46,shm_fold_far_gbs=30");
     fold_context_free_virtual(ctx);
 
     setenv("FOLD_MODEL", "shm_gbs=7", 1);
