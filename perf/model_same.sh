@@ -9,7 +9,9 @@
 # so the two runs see the same cost model. Each run's wall time is printed: the
 # second column of a line is OLD's, the third NEW's. OLD's outputs are kept in
 # OUTDIR (default /tmp/model_same) and reused when present, so a slow reference
-# runs once. Exit status 1 if any output differs. test_model_fast checks the same
+# runs once. NEW_MODEL_EXTRA (",name=value...") is added to NEW's FOLD_MODEL: the
+# values of parameters OLD does not know that reproduce its costs. Exit status 1 if
+# any output differs. test_model_fast checks the same
 # property on small shapes inside the unit tests; this is the check at scale.
 set -u
 old=$1
@@ -36,7 +38,7 @@ run() {   # run NAME FLAGS SHAPE
         t_old=$(echo "$(now) - $t0" | bc)
     fi
     t0=$(now)
-    "$new" $2 -S "$3" > "$out/new_$tag.txt" 2>&1
+    FOLD_MODEL="$FOLD_MODEL${NEW_MODEL_EXTRA:-}" "$new" $2 -S "$3" > "$out/new_$tag.txt" 2>&1
     t_new=$(echo "$(now) - $t0" | bc)
     if cmp -s "$ref" "$out/new_$tag.txt"; then
         same=same

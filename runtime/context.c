@@ -191,6 +191,8 @@ static const struct {
     {"reduce_gbs", offsetof(fold_node_calib_t, reduce_gbs), NO_FALLBACK, 0},
     {"shm_reduce_gbs", offsetof(fold_node_calib_t, xreduce_gbs),
      offsetof(fold_node_calib_t, reduce_gbs), 0},
+    {"shm_write_gbs", offsetof(fold_node_calib_t, xwrite_gbs),
+     offsetof(fold_node_calib_t, copy_gbs), 0},
     {"shm_fold_gbs", offsetof(fold_node_calib_t, xfold_gbs),
      offsetof(fold_node_calib_t, reduce_gbs), 0},
     {"shm_fold_far_gbs", offsetof(fold_node_calib_t, xfold_far_gbs),
@@ -287,6 +289,7 @@ int fold_context_set_cores(fold_context_t *ctx, const fold_node_calib_t *all, in
 {
     static const size_t fields[] = {offsetof(fold_node_calib_t, xcopy_gbs),
                                     offsetof(fold_node_calib_t, xreduce_gbs),
+                                    offsetof(fold_node_calib_t, xwrite_gbs),
                                     offsetof(fold_node_calib_t, xfold_gbs),
                                     offsetof(fold_node_calib_t, xfold_far_gbs),
                                     offsetof(fold_node_calib_t, flag_us)};

@@ -129,7 +129,8 @@ static const model_param_t model_params[] = {
     MODEL_PARAM(reduce_gbs, PARAM_RATE),     MODEL_PARAM(reduce_mem_gbs, PARAM_RATE),
     MODEL_PARAM(node_mem_gbs, PARAM_RATE),   MODEL_PARAM(cache_bytes, PARAM_BYTES),
     MODEL_PARAM(shm_gbs, PARAM_RATE),        MODEL_PARAM(shm_reduce_gbs, PARAM_RATE),
-    MODEL_PARAM(shm_fold_gbs, PARAM_RATE),   MODEL_PARAM(shm_fold_far_gbs, PARAM_RATE),
+    MODEL_PARAM(shm_write_gbs, PARAM_RATE),  MODEL_PARAM(shm_fold_gbs, PARAM_RATE),
+    MODEL_PARAM(shm_fold_far_gbs, PARAM_RATE),
     MODEL_PARAM(cma_gbs, PARAM_RATE),        MODEL_PARAM(cma_us, PARAM_TIME),
 };
 
@@ -173,6 +174,7 @@ void fold_model_defaults(fold_model_params_t *p)
         .cache_bytes    = 32.0 * 1024 * 1024,
         .shm_gbs        = 10,     /* one core reading what another core just wrote */
         .shm_reduce_gbs = 10,     /* ... and reducing it with its own data */
+        .shm_write_gbs  = 10,     /* one core copying over lines another core read */
         .shm_fold_gbs   = 10,     /* ... into a buffer of its own */
         .shm_fold_far_gbs = 10,   /* ... with the rows past the cores' L2s */
         .cma_gbs        = 8,      /* process_vm_readv of another process's memory */
@@ -831,6 +833,7 @@ typedef struct model_sim {
                                   into its own buffer */
     double         intra_us, inter_us;   /* us per byte on the wire */
     double         shm_us;               /* us per byte copied from other cores' data */
+    double         shm_write_us;         /* ... over lines other cores read */
     double         shm_reduce_us;        /* us per byte of result reduced from it */
     double         cma_byte_us;          /* us per byte of a peer read or write */
     double         copy_cache_us;        /* us per byte of a copy in cache */
@@ -1306,19 +1309,22 @@ static double local_cost(const model_sim_t *m, int rank, const model_step_t *st)
     }
     /* The segment's lines cross between the cores: data another core wrote comes
      * through the cache-coherence fabric, and a line another core read last is
-     * fetched for ownership before it is written. A copy either way, or a reduction
-     * reading the segment into this rank's own buffer, moves at the cores probe's
-     * copy rate (shm_gbs); a reduction into the segment at its reduction rate
-     * (shm_reduce_gbs, measured so). Costing every reduction that read the segment
-     * at the latter made shm_flat's root, which folds into its own output, look
-     * 1.6x slower than it runs (2 ranks, cores apart: 3.9-4.6 us per 128 KiB where
-     * the model said 6.8), and the model took dpml for a 1 MiB reduce at 0.6x.
-     * Such a fold has its own rate (fold_us, by the rank's working set). */
-    if (st->shm_access) {
-        double shm = st->kind != FOLD_STEP_REDUCE         ? m->shm_us
-                     : (st->shm_access & SHM_WRITES) != 0 ? m->shm_reduce_us
-                                                          : m->fold_us[rank];
-        per_byte = max2(per_byte, shm);
+     * fetched for ownership before it is written. Each kind of step that touches
+     * the segment moves at most at the cores probe's rate for it: a copy out of it
+     * at shm_gbs, into it at shm_write_gbs (with the cores apart 45 GB/s against
+     * 25 out), a reduction into it at shm_reduce_gbs, and a reduction out of it into
+     * the rank's own buffer at fold_us (shm_fold_gbs .. shm_fold_far_gbs, by what the
+     * writers of the rows touch). Costing every reduction that read the segment at
+     * shm_reduce_gbs made shm_flat's root look 1.6x slower than it runs (2 ranks,
+     * cores apart: 3.9-4.6 us per 128 KiB where the model said 6.8); costing the
+     * folds at the copy rate made it look faster than dpml from 512 KiB, where it is
+     * 8-23% slower with the cores sharing an L3. */
+    if (st->kind == FOLD_STEP_REDUCE && st->shm_access) {
+        per_byte = max2(per_byte, (st->shm_access & SHM_WRITES) != 0 ? m->shm_reduce_us
+                                                                    : m->fold_us[rank]);
+    } else if (st->shm_access) {
+        per_byte = max2(per_byte, (st->shm_access & SHM_READS) != 0 ? m->shm_us : 0);
+        per_byte = max2(per_byte, (st->shm_access & SHM_WRITES) != 0 ? m->shm_write_us : 0);
     }
     return (double)st->amount * per_byte;
 }
@@ -1424,6 +1430,7 @@ static void sim_rates(model_sim_t *m)
     }
     m->intra_us = 1.0 / (p->intra_gbs * 1e3);
     m->shm_us   = 1.0 / (p->shm_gbs * 1e3);
+    m->shm_write_us = 1.0 / (p->shm_write_gbs * 1e3);
     m->shm_reduce_us = 1.0 / (p->shm_reduce_gbs * 1e3);
     m->cma_byte_us = 1.0 / (p->cma_gbs * 1e3);
     m->copy_cache_us = 1.0 / (p->copy_gbs * 1e3);

@@ -10,10 +10,11 @@
  *   copy / reduce        bytes / bandwidth on its rank's CPU, the bandwidth taken
  *                        from the in-cache or the memory figure by the node's working
  *                        set, and shared with the node's other ranks in memory; one
- *                        that reads the node segment at most at shm_gbs (a copy),
- *                        shm_reduce_gbs (a reduction into it) or shm_fold_gbs ..
- *                        shm_fold_far_gbs (a reduction out of it), what two cores
- *                        of the node were measured to cost each other (node/probe.c)
+ *                        that touches the node segment at most at shm_gbs (a copy
+ *                        out of it), shm_write_gbs (a copy into it), shm_reduce_gbs
+ *                        (a reduction into it) or shm_fold_gbs .. shm_fold_far_gbs
+ *                        (a reduction out of it), what two cores of the node were
+ *                        measured to cost each other (node/probe.c)
  *   send / recv          a message between two ranks of one node: intra_lat_us +
  *                        bytes / intra_gbs; between nodes: inter_lat_us + bytes /
  *                        inter_gbs, each node's link (nics of them) carrying one
@@ -52,6 +53,8 @@ typedef struct fold_model_params {
                                 segment): copies from it go no faster */
     double shm_reduce_gbs;   /* ... reducing it with its own into the segment (bytes
                                 of result) */
+    double shm_write_gbs;    /* one core copying its own data into the segment, over
+                                lines another core read last */
     double shm_fold_gbs;     /* ... and into a buffer of its own, 64 KiB rows (in the
                                 cores' caches) */
     double shm_fold_far_gbs; /* ... the same for 1 MiB rows (past the cores' L2s); a

@@ -278,7 +278,10 @@ typedef struct fold_node_calib {
     double xcopy_gbs;       /* probe.c, at the world's node setup (0 before): memcpy */
     double xreduce_gbs;     /* and float32 sum of 64 KiB another core just wrote
                                into the segment, over lines that core read last, */
-    double xfold_gbs;       /* and into this rank's own buffer, */
+    double xwrite_gbs;      /* memcpy of 64 KiB into the segment, over lines the
+                               other core read last, */
+    double xfold_gbs;       /* the sum of 64 KiB it wrote into this rank's own
+                               buffer, */
     double xfold_far_gbs;   /* ... the same of 1 MiB (xfold_gbs where no room), */
     double flag_us;         /* and a flag's trip from one core to the other */
     int    single_copy;     /* the kernel lets this process copy through it ... */

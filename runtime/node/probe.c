@@ -2,9 +2,9 @@
  * What two cores of a node cost each other (node.h), measured once through the
  * world's new segment by its first and last local ranks (the last is the likeliest
  * to sit on another CCD or socket): a flag's round trip, memcpy of 64 KiB the other
- * core has just written, fold's float32 sum of it into the segment, and the sum of
- * 64 KiB and of 1 MiB of it into the rank's own buffer, both cores at once as in a
- * call. calibrate.c measures one
+ * core has just written, fold's float32 sum of it into the segment, a copy into the
+ * segment over lines the other core read last, and the sum of 64 KiB and of 1 MiB
+ * of it into the rank's own buffer, both cores at once as in a call. calibrate.c measures one
  * core on its own memory; these are what the node segment's steps pay. On the AMD
  * EPYC VM this was written on the same two vCPUs moved between sharing an L3
  * (round trip 0.10 us) and not (0.50 us), and a reduction reading the other core's
@@ -167,31 +167,37 @@ static double shared_reduce_gbs(probe_t *pr, const float *own, float *out, uint6
     return median_gbs(t, n, PROBE_BYTES);
 }
 
-/* shm_flat's step: both write `bytes` of their buffer, then sum their own data
- * with the other's into a buffer of their own. With the cores sharing an L3 this
- * ran at 46 GB/s for 64 KiB rows and 30 for 1 MiB (the other core's lines no longer
- * in its L2), where the model had costed it at the copy rate, 45 at every size, and
- * took shm_flat for 512 KiB-2 MiB allreduces that dpml ran 15-18% faster. */
-static double fold_gbs(probe_t *pr, size_t bytes, const float *own, float *out,
-                       uint64_t *seq)
+/* shm_flat's steps: both copy `bytes` of their own into their buffer, over lines
+ * the other core read the round before, then sum their own data with the other's
+ * into a buffer of their own. With the cores sharing an L3 the sum ran at 46 GB/s
+ * for 64 KiB rows and 30 for 1 MiB (the other core's lines no longer in its L2),
+ * where the model had costed it at the copy rate, 45 at every size, and took
+ * shm_flat for 512 KiB-2 MiB allreduces that dpml ran 15-18% faster. With the cores
+ * apart the copy in ran at 45 GB/s where a copy out of the segment ran at 25. The
+ * median rates of both into *write and *fold. */
+static void fold_gbs(probe_t *pr, size_t bytes, const float *own, float *out, uint64_t *seq,
+                     double *write, double *fold)
 {
-    double t[PROBE_ROUNDS];
+    double tw[PROBE_ROUNDS], tf[PROBE_ROUNDS];
     int n = 0;
     for (int k = 0; k < PROBE_ROUNDS && !pr->failed; k++) {
         uint64_t written = ++*seq, read = ++*seq;
-        memset(pr->mine_data, k + 1, bytes);
+        double start = fold_util_time_now();
+        fold_copy_shared(pr->mine_data, own, bytes);
+        tw[n] = fold_util_time_now() - start;
         post(pr, written);
         if (!wait_for(pr, written)) {
             break;
         }
-        double start = fold_util_time_now();
+        start = fold_util_time_now();
         fold_reduce_local(FOLD_OP_SUM, FOLD_FLOAT32, own, pr->their_data, out,
                           bytes / sizeof(float), 1, 0);
-        t[n++] = fold_util_time_now() - start;
+        tf[n++] = fold_util_time_now() - start;
         post(pr, read);
         wait_for(pr, read);
     }
-    return median_gbs(t, n, bytes);
+    *write = median_gbs(tw, n, bytes);
+    *fold  = median_gbs(tf, n, bytes);
 }
 
 void fold_node_probe_cores(fold_node_t *node, fold_node_calib_t *out)
@@ -227,12 +233,13 @@ void fold_node_probe_cores(fold_node_t *node, fold_node_calib_t *out)
     double rtt = round_trip_us(&pr, is_a, &seq);
     double copy = copy_gbs(&pr, buf, &seq);
     double reduce = shared_reduce_gbs(&pr, own, buf, &seq);
-    double fold = fold_gbs(&pr, PROBE_BYTES, own, buf, &seq);
-    double fold_far = fold;
+    double write, fold, far_write, fold_far;   /* (the copy in: 64 KiB's stands) */
+    fold_gbs(&pr, PROBE_BYTES, own, buf, &seq, &write, &fold);
+    fold_far = fold;
     if (far) {
         pr.mine_data  = is_a ? data_a : data_a + PROBE_FAR;
         pr.their_data = is_a ? data_a + PROBE_FAR : data_a;
-        fold_far = fold_gbs(&pr, PROBE_FAR, own, buf, &seq);
+        fold_gbs(&pr, PROBE_FAR, own, buf, &seq, &far_write, &fold_far);
     }
     /* Both are done with the segment once the other side has seen the last word. */
     uint64_t bye = ++seq;
@@ -242,6 +249,7 @@ void fold_node_probe_cores(fold_node_t *node, fold_node_calib_t *out)
         out->flag_us     = is_b ? rtt / 2 : 0;   /* both timed the trips: told once */
         out->xcopy_gbs   = copy;
         out->xreduce_gbs = reduce;
+        out->xwrite_gbs  = write;
         out->xfold_gbs   = fold;
         out->xfold_far_gbs = fold_far;
     }

@@ -276,13 +276,14 @@ Test(model_hand, reductions_in_cache_out_of_cache_and_sharing_memory)
 }
 
 /* One rank's single copy or reduction of 1000 floats, from and to the given
- * buffers, with the cores probe's rates: shm_gbs 1 (1000 B/us), shm_reduce_gbs 0.5,
- * shm_fold_gbs 0.8 (the rank touches under 128 KiB of its own). */
+ * buffers, with the cores probe's rates: shm_gbs 1 (1000 B/us), shm_write_gbs 1.6,
+ * shm_reduce_gbs 0.5, shm_fold_gbs 0.8 (no other rank touches anything). */
 static double segment_step(int reduce, fold_ref_t src, fold_ref_t dst)
 {
     fold_model_params_t p = round_params();
     p.shm_gbs        = 1;
     p.shm_reduce_gbs = 0.5;
+    p.shm_write_gbs  = 1.6;
     p.shm_fold_gbs   = 0.8;
     p.shm_fold_far_gbs = 0.1;
     int one[1] = {0};
@@ -299,15 +300,18 @@ static double segment_step(int reduce, fold_ref_t src, fold_ref_t dst)
     return res.time_us;
 }
 
-/* A step that crosses the node segment moves at the cores probe's rates: a copy
- * either way at shm_gbs, a reduction reading the segment into the rank's own buffer
- * at shm_fold_gbs, a reduction into the segment at shm_reduce_gbs; steps that do
- * not touch it at the core's own (copies 2000 B/us, reductions 4000 B/us in cache). */
+/* A step that crosses the node segment moves at the cores probe's rates: a copy out
+ * of it at shm_gbs, into it at shm_write_gbs, within it at the slower of the two, a
+ * reduction reading it into the rank's own buffer at shm_fold_gbs, one into it at
+ * shm_reduce_gbs; steps that do not touch it at the core's own (copies 2000 B/us,
+ * reductions 4000 B/us in cache). */
 Test(model_hand, segment_steps_move_at_the_cores_rates)
 {
     cr_expect_float_eq(segment_step(0, fold_ref_in(0), fold_ref_out(0)), 1 + 4000 / 2000.0, EPS);
-    cr_expect_float_eq(segment_step(0, fold_ref_in(0), fold_ref_shm(0)), 1 + 4000 / 1000.0, EPS);
+    cr_expect_float_eq(segment_step(0, fold_ref_in(0), fold_ref_shm(0)), 1 + 4000 / 1600.0, EPS);
     cr_expect_float_eq(segment_step(0, fold_ref_shm(0), fold_ref_out(0)), 1 + 4000 / 1000.0, EPS);
+    cr_expect_float_eq(segment_step(0, fold_ref_shm(0), fold_ref_shm(4000)), 1 + 4000 / 1000.0,
+                       EPS);
     cr_expect_float_eq(segment_step(1, fold_ref_tmp(0), fold_ref_out(0)), 1 + 4000 / 4000.0, EPS);
     cr_expect_float_eq(segment_step(1, fold_ref_shm(0), fold_ref_out(0)), 1 + 4000 / 800.0, EPS);
     cr_expect_float_eq(segment_step(1, fold_ref_shm(0), fold_ref_shm(4000)), 1 + 4000 / 500.0,
@@ -797,7 +801,7 @@ static int params_equal(const fold_model_params_t *a, const fold_model_params_t 
            a->reduce_gbs == b->reduce_gbs && a->reduce_mem_gbs == b->reduce_mem_gbs &&
            a->node_mem_gbs == b->node_mem_gbs && a->cache_bytes == b->cache_bytes &&
            a->shm_gbs == b->shm_gbs && a->shm_reduce_gbs == b->shm_reduce_gbs &&
-           a->shm_fold_gbs == b->shm_fold_gbs && a->shm_fold_far_gbs == b->shm_fold_far_gbs &&
+           a->shm_write_gbs == b->shm_write_gbs && a->shm_fold_gbs == b->shm_fold_gbs && a->shm_fold_far_gbs == b->shm_fold_far_gbs &&
            a->cma_gbs == b->cma_gbs && a->cma_us == b->cma_us;
 }
 
@@ -872,7 +876,7 @@ Test(model_params, print_reads_back_exactly)
         cr_assert_eq(sscanf(line, "param %63s %63s", name, value), 2, "%s", line);
         cr_expect_eq(fold_model_set(&q, name, value), FOLD_OK, "%s", line);
     }
-    cr_expect_eq(lines, 20);
+    cr_expect_eq(lines, 21);
     cr_expect(params_equal(&p, &q));
     free(text);
 }

@@ -63,8 +63,9 @@ Test(node_calibrate, measured_values_become_the_models_parameters)
                            .cma_us = 0.9};
     fold_context_set_measured(ctx, &c);
     cr_expect_str_eq(ctx->measured,
-                     "copy_gbs=80,shm_gbs=80,reduce_gbs=45,shm_reduce_gbs=45,shm_fold_gbs=45,"
-                     "shm_fold_far_gbs=45,copy_mem_gbs=22,reduce_mem_gbs=15,cma_gbs=17,cma_us=0.9");
+                     "copy_gbs=80,shm_gbs=80,reduce_gbs=45,shm_reduce_gbs=45,shm_write_gbs=80,"
+                     "shm_fold_gbs=45,shm_fold_far_gbs=45,copy_mem_gbs=22,reduce_mem_gbs=15,"
+                     "cma_gbs=17,cma_us=0.9");
     cr_assert_eq(fold_select_configure(ctx), FOLD_OK);
     cr_expect_float_eq(ctx->model.shm_gbs, 80, 1e-9);
     cr_expect_float_eq(ctx->model.copy_mem_gbs, 22, 1e-9);
@@ -79,7 +80,7 @@ Test(node_calibrate, no_single_copy_keeps_the_defaults_for_it)
     fold_model_defaults(&defaults);
     fold_node_calib_t c = {.copy_gbs = 50, .cma_gbs = 99, .cma_us = 9};
     fold_context_set_measured(ctx, &c);
-    cr_expect_str_eq(ctx->measured, "copy_gbs=50,shm_gbs=50");
+    cr_expect_str_eq(ctx->measured, "copy_gbs=50,shm_gbs=50,shm_write_gbs=50");
     cr_assert_eq(fold_select_configure(ctx), FOLD_OK);
     cr_expect_float_eq(ctx->model.cma_gbs, defaults.cma_gbs, 1e-9);
     cr_expect_float_eq(ctx->model.reduce_gbs, defaults.reduce_gbs, 1e-9);

@@ -61,6 +61,7 @@ Test(node_probe, two_cores_measured_once_and_alike_on_every_rank)
               s.calib_flag_us[0]);
     cr_expect(plausible(s.model[0].shm_gbs), "%g", s.model[0].shm_gbs);
     cr_expect(plausible(s.model[0].shm_reduce_gbs), "%g", s.model[0].shm_reduce_gbs);
+    cr_expect(plausible(s.model[0].shm_write_gbs), "%g", s.model[0].shm_write_gbs);
     cr_expect(plausible(s.model[0].shm_fold_gbs), "%g", s.model[0].shm_fold_gbs);
     cr_expect(plausible(s.model[0].shm_fold_far_gbs), "%g", s.model[0].shm_fold_far_gbs);
 }
@@ -76,6 +77,7 @@ Test(node_probe, no_room_in_the_segment_keeps_the_fallbacks)
         cr_expect_eq(s.calib_flag_us[r], 0);
         cr_expect_float_eq(s.model[r].shm_gbs, s.model[r].copy_gbs, 1e-9, "copies stand in");
         cr_expect_float_eq(s.model[r].shm_reduce_gbs, s.model[r].reduce_gbs, 1e-9);
+        cr_expect_float_eq(s.model[r].shm_write_gbs, s.model[r].copy_gbs, 1e-9);
         cr_expect_float_eq(s.model[r].shm_fold_gbs, s.model[r].reduce_gbs, 1e-9);
         cr_expect_float_eq(s.model[r].shm_fold_far_gbs, s.model[r].reduce_gbs, 1e-9);
     }
@@ -118,19 +120,22 @@ Test(node_probe, medians_of_the_measuring_ranks_under_fold_model)
     ctx->calib = base;
     fold_node_calib_t all[4] = {
         {.copy_gbs = 0},
-        {.xcopy_gbs = 40, .xreduce_gbs = 30, .xfold_gbs = 44, .xfold_far_gbs = 28, .flag_us = 0.2},
+        {.xcopy_gbs = 40, .xreduce_gbs = 30, .xwrite_gbs = 50, .xfold_gbs = 44, .xfold_far_gbs = 28,
+         .flag_us = 0.2},
         {.copy_gbs = 0},
-        {.xcopy_gbs = 60, .xreduce_gbs = 34, .xfold_gbs = 48, .xfold_far_gbs = 32, .flag_us = 0.05}};
+        {.xcopy_gbs = 60, .xreduce_gbs = 34, .xwrite_gbs = 70, .xfold_gbs = 48, .xfold_far_gbs = 32,
+         .flag_us = 0.05}};
     cr_assert_eq(fold_context_set_cores(ctx, all, 4), FOLD_OK);
     cr_expect_float_eq(ctx->model.shm_gbs, 50, 1e-9);
     cr_expect_float_eq(ctx->model.shm_reduce_gbs, 32, 1e-9);
+    cr_expect_float_eq(ctx->model.shm_write_gbs, 60, 1e-9);
     cr_expect_float_eq(ctx->model.shm_fold_gbs, 46, 1e-9);
     cr_expect_float_eq(ctx->model.shm_fold_far_gbs, 30, 1e-9);
     cr_expect_float_eq(ctx->calib.flag_us, 0.125, 1e-9);
     cr_expect_float_eq(ctx->model.flag_us, defaults_flag_us(), 1e-9, "logged, not costed");
     cr_expect_float_eq(ctx->model.copy_gbs, 80, 1e-9);
     cr_expect_str_eq(ctx->measured, "copy_gbs=80,shm_gbs=50,reduce_gbs=45,shm_reduce_gbs=32,"
-                                    "shm_fold_gbs=46,shm_fold_far_gbs=30");
+                                    "shm_write_gbs=60,shm_fold_gbs=46,shm_fold_far_gbs=30");
     fold_context_free_virtual(ctx);
 
     setenv("FOLD_MODEL", "shm_gbs=7", 1);
