@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Predicted vs measured: runs fold_perf over every algorithm on the ranks given (the
 # launcher command), asks the cost model (fold_info -S SHAPE -p) for the same cases
-# with the parameters in effect (FOLD_TUNE_FILE, FOLD_MODEL), and prints a markdown
+# with the parameters in effect (FOLD_TUNE_FILE, FOLD_MODEL; unless either is set,
+# what the measured run's rank 0 calibrated and probed, which fold_info alone cannot
+# probe: the rates between two cores), and prints a markdown
 # table: collective, algorithm, bytes, measured median, predicted, predicted/measured,
 # plus the median over all rows of |log2(predicted/measured)| per algorithm.
 #
@@ -21,8 +23,16 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 algs=$("$build/tools/fold_info" -S "$shape" -p | awk -F, 'NR > 1 {print $2}' | sort -u |
        paste -sd, -)
-"${launcher[@]}" "$build/perf/fold_perf" -c allreduce,reduce -A "$algs" --csv "$tmp/measured.csv" \
-    "$@" >/dev/null
+FOLD_LOG_LEVEL=debug "${launcher[@]}" "$build/perf/fold_perf" -c allreduce,reduce -A "$algs" \
+    --csv "$tmp/measured.csv" "$@" >/dev/null 2>"$tmp/log"
+if [ -z "${FOLD_MODEL:-}" ] && [ "${FOLD_TUNE_FILE:-auto}" = auto ]; then
+    # "... node cores probed: a flag's trip 0.052 us; copy_gbs=77.33,shm_gbs=68.23,..."
+    probed=$(grep -m1 'rank 0 .*node cores probed' "$tmp/log" | sed 's/.* us; //' || true)
+    [ -n "$probed" ] || probed=$(grep -m1 'rank 0 .*node calibrated: ' "$tmp/log" |
+                                 sed 's/.*node calibrated: //; s/ (.*//' || true)
+    export FOLD_MODEL=$probed
+    echo "parameters of the measured run: ${FOLD_MODEL:-none}" >&2
+fi
 "$build/tools/fold_info" -S "$shape" -p >"$tmp/predicted.csv"
 # The measured CSV names its columns in the first line.
 awk -F, -v pfile="$tmp/predicted.csv" '
