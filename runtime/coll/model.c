@@ -883,7 +883,8 @@ static int ev_before(const model_event_t *a, const model_event_t *b)
 
 static void heap_insert(model_sim_t *m, model_event_t ev)
 {
-    if (grow_cap((void **)&m->buf.heap, &m->buf.heap_cap, m->nheap + 1, sizeof(*m->buf.heap)) != FOLD_OK) {
+    if (grow_cap((void **)&m->buf.heap, &m->buf.heap_cap, m->nheap + 1,
+                 sizeof(*m->buf.heap)) != FOLD_OK) {
         m->status = FOLD_ERR_NO_MEMORY;
         return;
     }
@@ -918,7 +919,8 @@ static void bucket_add(model_sim_t *m, model_event_t ev)
 /* The first events, ready at 0 in increasing step order: the run as it is. */
 static void queue_seed(model_sim_t *m, uint32_t g, int rank)
 {
-    if (grow_cap((void **)&m->buf.run, &m->buf.run_cap, m->nrun + 1, sizeof(*m->buf.run)) != FOLD_OK) {
+    if (grow_cap((void **)&m->buf.run, &m->buf.run_cap, m->nrun + 1,
+                 sizeof(*m->buf.run)) != FOLD_OK) {
         m->status = FOLD_ERR_NO_MEMORY;
         return;
     }
@@ -1019,8 +1021,8 @@ static void queue_refill(model_sim_t *m)
     for (size_t i = 0; i < n; i++) {
         if (v[i].t != least) {
             bucket_add(m, v[i]);
-        } else if (grow_cap((void **)&m->buf.run, &m->buf.run_cap, m->nrun + 1, sizeof(*m->buf.run)) ==
-                   FOLD_OK) {
+        } else if (grow_cap((void **)&m->buf.run, &m->buf.run_cap, m->nrun + 1,
+                            sizeof(*m->buf.run)) == FOLD_OK) {
             m->buf.run[m->nrun++] = v[i];
         } else {
             m->status = FOLD_ERR_NO_MEMORY;

@@ -4,9 +4,9 @@
  * to sit on another CCD or socket): a flag's round trip, memcpy of 64 KiB the other
  * core has just written, fold's float32 sum of it into the segment, a copy into the
  * segment over lines the other core read last, and the sum of 64 KiB and of 1 MiB
- * of it into the rank's own buffer, both cores at once as in a call. calibrate.c measures one
- * core on its own memory; these are what the node segment's steps pay. On the AMD
- * EPYC VM this was written on the same two vCPUs moved between sharing an L3
+ * of it into the rank's own buffer, both cores at once as in a call. calibrate.c
+ * measures one core on its own memory; these are what the node segment's steps pay.
+ * On the AMD EPYC VM this was written on the same two vCPUs moved between sharing an L3
  * (round trip 0.10 us) and not (0.50 us), and a reduction reading the other core's
  * data ran at 35 GB/s against 48 on its own: the model costed shm_flat and dpml at
  * 64 KiB as 2.8 and 2.6 us where they took 3.4 and 3.8.
@@ -174,7 +174,7 @@ static double shared_reduce_gbs(probe_t *pr, const float *own, float *out, uint6
  * where the model had costed it at the copy rate, 45 at every size, and took
  * shm_flat for 512 KiB-2 MiB allreduces that dpml ran 15-18% faster. With the cores
  * apart the copy in ran at 45 GB/s where a copy out of the segment ran at 25. The
- * median rates of both into *write and *fold. */
+ * median rates of both into *write (unless NULL) and *fold. */
 static void fold_gbs(probe_t *pr, size_t bytes, const float *own, float *out, uint64_t *seq,
                      double *write, double *fold)
 {
@@ -196,8 +196,10 @@ static void fold_gbs(probe_t *pr, size_t bytes, const float *own, float *out, ui
         post(pr, read);
         wait_for(pr, read);
     }
-    *write = median_gbs(tw, n, bytes);
-    *fold  = median_gbs(tf, n, bytes);
+    if (write != NULL) {
+        *write = median_gbs(tw, n, bytes);
+    }
+    *fold = median_gbs(tf, n, bytes);
 }
 
 void fold_node_probe_cores(fold_node_t *node, fold_node_calib_t *out)
@@ -233,13 +235,13 @@ void fold_node_probe_cores(fold_node_t *node, fold_node_calib_t *out)
     double rtt = round_trip_us(&pr, is_a, &seq);
     double copy = copy_gbs(&pr, buf, &seq);
     double reduce = shared_reduce_gbs(&pr, own, buf, &seq);
-    double write, fold, far_write, fold_far;   /* (the copy in: 64 KiB's stands) */
+    double write, fold;
     fold_gbs(&pr, PROBE_BYTES, own, buf, &seq, &write, &fold);
-    fold_far = fold;
-    if (far) {
+    double fold_far = fold;
+    if (far) {   /* the copy in hardly moves with the size: 64 KiB's stands */
         pr.mine_data  = is_a ? data_a : data_a + PROBE_FAR;
         pr.their_data = is_a ? data_a + PROBE_FAR : data_a;
-        fold_gbs(&pr, PROBE_FAR, own, buf, &seq, &far_write, &fold_far);
+        fold_gbs(&pr, PROBE_FAR, own, buf, &seq, NULL, &fold_far);
     }
     /* Both are done with the segment once the other side has seen the last word. */
     uint64_t bye = ++seq;

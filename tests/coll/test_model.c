@@ -114,6 +114,15 @@ static void hand_free(hand_t *h)
     fold_topo_free(h->topo);
 }
 
+/* Replays h under p, frees it, and returns the predicted time. */
+static double hand_time(hand_t *h, const fold_model_params_t *p)
+{
+    fold_model_result_t res;
+    cr_assert_eq(hand_replay(h, p, &res), FOLD_OK);
+    hand_free(h);
+    return res.time_us;
+}
+
 /* One message of `count` floats from rank 0 to rank 1; the time it predicts. */
 static double one_message(const int *keys, size_t count)
 {
@@ -157,14 +166,11 @@ static double late_receiver(double eager_bytes)
     p.eager_bytes = eager_bytes;
     int keys[2] = {0, 0};
     hand_t h;
-    fold_model_result_t res;
     hand_init(&h, 2, keys);
     fold_sched_send(&h.s[0], 1, fold_ref_in(0), 2000);
     fold_sched_copy(&h.s[1], fold_ref_in(0), fold_ref_tmp(0), 10000);
     fold_sched_recv(&h.s[1], 0, fold_ref_tmp(0), 2000);
-    cr_assert_eq(hand_replay(&h, &p, &res), FOLD_OK);
-    hand_free(&h);
-    return res.time_us;
+    return hand_time(&h, &p);
 }
 
 Test(model_hand, eager_moves_at_once_rendezvous_waits_for_the_receive)
@@ -253,14 +259,11 @@ static double reductions(int size, const int *keys, double cache_bytes, double n
     p.cache_bytes  = cache_bytes;
     p.node_mem_gbs = node_mem_gbs;
     hand_t h;
-    fold_model_result_t res;
     hand_init(&h, size, keys);
     for (int r = 0; r < size; r++) {
         fold_sched_reduce(&h.s[r], fold_ref_in(0), fold_ref_tmp(0), fold_ref_out(0), 1000);
     }
-    cr_assert_eq(hand_replay(&h, &p, &res), FOLD_OK);
-    hand_free(&h);
-    return res.time_us;
+    return hand_time(&h, &p);
 }
 
 Test(model_hand, reductions_in_cache_out_of_cache_and_sharing_memory)
@@ -288,16 +291,13 @@ static double segment_step(int reduce, fold_ref_t src, fold_ref_t dst)
     p.shm_fold_far_gbs = 0.1;
     int one[1] = {0};
     hand_t h;
-    fold_model_result_t res;
     hand_init(&h, 1, one);
     if (reduce) {
         fold_sched_reduce(&h.s[0], fold_ref_in(0), src, dst, 1000);
     } else {
         fold_sched_copy(&h.s[0], src, dst, 1000);
     }
-    cr_assert_eq(hand_replay(&h, &p, &res), FOLD_OK);
-    hand_free(&h);
-    return res.time_us;
+    return hand_time(&h, &p);
 }
 
 /* A step that crosses the node segment moves at the cores probe's rates: a copy out
@@ -331,13 +331,10 @@ static double fold_beside(size_t theirs)
     p.shm_fold_far_gbs = 0.25;
     int same[2] = {0, 0};
     hand_t h;
-    fold_model_result_t res;
     hand_init(&h, 2, same);
     fold_sched_reduce(&h.s[0], fold_ref_in(0), fold_ref_shm(0), fold_ref_out(0), 1000);
     fold_sched_copy(&h.s[1], fold_ref_in(0), fold_ref_out(0), theirs);
-    cr_assert_eq(hand_replay(&h, &p, &res), FOLD_OK);
-    hand_free(&h);
-    return res.time_us;
+    return hand_time(&h, &p);
 }
 
 /* A fold's rate moves from the near to the far one as the bytes the other ranks of
@@ -377,12 +374,9 @@ static double kernel_read(double cache_bytes)
     p.cma_gbs     = 0.25;   /* 250 B/us */
     p.cma_us      = 3;
     hand_t h;
-    fold_model_result_t res;
     hand_init(&h, 2, same);
     fold_sched_peer_read(&h.s[0], 1, 1, FOLD_BUF_IN, 0, fold_ref_out(0), 250);
-    cr_assert_eq(hand_replay(&h, &p, &res), FOLD_OK);
-    hand_free(&h);
-    return res.time_us;
+    return hand_time(&h, &p);
 }
 
 Test(model_hand, single_copy_pays_the_memory_rate_on_top_out_of_cache)
@@ -400,7 +394,6 @@ static double two_to_one(int size, const int *keys, int nics)
     fold_model_params_t p = round_params();
     p.nics = nics;
     hand_t h;
-    fold_model_result_t res;
     hand_init(&h, size, keys);
     fold_sched_send(&h.s[0], 2, fold_ref_in(0), 250);
     fold_sched_send(&h.s[1], 2, fold_ref_in(0), 250);
@@ -410,9 +403,7 @@ static double two_to_one(int size, const int *keys, int nics)
         fold_sched_send(&h.s[3], 4, fold_ref_in(0), 250);
         fold_sched_recv(&h.s[4], 3, fold_ref_out(0), 250);
     }
-    cr_assert_eq(hand_replay(&h, &p, &res), FOLD_OK);
-    hand_free(&h);
-    return res.time_us;
+    return hand_time(&h, &p);
 }
 
 Test(model_hand, links_carry_one_message_at_a_time)
