@@ -308,7 +308,7 @@ static int fit_time_budget(const perf_env_t *env, perf_case_t *pc, double *warmu
 }
 
 static void fill_row(const perf_env_t *env, const perf_case_t *pc, const char *algorithm,
-                     perf_row_t *row)
+                     size_t segment_bytes, perf_row_t *row)
 {
     const perf_options_t *o = env->opts;
     size_t n = (size_t)pc->iterations;
@@ -316,6 +316,7 @@ static void fill_row(const perf_env_t *env, const perf_case_t *pc, const char *a
     row->coll = pc->coll;
     snprintf(row->requested, sizeof(row->requested), "%s", pc->requested);
     snprintf(row->algorithm, sizeof(row->algorithm), "%s", algorithm);
+    row->segment_bytes = segment_bytes;
     row->bytes      = pc->bytes;
     row->count      = pc->count;
     row->iterations = pc->iterations;
@@ -343,6 +344,8 @@ static int run_case(perf_env_t *env, const perf_buffers_t *b, perf_case_t *pc,
     const char *coll_name = perf_coll_name(pc->coll);
     const char *selected = fold_selected_algorithm(env->comm, coll_name, pc->count,
                                                    env->opts->dtype);
+    size_t segment = fold_selected_segment_size(env->comm, coll_name, pc->count,
+                                                env->opts->dtype);
     char algorithm[PERF_NAME_LEN];
     snprintf(algorithm, sizeof(algorithm), "%s%s%s", selected ? selected : pc->requested,
              pc->codec ? "+" : "", pc->codec ? pc->codec : "");
@@ -382,7 +385,7 @@ static int run_case(perf_env_t *env, const perf_buffers_t *b, perf_case_t *pc,
     pc->times[2 * n] = (double)pc->mismatches;
     status = max_across_ranks(env, pc, pc->times, 2 * n + 1);
     if (status == FOLD_OK) {
-        fill_row(env, pc, algorithm, row);
+        fill_row(env, pc, algorithm, segment, row);
     }
     return status;
 }

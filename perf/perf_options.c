@@ -252,9 +252,11 @@ static int opt_inplace(perf_options_t *o, const char *arg, char *why, size_t why
     return 0;
 }
 
+/* "ring", or "shm_flat@32k" with its segment size (fold checks both later). */
 static int add_algorithm(perf_options_t *o, const char *item, char *why, size_t whylen)
 {
-    for (const char *c = item; *c != '\0'; c++) {
+    const char *at = strchr(item, '@');
+    for (const char *c = item; *c != '\0' && c != at; c++) {
         if (!islower((unsigned char)*c) && !isdigit((unsigned char)*c) && *c != '_') {
             snprintf(why, whylen, "'%s' is not an algorithm name (fold_info -a lists them)",
                      item);
@@ -520,8 +522,10 @@ static const perf_option_t perf_option_table[] = {
     {{"inplace", 'i', NULL, "reduce in place (FOLD_IN_PLACE, and MPI_IN_PLACE for MPI)"},
      opt_inplace},
     {{"algorithms", 'A', "LIST", "algorithms to compare, comma-separated names from "
-     "fold_info -a, or auto for fold's own choice (each row shows the algorithm it chose); an "
-     "algorithm that does not implement a collective is skipped for it (default auto)"},
+     "fold_info -a, or auto for fold's own choice (each row shows the algorithm it chose, "
+     "and @SIZE, the segment it cut the message into, where there were several); NAME@SIZE "
+     "fixes the segment (shm_flat@32k); an algorithm that does not implement a collective "
+     "is skipped for it (default auto)"},
      opt_algorithms},
     {{"codec", 0, "LIST", "sparse codecs to compare, comma-separated FOLD_CODEC values: auto, "
      "none, bits, idx, rle; each algorithm runs once per codec and its rows show "

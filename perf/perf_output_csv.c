@@ -26,7 +26,7 @@ int perf_csv_write(const char *path, const perf_results_t *results)
     if (info->compare_mpi) {
         fprintf(f, ",mpi_median_us,speedup");
     }
-    fputc('\n', f);
+    fprintf(f, ",segment_bytes\n");
     for (size_t i = 0; i < results->nrows; i++) {
         const perf_row_t *r = &results->rows[i];
         fprintf(f, "%s,%s,%s,%zu,%zu,%ld", perf_coll_name(r->coll), r->algorithm, r->requested,
@@ -45,7 +45,7 @@ int perf_csv_write(const char *path, const perf_results_t *results)
             csv_number(f, "%.3f", r->has_mpi ? r->mpi_median_us : NAN);
             csv_number(f, "%.4f", r->has_mpi ? r->speedup : NAN);
         }
-        fputc('\n', f);
+        fprintf(f, ",%zu\n", r->segment_bytes);
     }
     if (fclose(f) != 0) {
         fprintf(stderr, "fold_perf: writing CSV file '%s' failed: %s\n", path, strerror(errno));

@@ -69,6 +69,7 @@ static void json_row(FILE *f, const perf_run_info_t *info, const perf_row_t *r)
     json_string(f, r->algorithm);
     fprintf(f, ", \"requested\": ");
     json_string(f, r->requested);
+    fprintf(f, ", \"segment_bytes\": %zu", r->segment_bytes);
     fprintf(f, ", \"bytes\": %zu, \"count\": %zu, \"iterations\": %ld", r->bytes, r->count,
             r->iterations);
     json_number(f, "avg_us", "%.3f", r->latency.avg_us);

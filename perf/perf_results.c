@@ -43,9 +43,13 @@ const char *perf_row_check_text(const perf_row_t *row)
 
 void perf_row_algorithm_label(const perf_row_t *row, char *out, size_t len)
 {
-    if (strcmp(row->requested, "auto") == 0) {
-        snprintf(out, len, "auto:%s", row->algorithm);
-    } else {
-        snprintf(out, len, "%s", row->algorithm);
+    char seg[32] = "";
+    size_t s = row->segment_bytes;
+    if (s != 0 && row->bytes > s) {
+        int shift = s % (1u << 20) == 0 ? 20 : s % 1024 == 0 ? 10 : 0;
+        snprintf(seg, sizeof(seg), "@%zu%s", s >> shift,
+                 shift == 20 ? "M" : shift == 10 ? "k" : "");
     }
+    snprintf(out, len, "%s%s%s", strcmp(row->requested, "auto") == 0 ? "auto:" : "",
+             row->algorithm, seg);
 }

@@ -37,6 +37,7 @@ typedef struct perf_row {
     perf_coll_t    coll;
     char           requested[PERF_NAME_LEN]; /* as given to -A: "auto" or a name */
     char           algorithm[PERF_NAME_LEN]; /* what fold ran */
+    size_t         segment_bytes;            /* its pipeline segment; 0: not known */
     size_t         bytes;
     size_t         count;
     long           iterations;
@@ -64,7 +65,8 @@ size_t perf_results_failed_checks(const perf_results_t *results);
 
 /* "ok", "FAIL" or "-" when not checked. */
 const char *perf_row_check_text(const perf_row_t *row);
-/* "auto:ring" for fold's own choice, else the algorithm's name. */
+/* "auto:ring" for fold's own choice, else the algorithm's name; "@32k" after it where
+ * the message is cut into several segments of that size. */
 void perf_row_algorithm_label(const perf_row_t *row, char *out, size_t len);
 
 #endif

@@ -35,19 +35,29 @@ typedef struct tune_case {
  * "auto". Returns how many (at most cap). */
 int tune_plan_cases(fold_coll_t coll, const fold_shape_t *shape, tune_case_t *out, int cap);
 
-/* "dpml(2)", "ring", "auto:shm_flat" */
+/* "dpml(2)", "ring", "dpml@32k(2)", "auto:shm_flat" */
 void tune_case_label(const char *alg, const char *ran, int leaders, char *buf, size_t len);
 
 /* One measured (case, size). */
 typedef struct tune_point {
     fold_coll_t coll;
     size_t      bytes;
-    char        alg[TUNE_NAME_LEN];   /* as requested: an algorithm or "auto" */
+    char        alg[TUNE_NAME_LEN];   /* as requested: an algorithm, with @SIZE where its
+                                         segment was fixed, or "auto" */
     char        ran[TUNE_NAME_LEN];   /* what fold ran (auto: its choice) */
     int         leaders;              /* forced leaders per node; 0: none */
     double      us;                   /* median over iterations of the slowest rank */
     double      mpi_us;               /* the MPI library's median beside it; NAN: none */
 } tune_point_t;
+
+/* The segment sizes to time, after the cases of a size, for its fastest case `alg`
+ * (no "@", not "auto"): alg@SIZE for each of fold_select_seg_tries, none where a
+ * message of `bytes` is one segment whatever the size. The plain case ran with the
+ * segment the model picked; these find out whether another one is faster. Returns
+ * how many names (at most cap). */
+int tune_segment_variants(const char *alg, size_t bytes, char (*out)[TUNE_NAME_LEN], int cap);
+/* How many segment sizes a size of `bytes` tries: 0 or FOLD_SELECT_SEG_TRIES. */
+int tune_segment_tries(size_t bytes);
 
 /* The verdict at one measured size of one collective. Indices into the points. */
 typedef struct tune_size {

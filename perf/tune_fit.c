@@ -40,7 +40,7 @@ void tune_model_close(tune_model_t *m)
 }
 
 double tune_model_predict(tune_model_t *m, const fold_model_params_t *p, fold_coll_t coll,
-                          const fold_alg_t *alg, int leaders, size_t bytes)
+                          const fold_alg_t *alg, size_t seg_bytes, int leaders, size_t bytes)
 {
     if (m == NULL || m->ctx == NULL || alg == NULL || fold_alg_builder(alg, coll) == NULL) {
         return INFINITY;
@@ -48,12 +48,13 @@ double tune_model_predict(tune_model_t *m, const fold_model_params_t *p, fold_co
     m->ctx->model               = *p;
     m->ctx->config.dpml_leaders = leaders > 0 ? leaders : 0;
     fold_choice_t choice;
-    return fold_select_evaluate(m->ctx->world, coll, alg, bytes, &choice);
+    return fold_select_evaluate_below(m->ctx->world, coll, alg, seg_bytes, bytes, INFINITY,
+                                      &choice);
 }
 
 double tune_obs_predict(const tune_obs_t *o, const fold_model_params_t *p)
 {
-    return tune_model_predict(o->model, p, o->coll, o->alg, o->leaders, o->bytes);
+    return tune_model_predict(o->model, p, o->coll, o->alg, o->seg_bytes, o->leaders, o->bytes);
 }
 
 /* ---- anchors ---------------------------------------------------------------- */

@@ -23,16 +23,18 @@ int  tune_model_open(tune_model_t *m, int size, const int *node_of);
 void tune_model_close(tune_model_t *m);
 
 /* The predicted time of alg for bytes (float32 sum) on the model's shape with
- * parameters p: for node-aware algorithms with `leaders` per node (0: the count the
- * model itself would pick). INFINITY when the model cannot replay it. */
+ * parameters p: cut into segments of seg_bytes (0: the segment the model would pick),
+ * for node-aware algorithms with `leaders` per node (0: the count the model itself
+ * would pick). INFINITY when the model cannot replay it. */
 double tune_model_predict(tune_model_t *m, const fold_model_params_t *p, fold_coll_t coll,
-                          const fold_alg_t *alg, int leaders, size_t bytes);
+                          const fold_alg_t *alg, size_t seg_bytes, int leaders, size_t bytes);
 
 /* One measured time and what it was measured on. */
 typedef struct tune_obs {
     tune_model_t     *model;
     fold_coll_t       coll;
     const fold_alg_t *alg;
+    size_t            seg_bytes;   /* alg@SIZE's; 0: the model's pick */
     int               leaders;
     size_t            bytes;
     double            us;

@@ -238,13 +238,28 @@ typedef struct tune_fitted {
 
 static int to_obs(const tune_point_t *pt, tune_model_t *model, tune_obs_t *o)
 {
-    const fold_alg_t *alg = fold_alg_find(pt->alg);
-    if (alg == NULL || strcmp(pt->alg, "auto") == 0 || !isfinite(pt->us) || pt->us <= 0) {
-        return 0;
+    const fold_alg_t *alg;
+    size_t seg;
+    if (fold_select_parse_alg(pt->alg, &alg, &seg) != FOLD_OK || !isfinite(pt->us) ||
+        pt->us <= 0) {
+        return 0;   /* auto among them */
     }
-    *o = (tune_obs_t){.model = model, .coll = pt->coll, .alg = alg, .leaders = pt->leaders,
-                      .bytes = pt->bytes, .us = pt->us};
+    *o = (tune_obs_t){.model = model, .coll = pt->coll, .alg = alg, .seg_bytes = seg,
+                      .leaders = pt->leaders, .bytes = pt->bytes, .us = pt->us};
     return 1;
+}
+
+/* The model's time for a point: what its case names (auto: what fold ran). */
+static double predict_point(tune_model_t *model, const fold_model_params_t *p,
+                            const tune_point_t *pt)
+{
+    const fold_alg_t *alg;
+    size_t seg;
+    if (fold_select_parse_alg(strcmp(pt->alg, "auto") == 0 ? pt->ran : pt->alg, &alg, &seg) !=
+        FOLD_OK) {
+        return NAN;
+    }
+    return tune_model_predict(model, p, pt->coll, alg, seg, pt->leaders, pt->bytes);
 }
 
 /* The pair's 8 B time anchors a latency; its 1-4 MiB times give a bandwidth. */
@@ -506,8 +521,7 @@ static void print_table(const tune_run_t *run, const tune_size_t *sizes, size_t 
         }
         double predicted = NAN;
         if (have_model) {
-            predicted = tune_model_predict(&model, p, best->coll, fold_alg_find(best->alg),
-                                           best->leaders, best->bytes);
+            predicted = predict_point(&model, p, best);
         }
         format_us(best->us, t_best, sizeof(t_best));
         format_us(auto_us, t_auto, sizeof(t_auto));
@@ -552,10 +566,7 @@ static int write_csv(const tune_run_t *run, const tune_measured_t *m, const fold
         }
         for (size_t i = 0; i < sets[s].n; i++) {
             const tune_point_t *pt = &sets[s].pts[i];
-            const fold_alg_t *alg = fold_alg_find(strcmp(pt->alg, "auto") == 0 ? pt->ran
-                                                                               : pt->alg);
-            double predicted = tune_model_predict(&model, p, pt->coll, alg, pt->leaders,
-                                                  pt->bytes);
+            double predicted = predict_point(&model, p, pt);
             fprintf(out, "%s,%s,%s,%s,%d,%zu,%.4f,%.4f,%.4f\n", sets[s].source,
                     fold_coll_name(pt->coll), pt->alg, pt->ran, pt->leaders, pt->bytes, pt->us,
                     pt->mpi_us, predicted);

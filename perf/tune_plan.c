@@ -71,6 +71,26 @@ void tune_case_label(const char *alg, const char *ran, int leaders, char *buf, s
     }
 }
 
+int tune_segment_tries(size_t bytes)
+{
+    for (int g = 0; g < FOLD_SELECT_SEG_TRIES; g++) {
+        if (bytes > fold_select_seg_tries[g]) {
+            return FOLD_SELECT_SEG_TRIES;   /* cut into several by at least one of them */
+        }
+    }
+    return 0;
+}
+
+int tune_segment_variants(const char *alg, size_t bytes, char (*out)[TUNE_NAME_LEN], int cap)
+{
+    const fold_alg_t *a = fold_alg_find(alg);
+    int n = 0;
+    for (int g = 0; a != NULL && g < tune_segment_tries(bytes) && n < cap; g++) {
+        fold_select_format_alg(a, fold_select_seg_tries[g], out[n++], TUNE_NAME_LEN);
+    }
+    return n;
+}
+
 /* ---- verdicts per size ------------------------------------------------------ */
 
 static int compare_size(const void *a, const void *b)

@@ -3,7 +3,7 @@
  * so a time means what it means in fold_perf: warm-ups, a per-size time budget, MPI
  * interleaved iteration by iteration, and the median over iterations of the slowest
  * rank's time. One call per (size, leader count) runs the cases of that size one
- * after the other.
+ * after the other; one more times the fastest case's segment sizes.
  */
 #include "tune_sweep.h"
 
@@ -146,10 +146,56 @@ static int bench(tune_run_t *run, const tune_bench_t *b, tune_point_t *out, size
     return status;
 }
 
-/* Every case of one collective at one size: one call per leader count. */
+/* The fastest case of this size other than auto, among the points from `from` on;
+ * NULL if none. */
+static const tune_point_t *fastest_since(const tune_run_t *run, size_t from)
+{
+    const tune_point_t *best = NULL;
+    for (size_t i = from; i < run->npoints; i++) {
+        const tune_point_t *p = &run->points[i];
+        if (strcmp(p->alg, "auto") != 0 && isfinite(p->us) &&
+            (best == NULL || p->us < best->us)) {
+            best = p;
+        }
+    }
+    return best;
+}
+
+/* The fastest case of a size again at each segment size (tune_segment_variants),
+ * with its leaders. */
+static int sweep_segments(tune_run_t *run, perf_coll_t coll, size_t bytes, size_t from)
+{
+    const tune_point_t *best = fastest_since(run, from);
+    char names[FOLD_SELECT_SEG_TRIES][TUNE_NAME_LEN];
+    int n = best != NULL ? tune_segment_variants(best->alg, bytes, names, FOLD_SELECT_SEG_TRIES)
+                         : 0;
+    if (n == 0) {
+        return FOLD_OK;
+    }
+    tune_case_t variants[FOLD_SELECT_SEG_TRIES];
+    tune_bench_t b = {.comm = run->world, .coll = coll, .begin = bytes, .end = bytes,
+                      .factor = 2, .leaders = best->leaders, .with_mpi = run->with_mpi,
+                      .layout = run->layout};
+    for (int i = 0; i < n; i++) {
+        memcpy(variants[i].alg, names[i], sizeof(variants[i].alg));
+        variants[i].leaders = best->leaders;
+        b.cases[b.ncases++] = &variants[i];
+    }
+    tune_point_t pts[FOLD_SELECT_SEG_TRIES];
+    size_t got = 0;
+    int status = bench(run, &b, pts, &got, FOLD_SELECT_SEG_TRIES);
+    for (size_t i = 0; i < got && status == FOLD_OK; i++) {
+        status = add_point(run, &pts[i]);
+    }
+    return status;
+}
+
+/* Every case of one collective at one size: one call per leader count, then the
+ * fastest one's segment sizes. */
 static int sweep_size(tune_run_t *run, perf_coll_t coll, size_t bytes, const tune_case_t *cases,
                       int ncases)
 {
+    size_t from = run->npoints;
     int done[TUNE_MAX_CASES] = {0};
     int status = FOLD_OK;
     for (int first = 0; first < ncases && status == FOLD_OK; first++) {
@@ -172,7 +218,7 @@ static int sweep_size(tune_run_t *run, perf_coll_t coll, size_t bytes, const tun
             status = add_point(run, &pts[i]);
         }
     }
-    return status;
+    return status == FOLD_OK ? sweep_segments(run, coll, bytes, from) : status;
 }
 
 int tune_sweep(tune_run_t *run)
@@ -187,6 +233,9 @@ int tune_sweep(tune_run_t *run)
         ncases[c] = tune_plan_cases(to_fold(run->topts->colls[c]), &run->shape, cases[c],
                                     TUNE_MAX_CASES);
         run->total += (size_t)ncases[c] * nsizes;
+        for (size_t s = 0; s < nsizes; s++) {   /* the segment sizes of the fastest */
+            run->total += (size_t)tune_segment_tries(sizes[s]);
+        }
     }
     perf_progress_init(&run->progress, run->rank == 0, run->total);
     run->plain    = run->rank == 0 && !run->progress.enabled;
@@ -206,7 +255,8 @@ int tune_sweep(tune_run_t *run)
                 }
                 snprintf(list + used, sizeof(list) - used, "%s%s", k ? " " : "", label);
             }
-            fprintf(stderr, "fold_tune: %s: %d cases x %zu sizes%s: %s\n", perf_coll_name(coll),
+            fprintf(stderr, "fold_tune: %s: %d cases x %zu sizes%s: %s; then the fastest at "
+                    "each segment size\n", perf_coll_name(coll),
                     ncases[c], nsizes, run->with_mpi ? ", MPI beside each" : "", list);
         }
         for (size_t s = 0; s < nsizes && status == FOLD_OK; s++) {

@@ -199,10 +199,13 @@ int tune_verify_file(const char *path, const fold_shape_t *shape, const fold_mod
         const tune_size_t *v = &sizes[i];
         const char *want = pts[v->chosen].alg;
         const fold_tune_rule_t *r = fold_tune_match(&f.rules, v->coll, v->bytes, shape, 0);
-        if (r == NULL || r->nalgs != 1 || strcmp(r->algs[0]->name, want) != 0) {
+        char got[96] = "nothing";
+        if (r != NULL && r->nalgs == 1) {
+            fold_select_format_alg(r->algs[0], r->segs[0], got, sizeof(got));
+        }
+        if (r == NULL || r->nalgs != 1 || strcmp(got, want) != 0) {
             snprintf(why, whylen, "%s at %zu bytes: the rules give %s, not %s",
-                     fold_coll_name(v->coll), v->bytes,
-                     r == NULL ? "nothing" : r->algs[0]->name, want);
+                     fold_coll_name(v->coll), v->bytes, got, want);
             bad = 1;
         } else if (fold_tune_match(&f.rules, v->coll, v->bytes, &other, 0) != NULL) {
             snprintf(why, whylen, "%s at %zu bytes: a rule matches another shape too",

@@ -259,7 +259,7 @@ static int internal_run(fold_comm_t *comm, fold_coll_t coll, fold_alg_build_fn b
         .build = build,
         .cargs = {.coll = coll, .rank = comm->rank, .size = comm->size, .root = root,
                   .count = count,
-                  .seg_count = fold_select_seg_count(comm->ctx, count * esize, esize),
+                  .seg_count = fold_select_seg_count(comm->ctx, 0, count * esize, esize),
                   .depth = 1, .commutative = 1},
         .in    = buf,
         .out   = buf,
@@ -314,19 +314,38 @@ int fold_barrier(fold_comm_h comm)
     return status;
 }
 
+/* Selection for a call of this kind (it remembers its decisions in the
+ * communicator), for tools and logs. */
+static int selected(fold_comm_h comm, const char *collective, size_t count, fold_dtype_t dtype,
+                    const char *caller, fold_choice_t *choice)
+{
+    fold_coll_t coll;
+    if (!fold_comm_valid(comm) || fold_dtype_size(dtype) == 0 ||
+        fold_reduction_from_name(collective, &coll) != 0 ||
+        fold_guard_enter(comm->ctx, caller) != FOLD_OK) {
+        return FOLD_ERR_INVALID_ARG;
+    }
+    int status = fold_select(comm, coll, count, dtype, FOLD_OP_SUM, choice);
+    fold_guard_leave(comm->ctx);
+    return status;
+}
+
 const char *fold_selected_algorithm(fold_comm_h comm, const char *collective, size_t count,
                                     fold_dtype_t dtype)
 {
-    fold_coll_t coll;
     fold_choice_t choice;
-    if (!fold_comm_valid(comm) || fold_dtype_size(dtype) == 0 ||
-        fold_reduction_from_name(collective, &coll) != 0 ||
-        fold_guard_enter(comm->ctx, "fold_selected_algorithm") != FOLD_OK) {
-        return NULL;
+    return selected(comm, collective, count, dtype, "fold_selected_algorithm", &choice) ==
+                   FOLD_OK ? choice.alg->name : NULL;
+}
+
+size_t fold_selected_segment_size(fold_comm_h comm, const char *collective, size_t count,
+                                  fold_dtype_t dtype)
+{
+    fold_choice_t choice;
+    if (selected(comm, collective, count, dtype, "fold_selected_segment_size", &choice) !=
+        FOLD_OK) {
+        return 0;
     }
-    /* Selection remembers its decisions in the communicator. */
-    const char *name = fold_select(comm, coll, count, dtype, FOLD_OP_SUM, &choice) == FOLD_OK
-                           ? choice.alg->name : NULL;
-    fold_guard_leave(comm->ctx);
-    return name;
+    size_t esize = fold_dtype_size(dtype);
+    return fold_select_seg_count(comm->ctx, choice.seg_bytes, count * esize, esize) * esize;
 }

@@ -58,19 +58,24 @@ static const fold_util_config_field_t config_fields[] = {
      "that shares its kernel (so oversubscribed runs still move), else 100000, since a yield on a busy core can cost a whole time slice",
      FOLD_CONFIG_FIELD(spin_count), FOLD_UTIL_CONFIG_LONG_OR("auto", -1, 0, LONG_MAX)},
     {"ALLREDUCE_ALG", "auto",
-     "Force an allreduce algorithm by name (see fold_info -a), or auto",
+     "Force an allreduce algorithm by name (see fold_info -a), NAME@SIZE with its pipeline "
+     "segment (ring@64k), or auto",
      FOLD_CONFIG_FIELD(allreduce_alg), FOLD_UTIL_CONFIG_STRING},
     {"REDUCE_ALG", "auto",
-     "Force a reduce algorithm by name (see fold_info -a), or auto",
+     "Force a reduce algorithm by name (see fold_info -a), NAME@SIZE with its pipeline "
+     "segment (shm_flat@32k), or auto",
      FOLD_CONFIG_FIELD(reduce_alg), FOLD_UTIL_CONFIG_STRING},
     {"TUNE", "",
      "Selection rules tried before the tuning file's and the defaults, '#'-separated, "
-     "each coll:size-range[:pA-B][:nA-B][:ppnA-B]:alg[,alg...] (ranks, nodes, ranks on "
-     "the fullest node; several algorithms: the cost model picks), e.g. "
-     "allreduce:0-4k:recursive_doubling#allreduce:64k-inf:n1-1:ppn2-inf:dpml",
+     "each coll:size-range[:pA-B][:nA-B][:ppnA-B]:alg[@SEGMENT][,alg...] (ranks, nodes, "
+     "ranks on the fullest node; several algorithms: the cost model picks; @SEGMENT fixes "
+     "the pipeline segment), e.g. "
+     "allreduce:0-4k:recursive_doubling#allreduce:64k-inf:n1-1:ppn2-inf:dpml@32k",
      FOLD_CONFIG_FIELD(tune), FOLD_UTIL_CONFIG_STRING},
     {"SEGMENT_SIZE", "auto",
-     "Pipeline segment size in bytes (k/M/G suffixes), or auto",
+     "Pipeline segment size in bytes (k/M/G suffixes) for every call, or auto (128k, and "
+     "for node-aware algorithms the cost model's pick of 128k, 32k and 512k; a rule's or "
+     "forced name's @SIZE comes first)",
      FOLD_CONFIG_FIELD(segment_size), FOLD_UTIL_CONFIG_SIZE_OR("auto", 0, 1, SIZE_MAX)},
     {"PIPELINE_DEPTH", "4",
      "Segments in flight per stream (scratch slots) in pipelined algorithms",

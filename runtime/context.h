@@ -53,6 +53,7 @@ struct fold_context {
     struct fold_node_calib calib;         /* the same, agreed (what the string says) */
     int                  cores_probed;    /* the world's node setup probed the cores */
     const fold_alg_t    *forced[FOLD_COLL_COUNT]; /* FOLD_ALLREDUCE_ALG, FOLD_REDUCE_ALG */
+    size_t               forced_seg[FOLD_COLL_COUNT]; /* their @SIZE, 0: none */
     fold_bootstrap_t     bs;
     const fold_tl_ops_t *tl_ops;
     fold_tl_t           *tl;

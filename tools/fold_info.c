@@ -228,12 +228,13 @@ static int parse_shape(const char *text, int **node_of, int *size)
     return 0;
 }
 
-/* The model's prediction of every algorithm (best leaders for node-aware ones),
+/* The model's prediction of every algorithm (best leaders and segment for node-aware
+ * ones; the segment column is 0 for the default),
  * from 8 B to 64 MiB by factors of 2: what perf/model_check.sh compares with
  * fold_perf's measurements. */
 static void print_predictions(fold_comm_t *w)
 {
-    printf("# collective,algorithm,bytes,leaders,predicted_us\n");
+    printf("# collective,algorithm,bytes,leaders,predicted_us,segment\n");
     for (int coll = FOLD_COLL_ALLREDUCE; coll <= FOLD_COLL_REDUCE; coll++) {
         for (int i = 0; fold_alg_all[i] != NULL; i++) {
             const fold_alg_t *alg = fold_alg_all[i];
@@ -244,8 +245,8 @@ static void print_predictions(fold_comm_t *w)
             for (size_t bytes = 8; bytes <= ((size_t)64 << 20); bytes *= 2) {
                 fold_choice_t c;
                 double us = fold_select_evaluate(w, coll, alg, bytes, &c);
-                printf("%s,%s,%zu,%d,%.3f\n", fold_coll_name(coll), alg->name, bytes,
-                       c.leaders, us);
+                printf("%s,%s,%zu,%d,%.3f,%zu\n", fold_coll_name(coll), alg->name, bytes,
+                       c.leaders, us, c.seg_bytes);
             }
         }
     }
@@ -298,8 +299,11 @@ static int print_decisions(const char *shape_text, int all_algorithms)
             char leaders[32];   /* "2", or "2 r150%": the root folds 1.5x another's block */
             snprintf(leaders, sizeof(leaders), c.root_weight > 0 ? "%d r%d%%" : "%d",
                      c.leaders, c.root_weight);
+            char alg[96];       /* "dpml@32k": the segments it cuts the message into */
+            size_t seg = fold_select_seg_count(ctx, c.seg_bytes, bytes, 1);
+            fold_select_format_alg(c.alg, bytes > seg ? seg : 0, alg, sizeof(alg));
             printf("  %-10s %10zu  %-20s %7s %-18s %12.2f %12.2f %s\n", fold_coll_name(coll),
-                   bytes, c.alg->name, leaders, c.inter ? c.inter->name : "-", us, flat_us,
+                   bytes, alg, leaders, c.inter ? c.inter->name : "-", us, flat_us,
                    serve ? "fold" : "mpi");
         }
     }

@@ -16,7 +16,8 @@
  * Threading: a context and its communicators may be used by one thread at a time,
  * and fold enforces it. A call that changes a context's state (collectives, blocking
  * and non-blocking; fold_test, fold_wait, fold_request_free; communicator split,
- * create and free; fold_config_set/get; fold_selected_algorithm, fold_serve_advice;
+ * create and free; fold_config_set/get; fold_selected_algorithm and _segment_size,
+ * fold_serve_advice;
  * fold_finalize) claims the context with one atomic compare-and-swap; a call from
  * another thread meanwhile, or from a user op or callback inside such a call, is
  * refused with FOLD_ERR_IN_USE (logged, naming the call) and changes nothing. The
@@ -191,6 +192,10 @@ int fold_request_free(fold_request_h req);
 /* The algorithm a call of this kind would use ("ring", ...), for tools and logs. */
 const char *fold_selected_algorithm(fold_comm_h comm, const char *collective,
                                     size_t count, fold_dtype_t dtype);
+/* The bytes of each pipeline segment such a call cuts its message into (the cost
+ * model's pick, a rule's alg@SIZE, or FOLD_SEGMENT_SIZE); 0 on a bad argument. */
+size_t fold_selected_segment_size(fold_comm_h comm, const char *collective, size_t count,
+                                  fold_dtype_t dtype);
 
 /* Whether fold expects to serve a call of `bytes` per rank faster than the MPI
  * library beside it, for layers such as the MPI shim that choose between the two:

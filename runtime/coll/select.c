@@ -17,6 +17,7 @@
 #include "hash.h"
 #include "log.h"
 #include "codec/reduce_kernel.h"
+#include "util/size.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -54,14 +55,22 @@ const fold_tune_t *fold_default_rules(void)
     return &rules;
 }
 
-static int resolve_forced(const char *name, fold_coll_t coll, const fold_alg_t **alg)
+static int resolve_forced(const char *name, fold_coll_t coll, const fold_alg_t **alg,
+                          size_t *seg_bytes)
 {
-    *alg = NULL;
+    *alg       = NULL;
+    *seg_bytes = 0;
     if (name == NULL || strcmp(name, "auto") == 0 || name[0] == '\0') {
         return FOLD_OK;
     }
-    const fold_alg_t *a = fold_alg_find(name);
-    if (a == NULL || fold_alg_builder(a, coll) == NULL) {
+    const fold_alg_t *a;
+    int status = fold_select_parse_alg(name, &a, seg_bytes);
+    if (status == FOLD_ERR_INVALID_ARG) {
+        fold_error("'%s': the segment after '@' must be at least 16 bytes, %s", name,
+                   FOLD_UTIL_SIZE_SYNTAX);
+        return status;
+    }
+    if (status != FOLD_OK || fold_alg_builder(a, coll) == NULL) {
         fold_error("'%s' is not a%s %s algorithm (fold_info -a lists them)", name,
                    coll == FOLD_COLL_ALLREDUCE ? "n" : "", fold_coll_name(coll));
         return FOLD_ERR_NOT_FOUND;
@@ -73,10 +82,11 @@ static int resolve_forced(const char *name, fold_coll_t coll, const fold_alg_t *
 int fold_select_configure(fold_context_t *ctx)
 {
     const fold_alg_t *ar, *r;
+    size_t ar_seg, r_seg;
     fold_tune_t tune = {NULL, 0};
-    int status = resolve_forced(ctx->config.allreduce_alg, FOLD_COLL_ALLREDUCE, &ar);
+    int status = resolve_forced(ctx->config.allreduce_alg, FOLD_COLL_ALLREDUCE, &ar, &ar_seg);
     if (status == FOLD_OK) {
-        status = resolve_forced(ctx->config.reduce_alg, FOLD_COLL_REDUCE, &r);
+        status = resolve_forced(ctx->config.reduce_alg, FOLD_COLL_REDUCE, &r, &r_seg);
     }
     if (status == FOLD_OK) {
         status = fold_tune_parse(ctx->config.tune, &tune);
@@ -95,8 +105,10 @@ int fold_select_configure(fold_context_t *ctx)
     }
     fold_tune_release(&ctx->tune);
     ctx->tune                        = tune;
-    ctx->forced[FOLD_COLL_ALLREDUCE] = ar;
-    ctx->forced[FOLD_COLL_REDUCE]    = r;
+    ctx->forced[FOLD_COLL_ALLREDUCE]     = ar;
+    ctx->forced[FOLD_COLL_REDUCE]        = r;
+    ctx->forced_seg[FOLD_COLL_ALLREDUCE] = ar_seg;
+    ctx->forced_seg[FOLD_COLL_REDUCE]    = r_seg;
     for (int i = 0; i < ctx->ncomms; i++) {
         fold_select_cache_clear(ctx->comms[i]);
     }
@@ -120,20 +132,29 @@ const fold_tune_rule_t *fold_select_find_rule(const fold_context_t *ctx, fold_co
 
 /* ---- segments --------------------------------------------------------------- */
 
-/* One pipeline segment size serves every algorithm and message size;
- * FOLD_SEGMENT_SIZE overrides it. */
+/* The segment of a call whose choice, FOLD_SEGMENT_SIZE and rule leave it open. */
 #define DEFAULT_SEGMENT_BYTES (128 * 1024)
 
-/* Schedules grow with the number of segments (and their dependencies with its
- * square), so a message is cut into at most this many however small the segment. */
-#define MAX_SEGMENTS 1024
+/* What the model tries for a node-aware algorithm, the default first so that it
+ * keeps ties. Small segments overlap a reduce's copy in with its root's fold (a
+ * 2-rank 128 KiB shm_flat reduce: 12 -> 8 us with the cores apart) and pipeline the
+ * leaders' exchange across nodes; large ones pay fewer flag hops and sends (the
+ * model's 4x16 allreduce of 8 MiB, dpml_pipelined, 1.14x faster at 512 KiB). */
+const size_t fold_select_seg_tries[FOLD_SELECT_SEG_TRIES] = {DEFAULT_SEGMENT_BYTES,
+                                                             32 * 1024, 512 * 1024};
 
-size_t fold_select_seg_count(const fold_context_t *ctx, size_t bytes, size_t esize)
+/* Schedules grow with the number of segments (and their dependencies with its
+ * square), so a message is cut into at most FOLD_SELECT_MAX_SEGMENTS however small
+ * the segment. */
+size_t fold_select_seg_count(const fold_context_t *ctx, size_t seg_bytes, size_t bytes,
+                             size_t esize)
 {
-    size_t seg = ctx->config.segment_size ? ctx->config.segment_size
+    size_t seg = seg_bytes               ? seg_bytes
+               : ctx->config.segment_size ? ctx->config.segment_size
                                           : DEFAULT_SEGMENT_BYTES;
     seg /= esize;
-    size_t count = bytes / esize, floor = (count + MAX_SEGMENTS - 1) / MAX_SEGMENTS;
+    size_t count = bytes / esize;
+    size_t floor = (count + FOLD_SELECT_MAX_SEGMENTS - 1) / FOLD_SELECT_MAX_SEGMENTS;
     seg = seg > floor ? seg : floor;
     return seg ? seg : 1;
 }
@@ -391,11 +412,11 @@ static size_t rank0_steps(fold_comm_t *comm, const fold_topo_t *topo,
 /* The model's time for `bytes`, or, where that is at least cutoff, possibly only a
  * lower bound of it that is itself at least cutoff (*exact = 0). */
 static double predict_at(fold_comm_t *comm, const fold_topo_t *topo, fold_model_query_t *q,
-                         size_t bytes, double cutoff, int *exact)
+                         size_t seg_bytes, size_t bytes, double cutoff, int *exact)
 {
     const fold_context_t *ctx = comm->ctx;
     q->proto.count     = bytes / MODEL_ESIZE ? bytes / MODEL_ESIZE : 1;
-    q->proto.seg_count = fold_select_seg_count(ctx, q->proto.count * MODEL_ESIZE,
+    q->proto.seg_count = fold_select_seg_count(ctx, seg_bytes, q->proto.count * MODEL_ESIZE,
                                                MODEL_ESIZE);
     fold_model_result_t res;
     if (fold_select_reference) {
@@ -493,13 +514,14 @@ static double predict_below(fold_comm_t *comm, const fold_topo_t *topo, fold_col
                   .leaders = choice->leaders, .shm_count = comm_shm_bytes(comm) / MODEL_ESIZE,
                   .inter = choice->inter, .root_weight = choice->root_weight},
     };
-    size_t at = bytes;
+    size_t at = bytes, seg = choice->seg_bytes;
     q.proto.count     = at / MODEL_ESIZE ? at / MODEL_ESIZE : 1;
-    q.proto.seg_count = fold_select_seg_count(ctx, q.proto.count * MODEL_ESIZE, MODEL_ESIZE);
+    q.proto.seg_count = fold_select_seg_count(ctx, seg, q.proto.count * MODEL_ESIZE,
+                                              MODEL_ESIZE);
     size_t steps = rank0_steps(comm, topo, &q);
     while (at / 2 >= MODEL_MIN_EXTRAP && steps * (size_t)topo->size > MODEL_STEP_BUDGET) {
         q.proto.count     = at / 2 / MODEL_ESIZE;
-        q.proto.seg_count = fold_select_seg_count(ctx, at / 2, MODEL_ESIZE);
+        q.proto.seg_count = fold_select_seg_count(ctx, seg, at / 2, MODEL_ESIZE);
         size_t fewer = rank0_steps(comm, topo, &q);
         if (fewer >= steps) {
             break;   /* the step count no longer follows the size (latency-bound) */
@@ -517,13 +539,13 @@ static double predict_below(fold_comm_t *comm, const fold_topo_t *topo, fold_col
     }
     int exact;
     if (at == bytes) {
-        return predict_at(comm, topo, &q, at, bound, &exact);
+        return predict_at(comm, topo, &q, seg, at, bound, &exact);
     }
     /* The smaller size first: it bounds where the larger may stop. A lower bound of
      * t extrapolates to a lower bound of the result, the extrapolation being
      * non-decreasing in t. */
-    double half = predict_at(comm, topo, &q, at / 2, INFINITY, &exact);
-    double t = predict_at(comm, topo, &q, at, extrapolation_cutoff(bound, half, at, bytes),
+    double half = predict_at(comm, topo, &q, seg, at / 2, INFINITY, &exact);
+    double t = predict_at(comm, topo, &q, seg, at, extrapolation_cutoff(bound, half, at, bytes),
                           &exact);
     return extrapolate(t, half, at, bytes);
 }
@@ -537,8 +559,10 @@ double fold_select_predict(fold_comm_t *comm, const fold_topo_t *topo, fold_coll
     return us;
 }
 
-/* The fastest flat algorithm between the leaders of nnodes nodes for part_bytes. */
-static const fold_alg_t *pick_inter(fold_comm_t *comm, fold_coll_t coll, size_t part_bytes)
+/* The fastest flat algorithm between the leaders of nnodes nodes for part_bytes, cut
+ * into the node-aware algorithm's segments (seg_bytes). */
+static const fold_alg_t *pick_inter(fold_comm_t *comm, fold_coll_t coll, size_t part_bytes,
+                                    size_t seg_bytes)
 {
     int nn = comm->shape.nnodes;
     fold_shape_t shape = {nn, nn, 1, 1};
@@ -555,7 +579,7 @@ static const fold_alg_t *pick_inter(fold_comm_t *comm, fold_coll_t coll, size_t 
         if (alg->flags & FOLD_ALG_NODE_AWARE) {
             continue;
         }
-        fold_choice_t flat = {.alg = alg};
+        fold_choice_t flat = {.alg = alg, .seg_bytes = seg_bytes};
         double us = rule->nalgs == 1 ? 0 : predict_below(comm, comm->select.inter_topo, coll,
                                                          &flat, part_bytes, best_us);
         if (us < best_us) {
@@ -582,36 +606,54 @@ static int leader_candidates(const fold_comm_t *comm, int *out)
     return n;
 }
 
+/* Segment sizes to try for alg: seg_bytes where a rule or forced name fixed it, or
+ * FOLD_SEGMENT_SIZE where set; the model's tries for a node-aware algorithm. */
+static int seg_candidates(const fold_comm_t *comm, const fold_alg_t *alg, size_t seg_bytes,
+                          size_t *out)
+{
+    if (seg_bytes != 0 || comm->ctx->config.segment_size != 0 ||
+        !(alg->flags & FOLD_ALG_NODE_AWARE)) {
+        out[0] = seg_bytes;
+        return 1;
+    }
+    memcpy(out, fold_select_seg_tries, sizeof(fold_select_seg_tries));
+    return FOLD_SELECT_SEG_TRIES;
+}
+
 /*
- * Evaluates one candidate algorithm, with its best leader count for node-aware
- * ones; fills *choice and returns the predicted time, where that is below bound.
- * Else it returns some value >= bound (and *choice is one of the alg's
- * configurations): a caller that takes a candidate only when it is faster than
- * bound learns all it needs, and the model stops each replay as soon as it is
- * sure the time reaches bound. Likewise between leader counts, against the best
+ * Evaluates one candidate algorithm, with its best leader count and segment size
+ * for node-aware ones; fills *choice and returns the predicted time, where that is
+ * below bound. Else it returns some value >= bound (and *choice is one of the
+ * alg's configurations): a caller that takes a candidate only when it is faster
+ * than bound learns all it needs, and the model stops each replay as soon as it is
+ * sure the time reaches bound. Likewise between configurations, against the best
  * so far; the first of equally fast ones still wins, as each must be faster.
  */
 static double evaluate_below(fold_comm_t *comm, fold_coll_t coll, const fold_alg_t *alg,
-                             size_t bytes, double bound, fold_choice_t *choice);
+                             size_t seg_bytes, size_t bytes, double bound,
+                             fold_choice_t *choice);
 
 double fold_select_evaluate_below(fold_comm_t *comm, fold_coll_t coll, const fold_alg_t *alg,
-                                  size_t bytes, double bound, fold_choice_t *choice)
+                                  size_t seg_bytes, size_t bytes, double bound,
+                                  fold_choice_t *choice)
 {
     fold_select_space_enter(comm);
-    double us = evaluate_below(comm, coll, alg, bytes, bound, choice);
+    double us = evaluate_below(comm, coll, alg, seg_bytes, bytes, bound, choice);
     fold_select_space_leave(comm);
     return us;
 }
 
 static double evaluate_below(fold_comm_t *comm, fold_coll_t coll, const fold_alg_t *alg,
-                             size_t bytes, double bound, fold_choice_t *choice)
+                             size_t seg_bytes, size_t bytes, double bound,
+                             fold_choice_t *choice)
 {
-    *choice = (fold_choice_t){.alg = alg};
+    *choice = (fold_choice_t){.alg = alg, .seg_bytes = seg_bytes};
     if (!(alg->flags & FOLD_ALG_NODE_AWARE)) {
         return predict_below(comm, comm->select.topo, coll, choice, bytes, bound);
     }
     memo_check(comm);
-    fold_model_query_t key_q = {.alg = alg, .proto = {.coll = coll, .count = bytes}};
+    fold_model_query_t key_q = {.alg = alg,
+                                .proto = {.coll = coll, .count = bytes, .seg_count = seg_bytes}};
     memo_key_t k = memo_key(comm->select.topo, &key_q, MEMO_EVAL);
     memo_entry_t *e = NULL;
     if (fold_select_reference) {
@@ -627,6 +669,8 @@ static double evaluate_below(fold_comm_t *comm, fold_coll_t coll, const fold_alg
     }
     int leaders[FOLD_SELECT_MAX_LEADER_TRIES];
     int n = leader_candidates(comm, leaders);
+    size_t segs[FOLD_SELECT_SEG_TRIES];
+    int nsegs = seg_candidates(comm, alg, seg_bytes, segs);
     /* A single-copy reduce's root writes nothing back: the model weighs how much
      * more than the other owners it should fold. */
     static const int weights[] = {0, 125, 150, 200, 300};
@@ -634,16 +678,18 @@ static double evaluate_below(fold_comm_t *comm, fold_coll_t coll, const fold_alg
                  ? (int)(sizeof(weights) / sizeof(weights[0])) : 1;
     double best_us = INFINITY;
     for (int i = 0; i < n; i++) {
-        const fold_alg_t *inter =
-            comm->shape.nnodes > 1 ? pick_inter(comm, coll, bytes / (size_t)leaders[i]) : NULL;
         for (int w = 0; w < nweights && (w == 0 || leaders[i] > 1); w++) {
-            fold_choice_t c = {.alg = alg, .leaders = leaders[i], .inter = inter,
-                               .root_weight = weights[w]};
-            double us = predict_below(comm, comm->select.topo, coll, &c, bytes,
-                                      best_us < bound ? best_us : bound);
-            if (us < best_us || (i == 0 && w == 0)) {
-                best_us = us;
-                *choice = c;
+            for (int g = 0; g < nsegs; g++) {
+                const fold_alg_t *inter = comm->shape.nnodes > 1
+                    ? pick_inter(comm, coll, bytes / (size_t)leaders[i], segs[g]) : NULL;
+                fold_choice_t c = {.alg = alg, .leaders = leaders[i], .inter = inter,
+                                   .root_weight = weights[w], .seg_bytes = segs[g]};
+                double us = predict_below(comm, comm->select.topo, coll, &c, bytes,
+                                          best_us < bound ? best_us : bound);
+                if (us < best_us || (i == 0 && w == 0 && g == 0)) {
+                    best_us = us;
+                    *choice = c;
+                }
             }
         }
     }
@@ -660,7 +706,7 @@ static double evaluate_below(fold_comm_t *comm, fold_coll_t coll, const fold_alg
 double fold_select_evaluate(fold_comm_t *comm, fold_coll_t coll, const fold_alg_t *alg,
                             size_t bytes, fold_choice_t *choice)
 {
-    return fold_select_evaluate_below(comm, coll, alg, bytes, INFINITY, choice);
+    return fold_select_evaluate_below(comm, coll, alg, 0, bytes, INFINITY, choice);
 }
 
 /*
@@ -681,7 +727,7 @@ static int                shared_count;
 static pthread_mutex_t    shared_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static uint64_t decision_key(const fold_comm_t *comm, fold_coll_t coll, int k,
-                             const fold_alg_t *const *algs, int nalgs)
+                             const fold_alg_t *const *algs, const size_t *segs, int nalgs)
 {
     const fold_context_t *ctx = comm->ctx;
     const fold_config_t *cfg = &ctx->config;
@@ -690,6 +736,7 @@ static uint64_t decision_key(const fold_comm_t *comm, fold_coll_t coll, int k,
     h = fold_hash(h, &k, sizeof(k));
     for (int a = 0; a < nalgs; a++) {
         h = fold_hash(h, algs[a]->name, strlen(algs[a]->name) + 1);
+        h = fold_hash(h, &segs[a], sizeof(segs[a]));
     }
     h = fold_model_hash(&ctx->model, h);
     size_t shm = comm_shm_bytes(comm);
@@ -741,13 +788,17 @@ __attribute__((destructor)) static void shared_free(void)
     }
 }
 
-/* The model's pick among `algs` for this size class, cached per communicator. */
+/* The model's pick among `algs` (with their rule's segments) for this size class,
+ * cached per communicator. */
 static int model_pick(fold_comm_t *comm, fold_coll_t coll, size_t bytes,
-                      const fold_alg_t *const *algs, int nalgs, fold_choice_t *choice)
+                      const fold_alg_t *const *algs, const size_t *segs, int nalgs,
+                      fold_choice_t *choice)
 {
     int k = fold_select_class(bytes);
     fold_select_entry_t *e = &comm->select.entry[coll][k];
-    if (e->valid && e->nalgs == nalgs && memcmp(e->algs, algs, (size_t)nalgs * sizeof(*algs)) == 0) {
+    if (e->valid && e->nalgs == nalgs &&
+        memcmp(e->algs, algs, (size_t)nalgs * sizeof(*algs)) == 0 &&
+        memcmp(e->segs, segs, (size_t)nalgs * sizeof(*segs)) == 0) {
         *choice = e->choice;
         return FOLD_OK;
     }
@@ -755,17 +806,18 @@ static int model_pick(fold_comm_t *comm, fold_coll_t coll, size_t bytes,
     if (status != FOLD_OK) {
         return status;
     }
-    uint64_t key = decision_key(comm, coll, k, algs, nalgs);
+    uint64_t key = decision_key(comm, coll, k, algs, segs, nalgs);
     double best_us = INFINITY;
     if (fold_select_reference || !shared_find(key, choice, &best_us)) {
         size_t at = (size_t)1 << k;
         fold_select_space_enter(comm);
         for (int a = 0; a < nalgs; a++) {
             fold_choice_t c;
-            double us = fold_select_evaluate_below(comm, coll, algs[a], at,
+            double us = fold_select_evaluate_below(comm, coll, algs[a], segs[a], at,
                                                    a == 0 ? INFINITY : best_us, &c);
-            fold_trace("comm %u %s %zu B: %s leaders %d predicted %.2f us", comm->id,
-                       fold_coll_name(coll), at, algs[a]->name, c.leaders, us);
+            fold_trace("comm %u %s %zu B: %s leaders %d segment %zu predicted %.2f us",
+                       comm->id, fold_coll_name(coll), at, algs[a]->name, c.leaders,
+                       c.seg_bytes, us);
             if (a == 0 || us < best_us) {
                 best_us = us;
                 *choice = c;
@@ -775,8 +827,10 @@ static int model_pick(fold_comm_t *comm, fold_coll_t coll, size_t bytes,
         if (!fold_select_reference) {
             shared_add(key, choice, best_us);
         }
+        char name[96];
+        fold_select_format_alg(choice->alg, choice->seg_bytes, name, sizeof(name));
         fold_debug("comm %u: %s from %zu B: %s (leaders %d%s%s), predicted %.2f us", comm->id,
-                   fold_coll_name(coll), at, choice->alg->name, choice->leaders,
+                   fold_coll_name(coll), at, name, choice->leaders,
                    choice->inter ? ", between nodes " : "",
                    choice->inter ? choice->inter->name : "", best_us);
     }
@@ -784,6 +838,7 @@ static int model_pick(fold_comm_t *comm, fold_coll_t coll, size_t bytes,
     e->us     = best_us;
     e->nalgs  = nalgs;
     memcpy(e->algs, algs, (size_t)nalgs * sizeof(*algs));
+    memcpy(e->segs, segs, (size_t)nalgs * sizeof(*segs));
     e->choice = *choice;
     return FOLD_OK;
 }
@@ -793,8 +848,8 @@ void fold_select_entry_install(fold_comm_t *comm, fold_coll_t coll, int k,
 {
     comm->select.entry[coll][k] = *entry;
     if (fold_select_topos(comm) == FOLD_OK) {
-        shared_add(decision_key(comm, coll, k, entry->algs, entry->nalgs), &entry->choice,
-                   entry->us);
+        shared_add(decision_key(comm, coll, k, entry->algs, entry->segs, entry->nalgs),
+                   &entry->choice, entry->us);
     }
 }
 
@@ -850,6 +905,7 @@ static int select_uncached(fold_comm_t *comm, fold_coll_t coll, size_t count, fo
      * shape among the node-unaware algorithms, a forced node-aware one included. */
     unsigned skip = comm->node_none ? FOLD_ALG_NODE_AWARE : 0;
     const fold_alg_t *const *algs = &ctx->forced[coll];
+    const size_t *segs = &ctx->forced_seg[coll];
     int nalgs = 1;
     if (ctx->forced[coll] == NULL || (ctx->forced[coll]->flags & skip)) {
         const fold_tune_rule_t *rule = fold_select_find_rule(ctx, coll, bytes, &comm->shape,
@@ -857,7 +913,9 @@ static int select_uncached(fold_comm_t *comm, fold_coll_t coll, size_t count, fo
         static const fold_alg_t *const fallback[FOLD_COLL_COUNT] = {
             [FOLD_COLL_ALLREDUCE] = &fold_alg_recursive_doubling,
             [FOLD_COLL_REDUCE]    = &fold_alg_binomial};
+        static const size_t no_segs[FOLD_COLL_COUNT];
         algs  = rule != NULL ? rule->algs : &fallback[coll];
+        segs  = rule != NULL ? rule->segs : &no_segs[coll];
         nalgs = rule != NULL ? rule->nalgs : 1;
     }
     /* Where shm_flat or single copy does not apply, what runs is dpml: select
@@ -865,6 +923,7 @@ static int select_uncached(fold_comm_t *comm, fold_coll_t coll, size_t count, fo
      * shm_flat needs one node and every row in the segment; single copy one node
      * whose set-up found it allowed. */
     const fold_alg_t *cand[FOLD_RULE_MAX_ALGS];
+    size_t cand_seg[FOLD_RULE_MAX_ALGS];
     size_t seg_elems = comm_shm_bytes(comm) / fold_dtype_size(dtype);
     for (int a = 0; a < nalgs; a++) {
         cand[a] = algs[a];
@@ -882,21 +941,24 @@ static int select_uncached(fold_comm_t *comm, fold_coll_t coll, size_t count, fo
     int ncand = 0, ordered_only = !fold_op_is_commutative(op);
     for (int a = 0; a < nalgs; a++) {
         if ((!ordered_only || (cand[a]->flags & FOLD_ALG_ORDERED)) && !(cand[a]->flags & skip)) {
-            cand[ncand++] = cand[a];
+            cand_seg[ncand] = segs[a];
+            cand[ncand++]   = cand[a];
         }
     }
     if (ncand == 0) {
-        cand[ncand++] = coll == FOLD_COLL_ALLREDUCE ? &fold_alg_recursive_doubling
-                                                    : &fold_alg_binomial;
+        cand_seg[ncand] = 0;
+        cand[ncand++]   = coll == FOLD_COLL_ALLREDUCE ? &fold_alg_recursive_doubling
+                                                      : &fold_alg_binomial;
         fold_debug("%s: %s does not keep the rank order a non-commutative op needs; using %s",
                    fold_coll_name(coll), algs[0]->name, cand[0]->name);
     }
-    /* The model decides between several candidates, and the leaders of a node-aware
-     * one even when it is the only candidate. */
+    /* The model decides between several candidates, and the leaders and segment of a
+     * node-aware one even when it is the only candidate. */
     if (ncand > 1 || (cand[0]->flags & FOLD_ALG_NODE_AWARE)) {
-        return model_pick(comm, coll, bytes, cand, ncand, choice);
+        return model_pick(comm, coll, bytes, cand, cand_seg, ncand, choice);
     }
     memset(choice, 0, sizeof(*choice));
-    choice->alg = cand[0];
+    choice->alg       = cand[0];
+    choice->seg_bytes = cand_seg[0];
     return FOLD_OK;
 }

@@ -8,9 +8,12 @@
  *   nA-B     nodes it spans
  *   ppnA-B   ranks on its most populated node
  * One algorithm fixes the choice; a list lets the cost model pick among them.
+ * An algorithm may carry its pipeline segment size, alg@SIZE; without one a
+ * node-aware algorithm's segment is the model's pick (FOLD_SEGMENT_SIZE auto).
  *   allreduce:0-4k:recursive_doubling
  *   allreduce:64k-inf:n1-1:ppn2-inf:dpml
  *   reduce:0-inf:ppn2-inf:shm_flat,dpml,dpml_pipelined
+ *   reduce:64k-256k:n1-1:ppn2-2:shm_flat@32k
  */
 #ifndef FOLD_SELECT_H
 #define FOLD_SELECT_H
@@ -43,6 +46,7 @@ typedef struct fold_tune_rule {
     size_t            min_bytes, max_bytes;   /* [min, max); max SIZE_MAX = inf */
     fold_range_t      ranks, nodes, ppn;
     const fold_alg_t *algs[FOLD_RULE_MAX_ALGS];
+    size_t            segs[FOLD_RULE_MAX_ALGS];   /* alg@SIZE's bytes; 0: none given */
     int               nalgs;
 } fold_tune_rule_t;
 
@@ -78,14 +82,15 @@ const fold_tune_t *fold_default_rules(void);
 
 /* What a call runs: the algorithm and, for a node-aware one, its leaders per node
  * and the flat algorithm between nodes (0 / NULL: not chosen, fold_coll_plan
- * falls back on its own), and whether a blocking call may take the node's
- * tiny-message path instead of the schedule. */
+ * falls back on its own), its pipeline segment, and whether a blocking call may
+ * take the node's tiny-message path instead of the schedule. */
 typedef struct fold_choice {
     const fold_alg_t *alg;
     int               leaders;
     const fold_alg_t *inter;
     int               root_weight;   /* fold_coll_args_t's, chosen by the model */
     int               fast;
+    size_t            seg_bytes;     /* 0: FOLD_SEGMENT_SIZE, or the default */
 } fold_choice_t;
 
 /* The cost model's decisions of one communicator, per collective and power-of-two
@@ -96,6 +101,7 @@ typedef struct fold_select_entry {
     int               valid;
     int               nalgs;
     const fold_alg_t *algs[FOLD_RULE_MAX_ALGS];
+    size_t            segs[FOLD_RULE_MAX_ALGS];   /* the rule's alg@SIZE, 0: free */
     fold_choice_t     choice;
     double            us;        /* its predicted time */
 } fold_select_entry_t;
@@ -192,13 +198,16 @@ double fold_select_predict(fold_comm_t *comm, const fold_topo_t *topo, fold_coll
 /* The best flat algorithm's predicted time on comm: what an MPI library would run
  * (select_advice.c). */
 double fold_select_flat_us(fold_comm_t *comm, fold_coll_t coll, size_t bytes);
-/* alg's predicted time on comm, with its best leaders for a node-aware one. */
+/* alg's predicted time on comm, with its best leaders and segment size for a
+ * node-aware one. */
 double fold_select_evaluate(fold_comm_t *comm, fold_coll_t coll, const fold_alg_t *alg,
                             size_t bytes, fold_choice_t *choice);
 /* The same where it is below bound; otherwise any value >= bound, found sooner
- * (the replays stop once they reach it), with *choice one of alg's configurations. */
+ * (the replays stop once they reach it), with *choice one of alg's configurations.
+ * seg_bytes nonzero fixes the segment (a rule's alg@SIZE). */
 double fold_select_evaluate_below(fold_comm_t *comm, fold_coll_t coll, const fold_alg_t *alg,
-                                  size_t bytes, double bound, fold_choice_t *choice);
+                                  size_t seg_bytes, size_t bytes, double bound,
+                                  fold_choice_t *choice);
 void fold_select_cache_free(fold_comm_t *comm);
 /* Tests only: nonzero makes selection ask the model as it did before its fast
  * paths (every candidate replayed to the end with fold_model_predict, nothing
@@ -223,7 +232,21 @@ int  fold_select_advice_class(fold_comm_t *comm, fold_coll_t coll, int k);
 int  fold_select_warm(fold_comm_t *comm,
                       int (*allgather)(void *arg, const void *mine, void *all, size_t bytes),
                       void *arg);
-/* Elements per pipeline segment for a call of `bytes` (FOLD_SEGMENT_SIZE or auto). */
-size_t fold_select_seg_count(const fold_context_t *ctx, size_t bytes, size_t esize);
+/* Elements per pipeline segment for a call of `bytes`: seg_bytes (a choice's), else
+ * FOLD_SEGMENT_SIZE, else the default; never so small that the message is cut into
+ * more than FOLD_SELECT_MAX_SEGMENTS. */
+#define FOLD_SELECT_MAX_SEGMENTS 1024
+size_t fold_select_seg_count(const fold_context_t *ctx, size_t seg_bytes, size_t bytes,
+                             size_t esize);
+/* The segment sizes the model tries for a node-aware algorithm when neither
+ * FOLD_SEGMENT_SIZE nor the rule fixes one, the default first. */
+#define FOLD_SELECT_SEG_TRIES 3
+extern const size_t fold_select_seg_tries[FOLD_SELECT_SEG_TRIES];
+/* "shm_flat" or "shm_flat@32k": an algorithm name with an optional segment size;
+ * *seg_bytes 0 without one. Returns FOLD_OK, FOLD_ERR_NOT_FOUND (no such
+ * algorithm) or FOLD_ERR_INVALID_ARG (a bad size). */
+int  fold_select_parse_alg(const char *text, const fold_alg_t **alg, size_t *seg_bytes);
+/* "shm_flat" or "shm_flat@32k". */
+void fold_select_format_alg(const fold_alg_t *alg, size_t seg_bytes, char *buf, size_t len);
 
 #endif

@@ -21,7 +21,8 @@ double fold_select_flat_us(fold_comm_t *comm, fold_coll_t coll, size_t bytes)
     fold_select_space_enter(comm);
     for (int a = 0; rule != NULL && a < rule->nalgs; a++) {
         fold_choice_t c;
-        double us = fold_select_evaluate_below(comm, coll, rule->algs[a], bytes, best, &c);
+        double us = fold_select_evaluate_below(comm, coll, rule->algs[a], rule->segs[a], bytes,
+                                               best, &c);
         best = us < best ? us : best;
     }
     fold_select_space_leave(comm);

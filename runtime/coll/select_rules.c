@@ -52,19 +52,44 @@ static int parse_term(char *text, fold_tune_rule_t *rule)
     return -1;
 }
 
-/* "alg" or "alg,alg,...": every one must exist and serve coll. */
+int fold_select_parse_alg(const char *text, const fold_alg_t **alg, size_t *seg_bytes)
+{
+    char name[64];
+    const char *at = strchr(text, '@');
+    size_t len = at != NULL ? (size_t)(at - text) : strlen(text);
+    *alg       = NULL;
+    *seg_bytes = 0;
+    if (len >= sizeof(name)) {
+        return FOLD_ERR_NOT_FOUND;
+    }
+    memcpy(name, text, len);
+    name[len] = '\0';
+    if ((*alg = fold_alg_find(name)) == NULL) {
+        return FOLD_ERR_NOT_FOUND;
+    }
+    /* A segment holds at least one element of any type. */
+    if (at != NULL && (fold_util_parse_size(at + 1, seg_bytes) != 0 || *seg_bytes < 16)) {
+        return FOLD_ERR_INVALID_ARG;
+    }
+    return FOLD_OK;
+}
+
+/* "alg" or "alg,alg@SIZE,...": every one must exist and serve coll. */
 static int parse_algs(char *text, fold_tune_rule_t *rule)
 {
     rule->nalgs = 0;
     for (char *save = NULL, *name = strtok_r(text, ",", &save); name != NULL;
          name = strtok_r(NULL, ",", &save)) {
-        const fold_alg_t *alg = fold_alg_find(name);
-        if (alg == NULL) {
-            return FOLD_ERR_NOT_FOUND;
+        const fold_alg_t *alg;
+        size_t seg;
+        int status = fold_select_parse_alg(name, &alg, &seg);
+        if (status != FOLD_OK) {
+            return status;
         }
         if (fold_alg_builder(alg, rule->coll) == NULL || rule->nalgs == FOLD_RULE_MAX_ALGS) {
             return FOLD_ERR_INVALID_ARG;
         }
+        rule->segs[rule->nalgs]   = seg;
         rule->algs[rule->nalgs++] = alg;
     }
     return rule->nalgs > 0 ? FOLD_OK : FOLD_ERR_INVALID_ARG;
@@ -159,8 +184,9 @@ int fold_tune_parse(const char *text, fold_tune_t *tune)
         status = parse_rule(r, &t.rules[t.nrules]);
         if (status != FOLD_OK) {
             fold_error("bad tuning rule '%s': expected coll:size-range[:pA-B][:nA-B][:ppnA-B]:"
-                       "alg[,alg...] with coll allreduce|reduce and algorithms of that "
-                       "collective (fold_info -a)", rule_text);
+                       "alg[@SEGMENT][,alg...] with coll allreduce|reduce and algorithms of "
+                       "that collective (fold_info -a), a segment at least 16 bytes",
+                       rule_text);
             break;
         }
         t.nrules++;
@@ -235,6 +261,16 @@ static void format_size(size_t v, char *buf, size_t len)
     }
 }
 
+void fold_select_format_alg(const fold_alg_t *alg, size_t seg_bytes, char *buf, size_t len)
+{
+    char seg[32] = "";
+    if (seg_bytes != 0) {
+        seg[0] = '@';
+        format_size(seg_bytes, seg + 1, sizeof(seg) - 1);
+    }
+    snprintf(buf, len, "%s%s", alg->name, seg);
+}
+
 static void format_term(const char *name, const fold_range_t *r, char *buf, size_t len)
 {
     buf[0] = '\0';
@@ -258,7 +294,9 @@ void fold_tune_rule_format(const fold_tune_rule_t *r, char *buf, size_t len)
     format_term("ppn", &r->ppn, ppn, sizeof(ppn));
     for (int a = 0; a < r->nalgs; a++) {
         size_t used = strlen(algs);
-        snprintf(algs + used, sizeof(algs) - used, "%s%s", a ? "," : "", r->algs[a]->name);
+        char alg[96];
+        fold_select_format_alg(r->algs[a], r->segs[a], alg, sizeof(alg));
+        snprintf(algs + used, sizeof(algs) - used, "%s%s", a ? "," : "", alg);
     }
     snprintf(buf, len, "%s:%s-%s%s%s%s:%s", fold_coll_name(r->coll), lo, hi, p, n, ppn, algs);
 }

@@ -32,6 +32,8 @@ typedef struct warm_record {
     int8_t  fast;
     int8_t  algs[FOLD_RULE_MAX_ALGS];
     int16_t alg, inter, leaders, root_weight;
+    uint64_t seg_bytes;
+    uint64_t segs[FOLD_RULE_MAX_ALGS];
     double  us;
 } warm_record_t;
 
@@ -88,9 +90,11 @@ static void decide(fold_comm_t *comm, int item, warm_record_t *rec)
         rec->inter       = (int16_t)alg_index(e->choice.inter);
         rec->leaders     = (int16_t)e->choice.leaders;
         rec->root_weight = (int16_t)e->choice.root_weight;
+        rec->seg_bytes   = e->choice.seg_bytes;
         rec->us          = e->us;
         for (int a = 0; a < e->nalgs; a++) {
             rec->algs[a] = (int8_t)alg_index(e->algs[a]);
+            rec->segs[a] = e->segs[a];
         }
     }
     rec->advice = (int8_t)fold_select_advice_class(comm, coll, k);
@@ -109,11 +113,12 @@ static void install(fold_comm_t *comm, int item, const warm_record_t *rec)
     }
     fold_select_entry_t e = {.valid = 1, .nalgs = rec->nalgs, .us = rec->us};
     e.choice = (fold_choice_t){alg_at(rec->alg), rec->leaders, alg_at(rec->inter),
-                               rec->root_weight, rec->fast};
+                               rec->root_weight, rec->fast, (size_t)rec->seg_bytes};
     for (int a = 0; a < rec->nalgs; a++) {
         if ((e.algs[a] = alg_at(rec->algs[a])) == NULL) {
             return;
         }
+        e.segs[a] = (size_t)rec->segs[a];
     }
     if (e.choice.alg == NULL || (rec->inter >= 0 && e.choice.inter == NULL)) {
         return;

@@ -94,6 +94,8 @@ static void expect_same_decisions(int ranks, int nodes)
                 cr_expect_eq(a->choice.inter, b->choice.inter, "rank %d coll %d class %d", r, c,
                              k);
                 cr_expect_eq(a->choice.root_weight, b->choice.root_weight, "class %d", k);
+                cr_expect_eq(a->choice.seg_bytes, b->choice.seg_bytes, "class %d", k);
+                cr_expect_eq(memcmp(a->segs, b->segs, sizeof(a->segs)), 0, "class %d", k);
                 cr_expect_float_eq(a->us, b->us, 1e-9 * (1 + b->us), "class %d", k);
                 cr_expect_eq(a->nalgs, b->nalgs, "class %d", k);
                 cr_expect_eq(memcmp(a->algs, b->algs, sizeof(a->algs)), 0, "class %d", k);

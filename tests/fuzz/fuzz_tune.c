@@ -30,7 +30,7 @@ static int rule_eq(const fold_tune_rule_t *a, const fold_tune_rule_t *b)
         return 0;
     }
     for (int i = 0; i < a->nalgs; i++) {
-        if (a->algs[i] != b->algs[i]) {
+        if (a->algs[i] != b->algs[i] || a->segs[i] != b->segs[i]) {
             return 0;
         }
     }

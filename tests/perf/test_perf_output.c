@@ -23,7 +23,7 @@ static perf_results_t sample_results(int compare_mpi)
         .bytes = 8, .count = 2, .iterations = 1000,
         .latency = {1.5, 1.0, 9.0, 1.25, 4.0}, .algbw_gbs = 0.0064, .busbw_gbs = 0.0064,
         .bound_us = 0.001, .checked = 1, .check_ok = 1, .has_mpi = compare_mpi,
-        .mpi_median_us = 2.5, .speedup = 2.0};
+        .mpi_median_us = 2.5, .speedup = 2.0, .segment_bytes = 131072};
     perf_row_t failed = ok;
     failed.coll = PERF_COLL_REDUCE;
     snprintf(failed.requested, sizeof(failed.requested), "ring");
@@ -33,6 +33,7 @@ static perf_results_t sample_results(int compare_mpi)
     failed.check_ok = 0;
     failed.bound_us = NAN;
     failed.has_mpi  = 0;
+    failed.segment_bytes = 65536;
     cr_assert_eq(perf_results_add(&res, &ok), 0);
     cr_assert_eq(perf_results_add(&res, &failed), 0);
     return res;
@@ -66,7 +67,8 @@ Test(perf_output, csv_has_the_required_columns)
     char *header = strtok(text, "\n");
     const char *required[] = {"collective", "algorithm", "bytes", "count", "iterations",
                               "avg_us", "min_us", "max_us", "median_us", "p99_us", "algbw_gbs",
-                              "busbw_gbs", "bound_us", "check", "mpi_median_us", "speedup"};
+                              "busbw_gbs", "bound_us", "check", "mpi_median_us", "speedup",
+                              "segment_bytes"};
     for (size_t i = 0; i < sizeof(required) / sizeof(required[0]); i++) {
         char field[64];
         snprintf(field, sizeof(field), "%s,", required[i]);
@@ -84,7 +86,9 @@ Test(perf_output, csv_has_the_required_columns)
     cr_expect(strstr(row1, ",2.500,2.0000") != NULL, "%s", row1);
     cr_expect(strstr(row2, "reduce,ring,ring,1048576,262144,") == row2, "%s", row2);
     cr_expect(strstr(row2, ",,FAIL,") != NULL, "no bound is an empty field: %s", row2);
-    cr_expect(strcmp(row2 + strlen(row2) - 2, ",,") == 0, "no MPI time is empty: %s", row2);
+    cr_expect(strstr(row2, ",sum,,,65536") != NULL && row2[strlen(row2) - 6] == ',',
+              "no MPI time is empty, the segment last: %s", row2);
+    cr_expect(strcmp(row1 + strlen(row1) - 7, ",131072") == 0, "%s", row1);
     perf_results_release(&res);
 }
 
@@ -110,7 +114,8 @@ Test(perf_output, json_has_the_required_keys)
     unlink(path);
     const char *required[] = {
         "\"collective\": \"allreduce\"", "\"algorithm\": \"recursive_doubling\"",
-        "\"requested\": \"auto\"", "\"bytes\": 8", "\"count\": 2", "\"iterations\": 1000",
+        "\"requested\": \"auto\"", "\"segment_bytes\": 131072", "\"bytes\": 8", "\"count\": 2",
+        "\"iterations\": 1000",
         "\"avg_us\": 1.500", "\"min_us\": 1.000", "\"max_us\": 9.000", "\"median_us\": 1.250",
         "\"p99_us\": 4.000", "\"algbw_gbs\": 0.006400", "\"busbw_gbs\": 0.006400",
         "\"bound_us\": 0.001", "\"check\": \"ok\"", "\"mpi_median_us\": 2.500",
@@ -145,12 +150,14 @@ Test(perf_output, table_shows_algorithm_choice_and_check)
     fclose(out);
     const char *expected[] = {"2 ranks on 1 node", "float32 sum", "30.5 GB/s", "collective",
                               "algorithm", "median_us", "busbw_GB/s", "bound_us", "check",
-                              "mpi_median_us", "speedup", "auto:recursive_doubling", "FAIL",
-                              "Open MPI v4.1.4"};
+                              "mpi_median_us", "speedup", "auto:recursive_doubling ", "FAIL",
+                              "Open MPI v4.1.4", "ring@64k"};
     for (size_t i = 0; i < sizeof(expected) / sizeof(expected[0]); i++) {
         cr_expect(strstr(text, expected[i]) != NULL, "table lacks '%s':\n%s", expected[i],
                   text);
     }
+    cr_expect(strstr(text, "recursive_doubling@") == NULL,
+              "8 B is one segment: no @ after its algorithm:\n%s", text);
     cr_expect_eq(perf_results_failed_checks(&res), 1);
     free(text);
     perf_results_release(&res);

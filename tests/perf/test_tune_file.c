@@ -173,6 +173,49 @@ Test(tune_file, rules_params_and_serve_round_trip)
     unlink(f.path);
 }
 
+Test(tune_file, a_segment_variant_round_trips)
+{
+    /* The fastest reduce from 32 KiB is dpml_pipelined cut into 32 KiB segments. */
+    fixture_t f;
+    build(&f, 0);
+    for (size_t i = 0; i < f.npts; i++) {
+        if (f.pts[i].coll == RD && f.pts[i].bytes >= 32768 &&
+            strcmp(f.pts[i].alg, "dpml_pipelined") == 0) {
+            f.pts[f.npts] = f.pts[i];
+            snprintf(f.pts[f.npts].alg, sizeof(f.pts[f.npts].alg), "dpml_pipelined@32k");
+            f.pts[f.npts++].us = 0.5;
+        }
+    }
+    f.nsizes = f.nrules = f.nserve = 0;
+    for (fold_coll_t c = AR; c <= RD; c++) {
+        size_t k = tune_decide_sizes(f.pts, f.npts, c, TUNE_MERGE_TOLERANCE,
+                                     f.sizes + f.nsizes, 32 - f.nsizes);
+        f.nrules += tune_rule_ranges(f.pts, f.sizes + f.nsizes, k, f.rules + f.nrules,
+                                     32 - f.nrules);
+        f.nsizes += k;
+    }
+    write_it(&f);
+    fold_tune_file_t file;
+    cr_assert_eq(fold_tune_file_load(f.path, &file), FOLD_OK);
+    const fold_tune_rule_t *r = fold_tune_match(&file.rules, RD, 65536, &f.shape, 0);
+    cr_assert_not_null(r);
+    cr_expect_eq(r->algs[0], &fold_alg_dpml_pipelined);
+    cr_expect_eq(r->segs[0], 32768);
+    r = fold_tune_match(&file.rules, RD, 4096, &f.shape, 0);
+    cr_assert_not_null(r);
+    cr_expect_eq(r->segs[0], 0, "below 32 KiB the plain case stays");
+    fold_tune_file_release(&file);
+    char why[256];
+    cr_expect_eq(tune_verify_file(f.path, &f.shape, &f.p, f.pts, f.sizes, f.nsizes, f.nrules,
+                                  f.nserve, why, sizeof(why)), 0, "%s", why);
+    /* A file whose rule lost the segment says something else. */
+    f.rules[f.nrules - 1].what[strlen("dpml_pipelined")] = '\0';
+    write_it(&f);
+    cr_expect_neq(tune_verify_file(f.path, &f.shape, &f.p, f.pts, f.sizes, f.nsizes, f.nrules,
+                                   f.nserve, why, sizeof(why)), 0);
+    unlink(f.path);
+}
+
 Test(tune_file, header_and_comments)
 {
     fixture_t f;

@@ -275,13 +275,13 @@ Test(tune_fit, predictions_follow_leaders)
     fold_model_params_t p;
     fold_model_defaults(&p);
     const fold_alg_t *dpml = fold_alg_find("dpml");
-    double one = tune_model_predict(&m, &p, FOLD_COLL_ALLREDUCE, dpml, 1, 1 << 20);
-    double eight = tune_model_predict(&m, &p, FOLD_COLL_ALLREDUCE, dpml, 8, 1 << 20);
-    double best = tune_model_predict(&m, &p, FOLD_COLL_ALLREDUCE, dpml, 0, 1 << 20);
+    double one = tune_model_predict(&m, &p, FOLD_COLL_ALLREDUCE, dpml, 0, 1, 1 << 20);
+    double eight = tune_model_predict(&m, &p, FOLD_COLL_ALLREDUCE, dpml, 0, 8, 1 << 20);
+    double best = tune_model_predict(&m, &p, FOLD_COLL_ALLREDUCE, dpml, 0, 0, 1 << 20);
     cr_assert(isfinite(one) && isfinite(eight) && isfinite(best));
     cr_assert_neq(one, eight, "the leader count reaches the model");
     cr_assert_leq(best, fmin(one, eight) + 1e-9, "0: the model's own pick is the best");
-    cr_assert(isinf(tune_model_predict(&m, &p, FOLD_COLL_ALLREDUCE, fold_alg_find("binomial"), 0,
+    cr_assert(isinf(tune_model_predict(&m, &p, FOLD_COLL_ALLREDUCE, fold_alg_find("binomial"), 0, 0,
                                        64)),
               "binomial is not an allreduce");
     tune_model_close(&m);

@@ -75,6 +75,31 @@ Test(tune_plan, case_labels)
     cr_assert_str_eq(buf, "ring");
     tune_case_label("auto", "shm_flat", 0, buf, sizeof(buf));
     cr_assert_str_eq(buf, "auto:shm_flat");
+    tune_case_label("dpml@32k", "dpml", 2, buf, sizeof(buf));
+    cr_assert_str_eq(buf, "dpml@32k(2)");
+}
+
+Test(tune_plan, segment_variants_of_the_fastest_case)
+{
+    char names[FOLD_SELECT_SEG_TRIES][TUNE_NAME_LEN];
+    cr_assert_eq(tune_segment_variants("dpml", 65536, names, FOLD_SELECT_SEG_TRIES),
+                 FOLD_SELECT_SEG_TRIES);
+    for (int g = 0; g < FOLD_SELECT_SEG_TRIES; g++) {
+        const fold_alg_t *alg;
+        size_t seg;
+        cr_assert_eq(fold_select_parse_alg(names[g], &alg, &seg), FOLD_OK, "%s", names[g]);
+        cr_expect_eq(alg, &fold_alg_dpml);
+        cr_expect_eq(seg, fold_select_seg_tries[g], "%s", names[g]);
+    }
+    cr_expect_str_eq(names[1], "dpml@32k");
+    cr_expect_eq(tune_segment_variants("dpml", 32768, names, FOLD_SELECT_SEG_TRIES), 0,
+                 "32 KiB is one segment whichever size is tried");
+    cr_expect_eq(tune_segment_tries(32768), 0);
+    cr_expect_eq(tune_segment_tries(32772), FOLD_SELECT_SEG_TRIES);
+    cr_expect_eq(tune_segment_variants("auto", 1 << 20, names, FOLD_SELECT_SEG_TRIES), 0);
+    cr_expect_eq(tune_segment_variants("ring@32k", 1 << 20, names, FOLD_SELECT_SEG_TRIES), 0,
+                 "a variant has its segment already");
+    cr_expect_eq(tune_segment_variants("ring", 1 << 20, names, 2), 2, "at most cap");
 }
 
 /* ---- verdicts ------------------------------------------------------------------ */
@@ -294,4 +319,18 @@ Test(tune_plan, format_bytes)
     cr_assert_str_eq(buf, "1536 MiB");
     tune_format_bytes(1536, buf, sizeof(buf));
     cr_assert_str_eq(buf, "1.5 KiB");
+}
+
+Test(tune_plan, decide_takes_a_segment_variant_that_is_fastest)
+{
+    tune_point_t pts[] = {
+        pt(FOLD_COLL_REDUCE, 131072, "shm_flat", 0, 12.0, NAN),
+        pt(FOLD_COLL_REDUCE, 131072, "dpml", 2, 13.0, NAN),
+        pt(FOLD_COLL_REDUCE, 131072, "shm_flat@128k", 0, 12.1, NAN),
+        pt(FOLD_COLL_REDUCE, 131072, "shm_flat@32k", 0, 8.0, NAN),
+        pt(FOLD_COLL_REDUCE, 131072, "shm_flat@512k", 0, 12.2, NAN),
+    };
+    tune_size_t v;
+    cr_assert_eq(tune_decide_sizes(pts, 5, FOLD_COLL_REDUCE, TUNE_MERGE_TOLERANCE, &v, 1), 1);
+    cr_expect_str_eq(pts[v.chosen].alg, "shm_flat@32k");
 }
