@@ -7,7 +7,7 @@
  * Costs, per step (all parameters are per machine, from a calibration or the
  * generic defaults of fold_model_defaults):
  *   every step           step_us of its rank's CPU (the executor's overhead)
- *   copy / reduce        bytes / bandwidth on its rank's CPU, the bandwidth taken
+ *   copy / reduce        move_us, then bytes / bandwidth on its rank's CPU, the bandwidth taken
  *                        from the in-cache or the memory figure by the node's working
  *                        set, and shared with the node's other ranks in memory; one
  *                        that touches the node segment at most at shm_gbs (a copy
@@ -63,6 +63,8 @@ typedef struct fold_model_params {
     double cma_gbs;          /* single copy: the kernel copying from or to another
                                 process (process_vm_readv), GB/s */
     double cma_us;           /* ... its cost per call */
+    double move_us;          /* a copy's or reduction's start, beyond step_us: the
+                                prefetchers ramping up on a new stream */
 } fold_model_params_t;
 
 /* Generic defaults: a current x86 server node and a 100 Gb/s network. */

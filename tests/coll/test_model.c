@@ -42,6 +42,7 @@ static fold_model_params_t round_params(void)
     p.reduce_mem_gbs = 0.5;
     p.node_mem_gbs   = 100;
     p.cache_bytes    = 1e6;
+    p.move_us        = 0;   /* its own test: a_copy_or_reduction_pays_its_start */
     return p;
 }
 
@@ -250,6 +251,48 @@ Test(model_hand, local_steps_share_the_cpu_in_ready_order)
     cr_expect_float_eq(res.time_us, 12, EPS);
     cr_expect_eq(res.steps, 4);
     hand_free(&h);
+}
+
+Test(model_hand, a_copy_or_reduction_pays_its_start)
+{
+    /* A copy of 4000 bytes (1 + 2 us) then a reduction of 4000 (1 + 1 us), each
+     * also move_us; a flag post beside them pays none. */
+    int keys[1] = {0};
+    double t[2];
+    for (int i = 0; i < 2; i++) {
+        fold_model_params_t p = round_params();
+        p.move_us = i * 0.5;
+        hand_t h;
+        hand_init(&h, 1, keys);
+        fold_sched_copy(&h.s[0], fold_ref_in(0), fold_ref_tmp(0), 1000);
+        fold_sched_reduce(&h.s[0], fold_ref_in(0), fold_ref_tmp(0), fold_ref_out(0), 1000);
+        fold_sched_shm_post(&h.s[0], FOLD_FLAG_DONE, 1, fold_ref_shm(0), 1);
+        t[i] = hand_time(&h, &p);
+    }
+    cr_expect_float_eq(t[0], 5, EPS);
+    cr_expect_float_eq(t[1], 6, EPS);
+}
+
+/* Rank 0 copies 4000 bytes into the segment at element 0 and again at `far`; rank 1
+ * does nothing. The time it predicts. */
+static double segment_slots(size_t far)
+{
+    int keys[2] = {0, 0};
+    fold_model_params_t p = round_params();
+    p.shm_write_gbs = 100;   /* not the bound: the copy rate is */
+    hand_t h;
+    hand_init(&h, 2, keys);
+    fold_sched_copy(&h.s[0], fold_ref_in(0), fold_ref_shm(0), 1000);
+    fold_sched_copy(&h.s[0], fold_ref_in(0), fold_ref_shm(far), 1000);
+    return hand_time(&h, &p);
+}
+
+Test(model_hand, the_segment_counts_its_slots_not_its_extent_toward_the_cache)
+{
+    /* 8000 bytes in two slots: in cache (1e6 B) wherever the second one lies, 2 x
+     * (1 + 2) us; costing the extent (4 MB) would take the memory rate, 2 x (1 + 4). */
+    cr_expect_float_eq(segment_slots(1000), 6, EPS);
+    cr_expect_float_eq(segment_slots(1000000), 6, EPS);
 }
 
 /* Every rank reduces 4000 bytes (IN + TMP -> OUT: 12000 bytes touched). */
@@ -867,7 +910,7 @@ Test(model_params, print_reads_back_exactly)
         cr_assert_eq(sscanf(line, "param %63s %63s", name, value), 2, "%s", line);
         cr_expect_eq(fold_model_set(&q, name, value), FOLD_OK, "%s", line);
     }
-    cr_expect_eq(lines, 21);
+    cr_expect_eq(lines, 22);
     cr_expect(params_equal(&p, &q));
     free(text);
 }
