@@ -6,6 +6,7 @@
 #include <criterion/criterion.h>
 
 #include "comm.h"
+#include "virtual_shape.h"
 
 #include <limits.h>
 #include <stdio.h>
@@ -233,20 +234,6 @@ Test(tune_file, text_parses_without_a_file)
 }
 
 /* ---- decisions on virtual shapes ------------------------------------------------ */
-
-static fold_context_t *virtual_ctx(int nnodes, int ppn)
-{
-    int size = nnodes * ppn;
-    int *node_of = malloc((size_t)size * sizeof(int));
-    cr_assert_not_null(node_of);
-    for (int r = 0; r < size; r++) {
-        node_of[r] = r / ppn;
-    }
-    fold_context_t *ctx;
-    cr_assert_eq(fold_context_create_virtual(size, node_of, &ctx), FOLD_OK);
-    free(node_of);
-    return ctx;
-}
 
 static fold_choice_t choose(fold_context_t *ctx, fold_coll_t coll, size_t bytes, fold_op_t op)
 {
