@@ -50,14 +50,19 @@ typedef struct tune_point {
     double      mpi_us;               /* the MPI library's median beside it; NAN: none */
 } tune_point_t;
 
-/* The segment sizes to time, after the cases of a size, for its fastest case `alg`
- * (no "@", not "auto"): alg@SIZE for each of fold_select_seg_tries, none where a
- * message of `bytes` is one segment whatever the size. The plain case ran with the
- * segment the model picked; these find out whether another one is faster. Returns
- * how many names (at most cap). */
-int tune_segment_variants(const char *alg, size_t bytes, char (*out)[TUNE_NAME_LEN], int cap);
+/* The cases to time after the others of a size, for its fastest case (an algorithm
+ * without "@", not "auto"): alg@SIZE for each of fold_select_seg_tries with the same
+ * leaders, none where a message of `bytes` is one segment whatever the size. The
+ * plain case ran with the segment the model picked; these find out whether another
+ * one is faster. Returns how many (at most cap). */
+int tune_segment_variants(const tune_case_t *fastest, size_t bytes, tune_case_t *out, int cap);
 /* How many segment sizes a size of `bytes` tries: 0 or FOLD_SELECT_SEG_TRIES. */
 int tune_segment_tries(size_t bytes);
+
+/* The fastest point of algorithm alg (as requested, any leaders; NULL: any but auto)
+ * at (coll, bytes); -1 if none. */
+int tune_fastest(const tune_point_t *pts, size_t npts, fold_coll_t coll, size_t bytes,
+                 const char *alg);
 
 /* The verdict at one measured size of one collective. Indices into the points. */
 typedef struct tune_size {

@@ -81,12 +81,13 @@ int tune_segment_tries(size_t bytes)
     return 0;
 }
 
-int tune_segment_variants(const char *alg, size_t bytes, char (*out)[TUNE_NAME_LEN], int cap)
+int tune_segment_variants(const tune_case_t *fastest, size_t bytes, tune_case_t *out, int cap)
 {
-    const fold_alg_t *a = fold_alg_find(alg);
+    const fold_alg_t *a = fold_alg_find(fastest->alg);
     int n = 0;
-    for (int g = 0; a != NULL && g < tune_segment_tries(bytes) && n < cap; g++) {
-        fold_select_format_alg(a, fold_select_seg_tries[g], out[n++], TUNE_NAME_LEN);
+    for (int g = 0; a != NULL && g < tune_segment_tries(bytes) && n < cap; g++, n++) {
+        fold_select_format_alg(a, fold_select_seg_tries[g], out[n].alg, sizeof(out[n].alg));
+        out[n].leaders = fastest->leaders;
     }
     return n;
 }
@@ -110,10 +111,8 @@ static int usable(const tune_point_t *p)
     return isfinite(p->us) && p->us >= 0;
 }
 
-/* The fastest case of algorithm alg (any leaders; NULL: any algorithm but auto) at
- * (coll, bytes); -1 if none. */
-static int fastest(const tune_point_t *pts, size_t npts, fold_coll_t coll, size_t bytes,
-                   const char *alg)
+int tune_fastest(const tune_point_t *pts, size_t npts, fold_coll_t coll, size_t bytes,
+                 const char *alg)
 {
     int best = -1;
     for (size_t i = 0; i < npts; i++) {
@@ -176,7 +175,7 @@ size_t tune_decide_sizes(const tune_point_t *pts, size_t npts, fold_coll_t coll,
             continue;
         }
         size_t bytes = sizes[s];
-        int best = fastest(pts, npts, coll, bytes, NULL);
+        int best = tune_fastest(pts, npts, coll, bytes, NULL);
         if (best < 0) {
             continue;   /* only auto was measured here: nothing to decide */
         }
@@ -187,7 +186,7 @@ size_t tune_decide_sizes(const tune_point_t *pts, size_t npts, fold_coll_t coll,
             tol = noise > tol ? (noise < TUNE_MAX_TOLERANCE ? noise : TUNE_MAX_TOLERANCE) : tol;
         }
         if (previous != NULL && strcmp(previous, pts[best].alg) != 0) {
-            int keep = fastest(pts, npts, coll, bytes, previous);
+            int keep = tune_fastest(pts, npts, coll, bytes, previous);
             if (keep >= 0 && pts[keep].us <= pts[best].us * (1.0 + tol)) {
                 chosen = keep;
             }

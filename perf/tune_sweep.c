@@ -146,39 +146,26 @@ static int bench(tune_run_t *run, const tune_bench_t *b, tune_point_t *out, size
     return status;
 }
 
-/* The fastest case of this size other than auto, among the points from `from` on;
- * NULL if none. */
-static const tune_point_t *fastest_since(const tune_run_t *run, size_t from)
-{
-    const tune_point_t *best = NULL;
-    for (size_t i = from; i < run->npoints; i++) {
-        const tune_point_t *p = &run->points[i];
-        if (strcmp(p->alg, "auto") != 0 && isfinite(p->us) &&
-            (best == NULL || p->us < best->us)) {
-            best = p;
-        }
-    }
-    return best;
-}
-
-/* The fastest case of a size again at each segment size (tune_segment_variants),
- * with its leaders. */
+/* The fastest case of a size (among the points from `from` on) again at each
+ * segment size (tune_segment_variants), with its leaders. */
 static int sweep_segments(tune_run_t *run, perf_coll_t coll, size_t bytes, size_t from)
 {
-    const tune_point_t *best = fastest_since(run, from);
-    char names[FOLD_SELECT_SEG_TRIES][TUNE_NAME_LEN];
-    int n = best != NULL ? tune_segment_variants(best->alg, bytes, names, FOLD_SELECT_SEG_TRIES)
-                         : 0;
+    int best = tune_fastest(run->points + from, run->npoints - from, to_fold(coll), bytes, NULL);
+    tune_case_t fastest, variants[FOLD_SELECT_SEG_TRIES];
+    int n = 0;
+    if (best >= 0) {
+        const tune_point_t *p = &run->points[from + (size_t)best];
+        memcpy(fastest.alg, p->alg, sizeof(fastest.alg));
+        fastest.leaders = p->leaders;
+        n = tune_segment_variants(&fastest, bytes, variants, FOLD_SELECT_SEG_TRIES);
+    }
     if (n == 0) {
         return FOLD_OK;
     }
-    tune_case_t variants[FOLD_SELECT_SEG_TRIES];
     tune_bench_t b = {.comm = run->world, .coll = coll, .begin = bytes, .end = bytes,
-                      .factor = 2, .leaders = best->leaders, .with_mpi = run->with_mpi,
+                      .factor = 2, .leaders = fastest.leaders, .with_mpi = run->with_mpi,
                       .layout = run->layout};
     for (int i = 0; i < n; i++) {
-        memcpy(variants[i].alg, names[i], sizeof(variants[i].alg));
-        variants[i].leaders = best->leaders;
         b.cases[b.ncases++] = &variants[i];
     }
     tune_point_t pts[FOLD_SELECT_SEG_TRIES];

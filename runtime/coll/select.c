@@ -652,6 +652,7 @@ static double evaluate_below(fold_comm_t *comm, fold_coll_t coll, const fold_alg
         return predict_below(comm, comm->select.topo, coll, choice, bytes, bound);
     }
     memo_check(comm);
+    /* The question: the algorithm, the size and the segment a rule fixed (bytes). */
     fold_model_query_t key_q = {.alg = alg,
                                 .proto = {.coll = coll, .count = bytes, .seg_count = seg_bytes}};
     memo_key_t k = memo_key(comm->select.topo, &key_q, MEMO_EVAL);
@@ -678,11 +679,13 @@ static double evaluate_below(fold_comm_t *comm, fold_coll_t coll, const fold_alg
                  ? (int)(sizeof(weights) / sizeof(weights[0])) : 1;
     double best_us = INFINITY;
     for (int i = 0; i < n; i++) {
+        const fold_alg_t *inter[FOLD_SELECT_SEG_TRIES] = {NULL};
+        for (int g = 0; g < nsegs && comm->shape.nnodes > 1; g++) {
+            inter[g] = pick_inter(comm, coll, bytes / (size_t)leaders[i], segs[g]);
+        }
         for (int w = 0; w < nweights && (w == 0 || leaders[i] > 1); w++) {
             for (int g = 0; g < nsegs; g++) {
-                const fold_alg_t *inter = comm->shape.nnodes > 1
-                    ? pick_inter(comm, coll, bytes / (size_t)leaders[i], segs[g]) : NULL;
-                fold_choice_t c = {.alg = alg, .leaders = leaders[i], .inter = inter,
+                fold_choice_t c = {.alg = alg, .leaders = leaders[i], .inter = inter[g],
                                    .root_weight = weights[w], .seg_bytes = segs[g]};
                 double us = predict_below(comm, comm->select.topo, coll, &c, bytes,
                                           best_us < bound ? best_us : bound);

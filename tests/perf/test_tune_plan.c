@@ -81,25 +81,28 @@ Test(tune_plan, case_labels)
 
 Test(tune_plan, segment_variants_of_the_fastest_case)
 {
-    char names[FOLD_SELECT_SEG_TRIES][TUNE_NAME_LEN];
-    cr_assert_eq(tune_segment_variants("dpml", 65536, names, FOLD_SELECT_SEG_TRIES),
+    tune_case_t out[FOLD_SELECT_SEG_TRIES];
+    const tune_case_t dpml = {"dpml", 2}, autoc = {"auto", 0}, variant = {"ring@32k", 0},
+                      ring = {"ring", 0};
+    cr_assert_eq(tune_segment_variants(&dpml, 65536, out, FOLD_SELECT_SEG_TRIES),
                  FOLD_SELECT_SEG_TRIES);
     for (int g = 0; g < FOLD_SELECT_SEG_TRIES; g++) {
         const fold_alg_t *alg;
         size_t seg;
-        cr_assert_eq(fold_select_parse_alg(names[g], &alg, &seg), FOLD_OK, "%s", names[g]);
+        cr_assert_eq(fold_select_parse_alg(out[g].alg, &alg, &seg), FOLD_OK, "%s", out[g].alg);
         cr_expect_eq(alg, &fold_alg_dpml);
-        cr_expect_eq(seg, fold_select_seg_tries[g], "%s", names[g]);
+        cr_expect_eq(seg, fold_select_seg_tries[g], "%s", out[g].alg);
+        cr_expect_eq(out[g].leaders, 2, "the fastest case's leaders");
     }
-    cr_expect_str_eq(names[1], "dpml@32k");
-    cr_expect_eq(tune_segment_variants("dpml", 32768, names, FOLD_SELECT_SEG_TRIES), 0,
+    cr_expect_str_eq(out[1].alg, "dpml@32k");
+    cr_expect_eq(tune_segment_variants(&dpml, 32768, out, FOLD_SELECT_SEG_TRIES), 0,
                  "32 KiB is one segment whichever size is tried");
     cr_expect_eq(tune_segment_tries(32768), 0);
     cr_expect_eq(tune_segment_tries(32772), FOLD_SELECT_SEG_TRIES);
-    cr_expect_eq(tune_segment_variants("auto", 1 << 20, names, FOLD_SELECT_SEG_TRIES), 0);
-    cr_expect_eq(tune_segment_variants("ring@32k", 1 << 20, names, FOLD_SELECT_SEG_TRIES), 0,
+    cr_expect_eq(tune_segment_variants(&autoc, 1 << 20, out, FOLD_SELECT_SEG_TRIES), 0);
+    cr_expect_eq(tune_segment_variants(&variant, 1 << 20, out, FOLD_SELECT_SEG_TRIES), 0,
                  "a variant has its segment already");
-    cr_expect_eq(tune_segment_variants("ring", 1 << 20, names, 2), 2, "at most cap");
+    cr_expect_eq(tune_segment_variants(&ring, 1 << 20, out, 2), 2, "at most cap");
 }
 
 /* ---- verdicts ------------------------------------------------------------------ */
