@@ -20,6 +20,7 @@ typedef struct perf_buffers {
     void **send;         /* nrotate buffers; NULL in place */
     void **recv;         /* nrotate buffers */
     void  *expected;     /* the reduction over all ranks, built once for --check */
+    int    fold_memory;  /* send and recv come from fold_mem_alloc */
 } perf_buffers_t;
 
 /* One (collective, algorithm, size) run: what it needs and what it measures. */
@@ -84,14 +85,33 @@ static void *alloc_buffer(size_t bytes)
     return aligned_alloc(4096, rounded ? rounded : 4096);
 }
 
+/* A send or receive buffer: from fold_mem_alloc with --memory fold. */
+static void *alloc_call_buffer(const perf_buffers_t *b, size_t bytes)
+{
+    void *p = NULL;
+    if (!b->fold_memory) {
+        return alloc_buffer(bytes);
+    }
+    return fold_mem_alloc(bytes ? bytes : 1, &p) == FOLD_OK ? p : NULL;
+}
+
+static void free_call_buffer(const perf_buffers_t *b, void *p)
+{
+    if (b->fold_memory) {
+        fold_mem_free(p);
+    } else {
+        free(p);
+    }
+}
+
 static void buffers_release(perf_buffers_t *b)
 {
     for (int k = 0; k < b->nrotate; k++) {
         if (b->send != NULL) {
-            free(b->send[k]);
+            free_call_buffer(b, b->send[k]);
         }
         if (b->recv != NULL) {
-            free(b->recv[k]);
+            free_call_buffer(b, b->recv[k]);
         }
     }
     free(b->send);
@@ -108,6 +128,7 @@ static int buffers_init(perf_buffers_t *b, const perf_env_t *env, size_t count)
     memset(b, 0, sizeof(*b));
     b->bytes   = bytes;
     b->nrotate = o->rotate;
+    b->fold_memory = o->fold_memory;
     b->input   = alloc_buffer(bytes);
     b->recv    = calloc((size_t)o->rotate, sizeof(void *));
     b->send    = o->inplace ? NULL : calloc((size_t)o->rotate, sizeof(void *));
@@ -117,7 +138,7 @@ static int buffers_init(perf_buffers_t *b, const perf_env_t *env, size_t count)
     }
     perf_data_fill(&env->spec, env->rank, b->input, count);
     for (int k = 0; k < o->rotate; k++) {
-        b->recv[k] = alloc_buffer(bytes);
+        b->recv[k] = alloc_call_buffer(b, bytes);
         if (b->recv[k] == NULL) {
             buffers_release(b);
             return FOLD_ERR_NO_MEMORY;
@@ -127,7 +148,7 @@ static int buffers_init(perf_buffers_t *b, const perf_env_t *env, size_t count)
             memcpy(b->recv[k], b->input, bytes);
         } else {
             memset(b->recv[k], POISON_BYTE, bytes);
-            b->send[k] = alloc_buffer(bytes);
+            b->send[k] = alloc_call_buffer(b, bytes);
             if (b->send[k] == NULL) {
                 buffers_release(b);
                 return FOLD_ERR_NO_MEMORY;

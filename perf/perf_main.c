@@ -214,6 +214,7 @@ int main(int argc, char **argv)
     info->root            = opts.root;
     info->inplace         = opts.inplace;
     info->rotate          = opts.rotate;
+    info->fold_memory     = opts.fold_memory;
     info->sparsity        = opts.sparsity;
     info->distribution    = opts.distribution;
     info->bootstrap       = bootstrap == PERF_BOOTSTRAP_OOB ? "oob (MPI_Allgather)" : "pmix";

@@ -382,6 +382,16 @@ static int opt_seed(perf_options_t *o, const char *arg, char *why, size_t whylen
     return 0;
 }
 
+static int opt_memory(perf_options_t *o, const char *arg, char *why, size_t whylen)
+{
+    if (strcmp(arg, "host") != 0 && strcmp(arg, "fold") != 0) {
+        snprintf(why, whylen, "expected host or fold");
+        return -1;
+    }
+    o->fold_memory = strcmp(arg, "fold") == 0;
+    return 0;
+}
+
 static int opt_rotate(perf_options_t *o, const char *arg, char *why, size_t whylen)
 {
     long v;
@@ -549,6 +559,9 @@ static const perf_option_t perf_option_table[] = {
     {{"seed", 0, "N", "seed of the input data (default 1)"}, opt_seed},
     {{"rotate", 0, "N", "cycle through N send/receive buffer pairs, so that results are not "
      "cache-hot illusions (default 1)"}, opt_rotate},
+    {{"memory", 'm', "KIND", "where the send and receive buffers live: host (the heap) or "
+     "fold (fold_mem_alloc: the node's other ranks map them, so single copy runs at "
+     "memcpy's speed) (default host)"}, opt_memory},
     {{"check", 0, NULL, "check every result against an independently computed reference; a "
      "mismatch fails the run"}, opt_check},
     {{"compare", 0, "KIND", "mpi: time the MPI library's MPI_Allreduce / MPI_Reduce on the same "

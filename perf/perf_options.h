@@ -48,6 +48,7 @@ typedef struct perf_options {
     fold_op_t   op;
     int         root;
     int         inplace;
+    int         fold_memory;    /* --memory fold: buffers from fold_mem_alloc */
     char        algorithms[PERF_MAX_ALGORITHMS][PERF_NAME_LEN];
     int         nalgorithms;
     char        codecs[PERF_MAX_CODECS][PERF_NAME_LEN]; /* FOLD_CODEC values to compare */

@@ -189,6 +189,16 @@ int fold_test(fold_request_h req);
 int fold_wait(fold_request_h req);
 int fold_request_free(fold_request_h req);
 
+/* Memory for a call's buffers that the other ranks of a node can map (process-wide,
+ * thread-safe, no context needed; page-granular, so for large buffers). Where single
+ * copy runs (the cma algorithm), a rank reads and writes a peer's buffers in it with
+ * memcpy instead of through the kernel's cross-memory attach (several times faster
+ * on most machines); any other buffer still goes through the kernel, so ranks may mix
+ * both. Nothing lands in /dev/shm. fold_mem_free takes what fold_mem_alloc gave
+ * (NULL is a no-op); a buffer must not be freed while a call that uses it runs. */
+int fold_mem_alloc(size_t bytes, void **ptr);
+int fold_mem_free(void *ptr);
+
 /* The algorithm a call of this kind would use ("ring", ...), for tools and logs. */
 const char *fold_selected_algorithm(fold_comm_h comm, const char *collective,
                                     size_t count, fold_dtype_t dtype);

@@ -83,6 +83,7 @@ typedef struct fold_node {
     int               single_copy;  /* every rank of the comm can reach its local
                                        peers' memory (peer.c), and may */
     int64_t          *pids;         /* per local rank, for single copy */
+    struct fold_node_xmap *xmap;    /* peers' fold memory mapped here (xmap.c) */
     uint64_t          probe;        /* a known value peers read at setup */
     uint64_t          nonce;        /* the segment's, shared by its holders (pool.c) */
     size_t            seg_bytes;    /* the data bytes this node's segment has */
@@ -264,6 +265,17 @@ int    fold_node_peer_write(const fold_node_t *node, int local, uint64_t epoch,
                             size_t whylen);
 /* Whether this process can read the 8 bytes at addr in process pid (== expect). */
 int    fold_node_peer_probe(int64_t pid, uint64_t addr, uint64_t expect);
+
+/* xmap.c: local peers' fold memory (mem.h) mapped into this process, where single copy
+ * is on. fold_node_xmap gives the base of local rank `local`'s allocation (its
+ * published descriptor, inode, size and count of freed allocations), mapped at first
+ * use, or NULL where the kernel does not allow it (the caller copies through it). */
+int   fold_node_xmap_create(fold_node_t *node);
+void  fold_node_xmap_destroy(fold_node_t *node);
+void *fold_node_xmap(const fold_node_t *node, int local, int32_t fd, uint64_t ino,
+                     uint64_t bytes, uint64_t frees);
+/* Allocations mapped now, and copies made through a mapping so far. */
+void  fold_node_xmap_stats(const fold_node_t *node, int *mapped, uint64_t *copies);
 
 /* calibrate.c: what fold_init measures of the node, for the cost model's
  * parameters of the same names (0: not measured) */

@@ -23,6 +23,7 @@
 #include "node/node.h"
 #include "fingerprint.h"
 #include "log.h"
+#include "mem.h"
 
 #include <errno.h>
 #include <fold/fold_status.h>
@@ -42,8 +43,13 @@ typedef struct peer_line {
     uint64_t         call;    /* the rest of its fingerprint, packed with count 0, and
                                  its position in the count's bits */
     uint64_t         prev_epoch, prev_count, prev_call;   /* the call before */
+    /* second line: where IN and OUT lie in fold memory (fd -1: they do not), and how
+     * many allocations the process has freed (xmap.c) */
+    uint64_t         ino[2], off[2], bytes[2];
+    int32_t          fd[2];
+    uint64_t         frees;
 } peer_line_t;
-_Static_assert(sizeof(peer_line_t) == 64, "one cache line per rank");
+_Static_assert(sizeof(peer_line_t) == 128, "two cache lines per rank");
 
 /* The packed fingerprint's count bits, which the line's call word uses for the
  * call's position (its low 20 bits: enough to tell neighbours apart). */
@@ -60,6 +66,24 @@ static peer_line_t *line(const fold_node_t *node, int local)
     const fold_shm_seg_t *seg = &node->seg;
     char *end = seg->data + seg->data_size;
     return (peer_line_t *)(end - fold_node_peer_region_bytes(seg->local_size)) + local;
+}
+
+/* Where IN and OUT lie in fold memory, for peers to map instead of copying through
+ * the kernel. */
+static void publish_places(peer_line_t *me, const void *in, const void *out,
+                           const fold_fingerprint_t *call)
+{
+    const size_t bytes = call->count * fold_dtype_size((fold_dtype_t)call->dtype);
+    const void *buf[2] = {in, out};
+    for (int b = 0; b < 2; b++) {
+        fold_mem_place_t p;
+        fold_mem_find(buf[b], bytes, &p);
+        me->fd[b]    = p.fd;
+        me->ino[b]   = p.ino;
+        me->off[b]   = p.off;
+        me->bytes[b] = p.bytes;
+    }
+    me->frees = fold_mem_frees();
 }
 
 void fold_node_peer_publish(fold_node_t *node, uint64_t epoch, const void *in, void *out,
@@ -79,9 +103,32 @@ void fold_node_peer_publish(fold_node_t *node, uint64_t epoch, const void *in, v
     me->prev_call  = me->call;
     me->in    = (uint64_t)(uintptr_t)in;
     me->out   = (uint64_t)(uintptr_t)out;
+    publish_places(me, in, out, call);
     me->count = call->count;
     me->call  = fold_fingerprint_pack(&rest) | (pos & POS_MASK) << POS_SHIFT;
     atomic_store_explicit(&me->epoch, epoch, memory_order_release);
+}
+
+/* Through the peer's fold memory mapped here (1), else 0: the kernel copies. */
+static int mapped_copy(const fold_node_t *node, int local, int which, void *mine,
+                       size_t off_bytes, size_t len, int write)
+{
+    const peer_line_t *l = line(node, local);
+    if (l->fd[which] < 0) {
+        return 0;
+    }
+    char *base = fold_node_xmap(node, local, l->fd[which], l->ino[which], l->bytes[which],
+                                l->frees);
+    const uint64_t at = l->off[which] + off_bytes;
+    if (base == NULL || at > l->bytes[which] || len > l->bytes[which] - at) {
+        return 0;   /* no mapping, or a range it does not hold: the kernel checks it */
+    }
+    if (write) {
+        memcpy(base + at, mine, len);
+    } else {
+        memcpy(mine, base + at, len);
+    }
+    return 1;
 }
 
 /* The kernel moves min(len, what it could) bytes per call; loop until done. */
@@ -190,8 +237,10 @@ int fold_node_peer_read(const fold_node_t *node, int local, uint64_t epoch, int 
 {
     uint64_t addr;
     int status = peer_addr(node, local, epoch, from_out, &addr, why, whylen);
-    return status != FOLD_OK ? status
-                             : peer_copy(node, local, dst, addr + off_bytes, len, 0, why, whylen);
+    if (status != FOLD_OK || mapped_copy(node, local, from_out, dst, off_bytes, len, 0)) {
+        return status;
+    }
+    return peer_copy(node, local, dst, addr + off_bytes, len, 0, why, whylen);
 }
 
 int fold_node_peer_write(const fold_node_t *node, int local, uint64_t epoch, size_t off_bytes,
@@ -199,9 +248,10 @@ int fold_node_peer_write(const fold_node_t *node, int local, uint64_t epoch, siz
 {
     uint64_t addr;
     int status = peer_addr(node, local, epoch, 1, &addr, why, whylen);
-    return status != FOLD_OK ? status
-                             : peer_copy(node, local, (void *)src, addr + off_bytes, len, 1,
-                                         why, whylen);
+    if (status != FOLD_OK || mapped_copy(node, local, 1, (void *)src, off_bytes, len, 1)) {
+        return status;
+    }
+    return peer_copy(node, local, (void *)src, addr + off_bytes, len, 1, why, whylen);
 }
 
 int fold_node_peer_probe(int64_t pid, uint64_t addr, uint64_t expect)

@@ -92,6 +92,7 @@ void fold_node_free(fold_node_t *node, fold_node_pool_t *pool)
     } else {
         fold_shm_detach(&node->seg);
     }
+    fold_node_xmap_destroy(node);
     fold_topo_free(node->topo);
     free(node->pids);
     free(node);
@@ -453,6 +454,11 @@ int fold_node_create(const fold_node_params_t *params, fold_node_t **node_p, cha
     fold_node_resync_init(node);
     if (node->seg.base != NULL) {
         fold_node_fast_prefault(node);
+    }
+    if (node->single_copy && node->seg.base != NULL &&
+        (status = fold_node_xmap_create(node)) != FOLD_OK) {
+        fold_node_free(node, NULL);
+        return status;
     }
     fold_debug("comm %u: %d nodes, %d-%d ranks per node, segment %s (%zu data bytes, %zu "
                "for the schedules), single copy %s", params->comm_id, node->topo->nnodes,

@@ -10,10 +10,10 @@
 #include <criterion/criterion.h>
 
 #include "coll_reference.h"
+#include "dir_entries.h"
 #include "loopback_harness.h"
 #include "stderr_capture.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <sched.h>
 #include <stdint.h>
@@ -122,19 +122,6 @@ static void in_small_shm(const char *size, int (*fn)(void))
         }                                                                         \
     } while (0)
 
-static int shm_entries(void)
-{
-    DIR *d = opendir(FOLD_SHM_DIR);
-    int n = 0;
-    for (struct dirent *e; d != NULL && (e = readdir(d)) != NULL;) {
-        n += e->d_name[0] != '.';
-    }
-    if (d != NULL) {
-        closedir(d);
-    }
-    return n;
-}
-
 static size_t shm_free(void)
 {
     struct statvfs st;
@@ -156,11 +143,11 @@ static int reserve_child(void)
     CHILD_CHECK(fold_shm_create(&b, b_name, 2, 600 * KIB) == FOLD_ERR_NO_MEMORY);
     CHILD_CHECK(errno == ENOSPC);
     CHILD_CHECK(b.base == NULL);
-    CHILD_CHECK(shm_entries() == 1);   /* the failed one left nothing */
+    CHILD_CHECK(dir_entries(FOLD_SHM_DIR) == 1);   /* the failed one left nothing */
     memset(a.data, 0x5a, a.data_size);   /* every page is there */
     fold_shm_unlink(a_name);
     fold_shm_detach(&a);
-    CHILD_CHECK(shm_entries() == 0);
+    CHILD_CHECK(dir_entries(FOLD_SHM_DIR) == 0);
     CHILD_CHECK(shm_free() == before);
     return 0;
 }
@@ -295,7 +282,7 @@ static int comeback_child(void)
     setenv("FOLD_SHM_SIZE", "1M", 1);
     setenv("FOLD_SHM_RESERVE", "0", 1);
     CHILD_CHECK(lh_run(2, comeback_rank, NULL) == 0);
-    CHILD_CHECK(shm_entries() == 0);
+    CHILD_CHECK(dir_entries(FOLD_SHM_DIR) == 0);
     return 0;
 }
 

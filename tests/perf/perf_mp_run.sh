@@ -71,6 +71,20 @@ status=$?
 [ "$status" -eq 0 ] || fail "the sparse in-place run exited $status: $(cat "$TMP/err2")"
 expect_in out2 "sparse, 0.9 of each input zero, imbalanced distribution"
 
+# Buffers in fold memory (fold_mem_alloc): single copy through mappings of the peer's
+# allocations, checked, in place and not.
+for inplace in "" -i; do
+    # shellcheck disable=SC2086 # $inplace is one word or none
+    "$@" "$PERF" -c allreduce,reduce -b 64k -e 1M -f 4 -n 20 -A cma,auto --memory fold \
+        --rotate 2 $inplace --check --probe-size 0 >"$TMP/out6" 2>"$TMP/err6"
+    status=$?
+    [ "$status" -eq 0 ] || fail "the fold-memory run ($inplace) exited $status: $(cat "$TMP/err6")"
+    expect_in out6 "buffers in fold memory"
+    grep -q "FAIL" "$TMP/out6" && fail "a fold-memory row failed its check"
+    rows=$(grep -c " ok" "$TMP/out6")
+    [ "$rows" -eq 12 ] || fail "expected 12 checked fold-memory rows, got $rows"
+done
+
 # MPI's iterations in blocks of their own (--compare mpi-apart): every row has MPI's time.
 if [ -n "$compare" ]; then
     "$@" "$PERF" -c allreduce,reduce -b 8 -e 64k -f 64 -n 20 -w 2 --check \

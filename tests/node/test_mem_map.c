@@ -1,0 +1,172 @@
+/*
+ * Single copy through fold memory (node/xmap.c, node/peer.c): with a call's buffers
+ * from fold_mem_alloc, the cma algorithm reads and writes the other ranks' buffers
+ * through mappings of their allocations instead of the kernel's cross-memory attach;
+ * results match the reference on 2 and 3 ranks, allreduce and reduce (a root first
+ * and last), in place or not, commutative or not, with every rank's buffers in fold
+ * memory or only some (the others still go through the kernel); a freed allocation
+ * does not stay mapped. Ranks are threads on the loopback fabric: each maps the
+ * others' allocations through /proc/self/fd, which is the same path as another
+ * process's.
+ */
+#include <criterion/criterion.h>
+
+#include "coll_reference.h"
+#include "loopback_harness.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define COUNT 70001   /* several 128 KiB segments of float32, and an odd tail */
+
+typedef struct map_case {
+    int       fold_ranks;   /* ranks whose buffers are fold memory: 0 .. fold_ranks-1 */
+    fold_op_t affine;       /* the non-commutative op */
+} map_case_t;
+
+typedef struct call_kind {
+    int          allreduce, root_last, inplace;
+    fold_dtype_t dt;
+    int          affine;
+} call_kind_t;
+
+static void *buffer(int fold, size_t bytes)
+{
+    void *p = NULL;
+    if (fold) {
+        return fold_mem_alloc(bytes, &p) == FOLD_OK ? p : NULL;
+    }
+    return malloc(bytes);
+}
+
+static void release(int fold, void *p)
+{
+    if (fold) {
+        fold_mem_free(p);
+    } else {
+        free(p);
+    }
+}
+
+/* One call of `kind` on buffers placed as the case says; 0 when its result is right. */
+static int one_call(fold_comm_h w, int rank, int size, const map_case_t *mc,
+                    const call_kind_t *k)
+{
+    const fold_op_t op = k->affine ? mc->affine : FOLD_OP_SUM;
+    const size_t es = fold_dtype_size(k->dt), bytes = COUNT * es;
+    const int root = k->root_last ? size - 1 : 0, fold = rank < mc->fold_ranks;
+    const int has_out = k->allreduce || rank == root;
+    char *in = buffer(fold, bytes), *out = buffer(fold, bytes), *want = malloc(bytes);
+    if (in == NULL || out == NULL || want == NULL) {
+        return 1;
+    }
+    ref_fill_input(k->dt, op, rank, COUNT, in);
+    for (size_t i = 0; i < COUNT; i++) {
+        ref_expected(k->dt, op, size, i, want);
+    }
+    const void *sbuf = in;
+    if (k->inplace && has_out) {
+        memcpy(out, in, bytes);
+        sbuf = FOLD_IN_PLACE;
+    }
+    int st = k->allreduce ? fold_allreduce(sbuf, out, COUNT, k->dt, op, w)
+                          : fold_reduce(sbuf, out, COUNT, k->dt, op, root, w);
+    int bad = st != FOLD_OK;
+    for (size_t i = 0; i < COUNT && !bad && has_out; i++) {
+        if (!ref_same_element(k->dt, out, want, i)) {
+            fprintf(stderr, "rank %d: element %zu wrong\n", rank, i);
+            bad = 1;
+        }
+    }
+    if (bad) {
+        fprintf(stderr, "rank %d of %d, %d in fold memory: %s%s root %d %s %s: %s\n", rank,
+                size, mc->fold_ranks, k->allreduce ? "allreduce" : "reduce",
+                k->inplace ? " in place" : "", root, fold_dtype_name(k->dt),
+                k->affine ? "affine" : "sum", fold_status_string(st));
+    }
+    release(fold, in);
+    release(fold, out);
+    free(want);
+    return bad;
+}
+
+static int map_rank(fold_context_t *ctx, int rank, int size, void *arg)
+{
+    const map_case_t *mc = arg;
+    fold_comm_h w = fold_comm_world(ctx);
+    fold_config_set(ctx, "ALLREDUCE_ALG", "cma");
+    fold_config_set(ctx, "REDUCE_ALG", "cma");
+    const call_kind_t kinds[] = {
+        {1, 0, 0, FOLD_FLOAT32, 0}, {1, 0, 1, FOLD_FLOAT32, 0}, {0, 0, 0, FOLD_FLOAT32, 0},
+        {0, 1, 1, FOLD_FLOAT32, 0}, {1, 0, 0, FOLD_UINT64, 1},  {0, 1, 0, FOLD_UINT64, 1},
+    };
+    int bad = 0;
+    for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]) && !bad; k++) {
+        bad = one_call(w, rank, size, mc, &kinds[k]);
+    }
+    /* Every rank reads another's IN in an allreduce: a rank with a peer in fold
+     * memory copied through a mapping, and one without did not. */
+    fold_comm_t *comm = w;
+    int mapped;
+    uint64_t copies;
+    fold_node_xmap_stats(comm->node, &mapped, &copies);
+    int peers_in_fold = mc->fold_ranks - (rank < mc->fold_ranks);
+    if (!bad && (copies > 0) != (peers_in_fold > 0)) {
+        fprintf(stderr, "rank %d: %llu copies through mappings with %d peers in fold memory\n",
+                rank, (unsigned long long)copies, peers_in_fold);
+        bad = 1;
+    }
+    return bad;
+}
+
+static void run_case(int size, int fold_ranks)
+{
+    map_case_t mc = {.fold_ranks = fold_ranks};
+    cr_assert_eq(fold_op_create(ref_affine_fn, NULL, 0, &mc.affine), FOLD_OK);
+    cr_expect_eq(lh_run(size, map_rank, &mc), 0, "%d ranks, %d in fold memory", size,
+                 fold_ranks);
+    fold_op_free(mc.affine);
+}
+
+Test(mem_map, every_rank_in_fold_memory)
+{
+    run_case(2, 2);
+    run_case(3, 3);
+}
+
+Test(mem_map, some_ranks_in_fold_memory)
+{
+    run_case(2, 1);
+    run_case(3, 1);
+    run_case(3, 0);
+}
+
+/* Two allreduces, each on new allocations (the first freed between): a rank keeps
+ * only the second's mappings, each peer's IN and OUT. */
+static int remap_rank(fold_context_t *ctx, int rank, int size, void *arg)
+{
+    (void)arg;
+    fold_comm_h w = fold_comm_world(ctx);
+    fold_config_set(ctx, "ALLREDUCE_ALG", "cma");
+    map_case_t mc = {.fold_ranks = size};
+    const call_kind_t sum = {1, 0, 0, FOLD_FLOAT32, 0};
+    int bad = 0, mapped[2];
+    uint64_t copies;
+    for (int k = 0; k < 2 && !bad; k++) {
+        bad = one_call(w, rank, size, &mc, &sum);   /* allocates and frees its buffers */
+        fold_node_xmap_stats(((fold_comm_t *)w)->node, &mapped[k], &copies);
+    }
+    if (!bad && (mapped[0] != 2 * (size - 1) || mapped[1] != mapped[0])) {
+        fprintf(stderr, "rank %d: %d then %d allocations mapped, want %d both times\n", rank,
+                mapped[0], mapped[1], 2 * (size - 1));
+        bad = 1;
+    }
+    return bad;
+}
+
+Test(mem_map, a_freed_allocation_does_not_stay_mapped)
+{
+    cr_expect_eq(lh_run(2, remap_rank, NULL), 0);
+    cr_expect_eq(lh_run(3, remap_rank, NULL), 0);
+}
