@@ -5,9 +5,9 @@
  * that reads or writes it opens /proc/<pid>/fd/<fd>, checks the inode (the number
  * may name another file by now) and maps the whole allocation once.
  *
- * Mappings are kept per communicator node, at most XMAP_SLOTS (the oldest goes), and
- * all of one peer's are dropped when its count of freed allocations moves: a mapping
- * keeps the pages alive, so a freed allocation must not stay mapped here for long.
+ * Mappings are kept per communicator node, at most XMAP_SLOTS (the least recently used
+ * goes), and all of one peer's are dropped when its count of freed allocations moves:
+ * a mapping keeps the pages alive, so a freed allocation must not stay mapped here.
  * A peer frees only between calls (its buffers are in use until every rank is done
  * with them), so a mapping never goes away under a copy. Where the kernel refuses the
  * open, the caller copies through the kernel instead (process_vm_readv), as before.
