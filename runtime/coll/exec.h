@@ -88,7 +88,9 @@ struct fold_request {
     const char         *alg_name;
     fold_coll_t         coll;
     int                 user_owned;   /* handed out by an i-call, freed by the user */
-    int                 peer_published; /* single copy: IN/OUT published this call */
+    int                 peer_published; /* IN/OUT published this call (shm_turn) */
+    int                 single_copy;  /* its schedule reads or writes other ranks'
+                                         buffers (FOLD_ALG_SINGLE_COPY) */
     int                 stream_out;   /* reductions into OUT stream their results
                                          (a call of at least ctx->stream_min bytes) */
     fold_node_turn_t    turn;         /* node-aware calls: its turn on the segment

@@ -246,7 +246,7 @@ size_t fold_node_peer_region_bytes(int local_size);
  * elsewhere among the node's calls. */
 struct fold_fingerprint;
 void   fold_node_peer_publish(fold_node_t *node, uint64_t epoch, const void *in, void *out,
-                              const struct fold_fingerprint *call);
+                              const struct fold_fingerprint *call, int single_copy);
 /* len bytes from byte off_bytes of local rank `local`'s IN (from_out 0) or OUT into
  * dst; or from src into its OUT. On failure `why` says what happened. */
 int    fold_node_peer_read(const fold_node_t *node, int local, uint64_t epoch, int from_out,

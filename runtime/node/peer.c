@@ -7,8 +7,9 @@
  * containers); setup.c probes it once per communicator and every rank learns
  * whether all of them can.
  *
- *   region (past the fast path's), per local rank l, one cache line:
+ *   region (past the fast path's), per local rank l, two cache lines:
  *     | epoch | in | out | count | call | prev: epoch count call |
+ *     | ino, off, bytes of IN and OUT in fold memory | their fds | frees |
  *   written by l when its call takes its turn
  *
  * count and call say what l was asked to do (fingerprint.h), and where the call
@@ -69,25 +70,31 @@ static peer_line_t *line(const fold_node_t *node, int local)
 }
 
 /* Where IN and OUT lie in fold memory, for peers to map instead of copying through
- * the kernel. */
+ * the kernel; only a schedule that reads or writes them (single copy) looks. */
 static void publish_places(peer_line_t *me, const void *in, const void *out,
-                           const fold_fingerprint_t *call)
+                           const fold_fingerprint_t *call, int single_copy)
 {
     const size_t bytes = call->count * fold_dtype_size((fold_dtype_t)call->dtype);
-    const void *buf[2] = {in, out};
+    fold_mem_place_t p[2] = {{.fd = -1}, {.fd = -1}};
+    if (single_copy) {
+        fold_mem_find(in, bytes, &p[0]);
+        if (out == in) {
+            p[1] = p[0];
+        } else {
+            fold_mem_find(out, bytes, &p[1]);
+        }
+    }
     for (int b = 0; b < 2; b++) {
-        fold_mem_place_t p;
-        fold_mem_find(buf[b], bytes, &p);
-        me->fd[b]    = p.fd;
-        me->ino[b]   = p.ino;
-        me->off[b]   = p.off;
-        me->bytes[b] = p.bytes;
+        me->fd[b]    = p[b].fd;
+        me->ino[b]   = p[b].ino;
+        me->off[b]   = p[b].off;
+        me->bytes[b] = p[b].bytes;
     }
     me->frees = fold_mem_frees();
 }
 
 void fold_node_peer_publish(fold_node_t *node, uint64_t epoch, const void *in, void *out,
-                            const fold_fingerprint_t *call)
+                            const fold_fingerprint_t *call, int single_copy)
 {
     peer_line_t *me = line(node, node->local_rank);
     fold_fingerprint_t rest = *call;
@@ -103,7 +110,7 @@ void fold_node_peer_publish(fold_node_t *node, uint64_t epoch, const void *in, v
     me->prev_call  = me->call;
     me->in    = (uint64_t)(uintptr_t)in;
     me->out   = (uint64_t)(uintptr_t)out;
-    publish_places(me, in, out, call);
+    publish_places(me, in, out, call, single_copy);
     me->count = call->count;
     me->call  = fold_fingerprint_pack(&rest) | (pos & POS_MASK) << POS_SHIFT;
     atomic_store_explicit(&me->epoch, epoch, memory_order_release);
