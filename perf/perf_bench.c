@@ -363,10 +363,13 @@ static int run_case(perf_env_t *env, const perf_buffers_t *b, perf_case_t *pc,
                     perf_row_t *row)
 {
     const char *coll_name = perf_coll_name(pc->coll);
-    const char *selected = fold_selected_algorithm(env->comm, coll_name, pc->count,
-                                                   env->opts->dtype);
-    size_t segment = fold_selected_segment_size(env->comm, coll_name, pc->count,
-                                                env->opts->dtype);
+    /* What selection picks for these very buffers (fold memory may change it). */
+    const perf_options_t *o = env->opts;
+    const int has_out = pc->coll == PERF_COLL_ALLREDUCE || env->rank == o->root;
+    size_t segment = 0;
+    const char *selected = fold_selected_for_buffers(
+        env->comm, coll_name, o->inplace ? FOLD_IN_PLACE : b->send[0],
+        has_out ? b->recv[0] : NULL, pc->count, o->dtype, &segment);
     char algorithm[PERF_NAME_LEN];
     snprintf(algorithm, sizeof(algorithm), "%s%s%s", selected ? selected : pc->requested,
              pc->codec ? "+" : "", pc->codec ? pc->codec : "");

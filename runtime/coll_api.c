@@ -7,6 +7,7 @@
 #include "comm.h"
 #include "guard.h"
 #include "log.h"
+#include "mem.h"
 #include "codec/reduce_kernel.h"
 
 #include <stdlib.h>
@@ -59,6 +60,15 @@ static int completed_request(fold_request_t **req_p)
     return FOLD_OK;
 }
 
+/* Whether this rank's buffers of a call lie in fold memory (out NULL: it has none);
+ * one atomic load while no fold allocation lives. */
+static int in_fold_memory(const void *in, const void *out, size_t bytes)
+{
+    fold_mem_place_t place;
+    return fold_mem_find(in, bytes, &place) &&
+           (out == NULL || out == in || fold_mem_find(out, bytes, &place));
+}
+
 /* reduction_start's work, with the context claimed. */
 static int reduction_run(fold_coll_t coll, const void *sendbuf, void *recvbuf, size_t count,
                          fold_dtype_t dtype, fold_op_t op, int root, fold_comm_t *comm,
@@ -99,7 +109,9 @@ static int reduction_run(fold_coll_t coll, const void *sendbuf, void *recvbuf, s
 
     fold_choice_t choice;
     if ((status = fold_coll_prepare(comm, coll)) != FOLD_OK ||
-        (status = fold_select(comm, coll, count, dtype, op, &choice)) != FOLD_OK) {
+        (status = fold_select_placed(comm, coll, count, dtype, op,
+                                     in_fold_memory(in, call.out, count * esize),
+                                     &choice)) != FOLD_OK) {
         return status;
     }
     fold_exec_args_t args;
@@ -314,10 +326,10 @@ int fold_barrier(fold_comm_h comm)
     return status;
 }
 
-/* Selection for a call of this kind (it remembers its decisions in the
- * communicator), for tools and logs. */
+/* Selection for a call of this kind on buffers in fold memory or not (it remembers
+ * its decisions in the communicator), for tools and logs. */
 static int selected(fold_comm_h comm, const char *collective, size_t count, fold_dtype_t dtype,
-                    const char *caller, fold_choice_t *choice)
+                    int in_fold, const char *caller, fold_choice_t *choice)
 {
     fold_coll_t coll;
     if (!fold_comm_valid(comm) || fold_dtype_size(dtype) == 0 ||
@@ -325,27 +337,50 @@ static int selected(fold_comm_h comm, const char *collective, size_t count, fold
         fold_guard_enter(comm->ctx, caller) != FOLD_OK) {
         return FOLD_ERR_INVALID_ARG;
     }
-    int status = fold_select(comm, coll, count, dtype, FOLD_OP_SUM, choice);
+    int status = fold_select_placed(comm, coll, count, dtype, FOLD_OP_SUM, in_fold, choice);
     fold_guard_leave(comm->ctx);
     return status;
+}
+
+static size_t segment_bytes(const fold_comm_t *comm, const fold_choice_t *choice, size_t count,
+                            fold_dtype_t dtype)
+{
+    size_t esize = fold_dtype_size(dtype);
+    return fold_select_seg_count(comm->ctx, choice->seg_bytes, count * esize, esize) * esize;
 }
 
 const char *fold_selected_algorithm(fold_comm_h comm, const char *collective, size_t count,
                                     fold_dtype_t dtype)
 {
     fold_choice_t choice;
-    return selected(comm, collective, count, dtype, "fold_selected_algorithm", &choice) ==
+    return selected(comm, collective, count, dtype, 0, "fold_selected_algorithm", &choice) ==
                    FOLD_OK ? choice.alg->name : NULL;
+}
+
+const char *fold_selected_for_buffers(fold_comm_h comm, const char *collective,
+                                      const void *sendbuf, const void *recvbuf, size_t count,
+                                      fold_dtype_t dtype, size_t *segment_size)
+{
+    fold_choice_t choice;
+    const void *in = sendbuf == FOLD_IN_PLACE ? recvbuf : sendbuf;
+    int in_fold = in_fold_memory(in, recvbuf, count * fold_dtype_size(dtype));
+    if (selected(comm, collective, count, dtype, in_fold, "fold_selected_for_buffers",
+                 &choice) != FOLD_OK) {
+        return NULL;
+    }
+    if (segment_size != NULL) {
+        *segment_size = segment_bytes(comm, &choice, count, dtype);
+    }
+    return choice.alg->name;
 }
 
 size_t fold_selected_segment_size(fold_comm_h comm, const char *collective, size_t count,
                                   fold_dtype_t dtype)
 {
     fold_choice_t choice;
-    if (selected(comm, collective, count, dtype, "fold_selected_segment_size", &choice) !=
+    if (selected(comm, collective, count, dtype, 0, "fold_selected_segment_size", &choice) !=
         FOLD_OK) {
         return 0;
     }
-    size_t esize = fold_dtype_size(dtype);
-    return fold_select_seg_count(comm->ctx, choice.seg_bytes, count * esize, esize) * esize;
+    return segment_bytes(comm, &choice, count, dtype);
 }

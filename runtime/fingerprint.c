@@ -4,12 +4,13 @@
 #include <stdio.h>
 #include <string.h>
 
-enum { F_COLL, F_COUNT, F_DTYPE, F_OP, F_ROOT, F_INPLACE, F_CALL, F_FIELDS };
+enum { F_COLL, F_COUNT, F_DTYPE, F_OP, F_ROOT, F_INPLACE, F_CALL, F_MEMORY, F_FIELDS };
 _Static_assert(F_FIELDS == FOLD_FINGERPRINT_FIELDS, "fingerprint.h's field count");
 
 static const char *const field_names[F_FIELDS] = {
     [F_COLL] = "collective", [F_COUNT] = "count", [F_DTYPE] = "datatype", [F_OP] = "op",
-    [F_ROOT] = "root", [F_INPLACE] = "in place", [F_CALL] = "call number"};
+    [F_ROOT] = "root", [F_INPLACE] = "in place", [F_CALL] = "call number",
+    [F_MEMORY] = "buffers in fold memory"};
 
 /* The fields the last difference this thread found was in (fold_mismatch_fields). */
 static _Thread_local unsigned last_fields;
@@ -17,7 +18,8 @@ static _Thread_local unsigned last_fields;
 _Static_assert(FOLD_MISMATCH_COLLECTIVE == 1u << F_COLL && FOLD_MISMATCH_COUNT == 1u << F_COUNT &&
                    FOLD_MISMATCH_DATATYPE == 1u << F_DTYPE && FOLD_MISMATCH_OP == 1u << F_OP &&
                    FOLD_MISMATCH_ROOT == 1u << F_ROOT &&
-                   FOLD_MISMATCH_IN_PLACE == 1u << F_INPLACE && FOLD_MISMATCH_CALL == 1u << F_CALL,
+                   FOLD_MISMATCH_IN_PLACE == 1u << F_INPLACE && FOLD_MISMATCH_CALL == 1u << F_CALL &&
+                   FOLD_MISMATCH_MEMORY == 1u << F_MEMORY,
                "the public bits follow the fields");
 
 unsigned fold_mismatch_fields(void)
@@ -36,6 +38,7 @@ void fold_fingerprint_fields(const fold_fingerprint_t *f, int64_t *v)
     v[F_ROOT]    = f->root;
     v[F_INPLACE] = f->inplace;
     v[F_CALL]    = (int64_t)f->call;
+    v[F_MEMORY]  = f->memory;
 }
 
 static void describe(int which, int64_t v, char *buf, size_t len)
@@ -44,7 +47,8 @@ static void describe(int which, int64_t v, char *buf, size_t len)
     case F_COLL:    snprintf(buf, len, "%s", v ? "allreduce" : "reduce"); break;
     case F_DTYPE:   snprintf(buf, len, "%s", fold_dtype_name((fold_dtype_t)v)); break;
     case F_OP:      snprintf(buf, len, "%s", fold_op_name((fold_op_t)v)); break;
-    case F_INPLACE: snprintf(buf, len, "%s", v ? "yes" : "no"); break;
+    case F_INPLACE:
+    case F_MEMORY:  snprintf(buf, len, "%s", v ? "yes" : "no"); break;
     default:        snprintf(buf, len, "%lld", (long long)v); break;
     }
 }

@@ -18,10 +18,15 @@ typedef struct fold_fingerprint {
     int      root;        /* reduce only; 0 for an allreduce */
     int      inplace;     /* allreduce only (MPI lets only a reduce's root work in place) */
     uint64_t call;        /* the communicator's call number */
+    int      memory;      /* 1: the buffers are in fold memory and selection chose for
+                             that (select.h, fold_select_placed); else 0 */
 } fold_fingerprint_t;
 
-/* The fields as numbers, in a fixed order (FOLD_CHECK compares them all at once). */
-#define FOLD_FINGERPRINT_FIELDS 7
+/* The fields as numbers, in a fixed order; FOLD_CHECK compares the first
+ * FOLD_FINGERPRINT_CHECKED at once (memory is known only once selection has run:
+ * the node's comparison of the calls catches it, node/peer.c). */
+#define FOLD_FINGERPRINT_FIELDS  8
+#define FOLD_FINGERPRINT_CHECKED 7
 void fold_fingerprint_fields(const fold_fingerprint_t *f, int64_t *v);
 
 /* Appends "rank a passed count X, rank b passed Y" for each field where a and b

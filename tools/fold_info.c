@@ -284,8 +284,11 @@ static int print_decisions(const char *shape_text, int all_algorithms)
     printf("#\n# Selection on %d ranks over %d nodes (%d-%d per node), float32 sum; the cost\n"
            "# model's prediction, and the best flat algorithm's (what an MPI library runs)\n#\n",
            w->size, w->shape.nnodes, w->shape.min_ppn, w->shape.max_ppn);
-    printf("# %-10s %10s  %-20s %7s %-18s %12s %12s %s\n", "collective", "bytes", "algorithm",
-           "leaders", "between nodes", "predicted_us", "flat_us", "shim");
+    printf("# in_fold_memory: the choice for buffers every rank has in fold memory\n"
+           "# (fold_mem_alloc), where it differs\n#\n");
+    printf("# %-10s %10s  %-20s %7s %-18s %12s %12s %-4s %s\n", "collective", "bytes",
+           "algorithm", "leaders", "between nodes", "predicted_us", "flat_us", "shim",
+           "in_fold_memory");
     for (int coll = FOLD_COLL_ALLREDUCE; coll <= FOLD_COLL_REDUCE; coll++) {
         for (size_t bytes = 8; bytes <= ((size_t)64 << 20); bytes *= 4) {
             fold_choice_t c, ignored;
@@ -302,9 +305,19 @@ static int print_decisions(const char *shape_text, int all_algorithms)
             char alg[96];       /* "dpml@32k": the segments it cuts the message into */
             size_t seg = fold_select_seg_count(ctx, c.seg_bytes, bytes, 1);
             fold_select_format_alg(c.alg, bytes > seg ? seg : 0, alg, sizeof(alg));
-            printf("  %-10s %10zu  %-20s %7s %-18s %12.2f %12.2f %s\n", fold_coll_name(coll),
-                   bytes, alg, leaders, c.inter ? c.inter->name : "-", us, flat_us,
-                   serve ? "fold" : "mpi");
+            fold_choice_t in_fold;
+            char mapped[96] = "-";
+            if (fold_select_in_fold_memory(w, coll, bytes / 4, FOLD_FLOAT32, FOLD_OP_SUM,
+                                           &in_fold) == FOLD_OK && in_fold.memory) {
+                seg = fold_select_seg_count(ctx, in_fold.seg_bytes, bytes, 1);
+                char name[64];
+                fold_select_format_alg(in_fold.alg, bytes > seg ? seg : 0, name, sizeof(name));
+                snprintf(mapped, sizeof(mapped), "%s (%.2f us)", name,
+                         fold_select_predict(w, w->select.topo, coll, &in_fold, bytes));
+            }
+            printf("  %-10s %10zu  %-20s %7s %-18s %12.2f %12.2f %-4s %s\n",
+                   fold_coll_name(coll), bytes, alg, leaders, c.inter ? c.inter->name : "-", us,
+                   flat_us, serve ? "fold" : "mpi", mapped);
         }
     }
     fold_select_space_leave(w);

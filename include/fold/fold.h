@@ -16,8 +16,8 @@
  * Threading: a context and its communicators may be used by one thread at a time,
  * and fold enforces it. A call that changes a context's state (collectives, blocking
  * and non-blocking; fold_test, fold_wait, fold_request_free; communicator split,
- * create and free; fold_config_set/get; fold_selected_algorithm and _segment_size,
- * fold_serve_advice;
+ * create and free; fold_config_set/get; fold_selected_algorithm, _segment_size and
+ * fold_selected_for_buffers; fold_serve_advice;
  * fold_finalize) claims the context with one atomic compare-and-swap; a call from
  * another thread meanwhile, or from a user op or callback inside such a call, is
  * refused with FOLD_ERR_IN_USE (logged, naming the call) and changes nothing. The
@@ -193,9 +193,13 @@ int fold_request_free(fold_request_h req);
  * thread-safe, no context needed; page-granular, so for large buffers). Where single
  * copy runs (the cma algorithm), a rank reads and writes a peer's buffers in it with
  * memcpy instead of through the kernel's cross-memory attach (several times faster
- * on most machines); any other buffer still goes through the kernel, so ranks may mix
- * both. Nothing lands in /dev/shm. fold_mem_free takes what fold_mem_alloc gave
- * (NULL is a no-op); a buffer must not be freed while a call that uses it runs. */
+ * on most machines). Selection knows: a call whose buffers are in fold memory on
+ * every rank of a node may get another algorithm than one on other memory. Where it
+ * does, every rank of the call must have its buffers there, or the call fails with
+ * FOLD_ERR_MISMATCH (FOLD_MISMATCH_MEMORY) on the node's ranks; a forced algorithm
+ * (FOLD_ALLREDUCE_ALG=cma, ...) takes any mix, each peer's bytes through its mapping
+ * or the kernel. Nothing lands in /dev/shm. fold_mem_free takes what fold_mem_alloc
+ * gave (NULL is a no-op); a buffer must not be freed while a call that uses it runs. */
 int fold_mem_alloc(size_t bytes, void **ptr);
 int fold_mem_free(void *ptr);
 
@@ -206,6 +210,12 @@ const char *fold_selected_algorithm(fold_comm_h comm, const char *collective,
  * model's pick, a rule's alg@SIZE, or FOLD_SEGMENT_SIZE); 0 on a bad argument. */
 size_t fold_selected_segment_size(fold_comm_h comm, const char *collective, size_t count,
                                   fold_dtype_t dtype);
+/* Both for a call on these buffers (sendbuf may be FOLD_IN_PLACE, recvbuf NULL where
+ * the rank gets no result): buffers in fold memory on every rank of a node may be
+ * served otherwise (fold_mem_alloc). segment_size may be NULL. */
+const char *fold_selected_for_buffers(fold_comm_h comm, const char *collective,
+                                      const void *sendbuf, const void *recvbuf, size_t count,
+                                      fold_dtype_t dtype, size_t *segment_size);
 
 /* Whether fold expects to serve a call of `bytes` per rank faster than the MPI
  * library beside it, for layers such as the MPI shim that choose between the two:

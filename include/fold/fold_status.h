@@ -45,6 +45,8 @@ const char *fold_status_string(int status);
 #define FOLD_MISMATCH_ROOT       (1u << 4)
 #define FOLD_MISMATCH_IN_PLACE   (1u << 5)
 #define FOLD_MISMATCH_CALL       (1u << 6)   /* the call's number on its communicator */
+#define FOLD_MISMATCH_MEMORY     (1u << 7)   /* buffers in fold memory on some ranks only,
+                                                where that changes the algorithm */
 unsigned fold_mismatch_fields(void);
 
 #ifdef __cplusplus

@@ -18,7 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#define FP_FIELDS FOLD_FINGERPRINT_FIELDS
+#define FP_FIELDS FOLD_FINGERPRINT_CHECKED
 
 static fold_fingerprint_t fingerprint_of(const fold_comm_t *comm, const fold_call_t *call)
 {
@@ -77,7 +77,8 @@ int fold_coll_check(fold_comm_t *comm, const fold_call_t *call)
 {
     comm->check_calls++;   /* calls are numbered from 1 in the messages */
     fold_fingerprint_t mine = fingerprint_of(comm, call);
-    int64_t in[2 * FP_FIELDS], spread[2 * FP_FIELDS];
+    /* Every field is written, the checked ones then followed by their negations. */
+    int64_t in[FOLD_FINGERPRINT_FIELDS + FP_FIELDS], spread[2 * FP_FIELDS];
     fold_fingerprint_fields(&mine, in);
     for (int i = 0; i < FP_FIELDS; i++) {
         in[FP_FIELDS + i] = -in[i];

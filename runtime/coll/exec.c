@@ -313,6 +313,7 @@ int fold_exec_start(fold_comm_t *comm, const fold_exec_args_t *args, fold_reques
     req->turn       = (fold_node_turn_t){0};
     req->peer_published = 0;
     req->single_copy = args->alg != NULL && (args->alg->flags & FOLD_ALG_SINGLE_COPY);
+    req->memory      = args->memory;
     req->stream_out = args->cargs.count * esize >= comm->ctx->stream_min;
     fold_exec_trace_begin(req);
     fold_wire_request_init(req, args);

@@ -91,6 +91,7 @@ struct fold_request {
     int                 peer_published; /* IN/OUT published this call (shm_turn) */
     int                 single_copy;  /* its schedule reads or writes other ranks'
                                          buffers (FOLD_ALG_SINGLE_COPY) */
+    int                 memory;       /* fold_exec_args_t's, for the fingerprint */
     int                 stream_out;   /* reductions into OUT stream their results
                                          (a call of at least ctx->stream_min bytes) */
     fold_node_turn_t    turn;         /* node-aware calls: its turn on the segment
@@ -112,6 +113,8 @@ typedef struct fold_exec_args {
     int               fast;          /* run the node's tiny-message path (fold_coll_plan
                                         found it allowed): only coll, alg, count, root,
                                         in, out, dtype and op are set */
+    int               memory;        /* the choice's (select.h): chosen for buffers in
+                                        fold memory; the call's fingerprint says so */
 } fold_exec_args_t;
 
 int  fold_exec_start(fold_comm_t *comm, const fold_exec_args_t *args, fold_request_t **req_p);

@@ -62,7 +62,8 @@ static fold_fingerprint_t own(const fold_request_t *req)
     int allreduce = req->coll == FOLD_COLL_ALLREDUCE;
     return (fold_fingerprint_t){.allreduce = allreduce, .count = a->count, .dtype = req->dtype,
                                 .op = req->op, .root = allreduce ? 0 : a->root,
-                                .inplace = allreduce ? a->inplace : 0};
+                                .inplace = allreduce ? a->inplace : 0,
+                                .memory = req->memory};
 }
 
 fold_fingerprint_t fold_exec_fingerprint(const fold_request_t *req)

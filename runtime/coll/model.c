@@ -189,6 +189,17 @@ void fold_model_defaults(fold_model_params_t *p)
     };
 }
 
+void fold_model_mapped(const fold_model_params_t *p, fold_model_params_t *mapped)
+{
+    *mapped = *p;
+    /* A peer's buffer read or written through a mapping is a copy over lines
+     * another core wrote or reads, as the segment's: no kernel call to pay, but the
+     * peer's published line (where its buffer lies, what it was asked) comes from
+     * the other core first, as a flag does. */
+    mapped->cma_gbs = fmin(p->shm_gbs, p->shm_write_gbs);
+    mapped->cma_us  = p->flag_us;
+}
+
 int fold_model_equal(const fold_model_params_t *a, const fold_model_params_t *b)
 {
     for (size_t i = 0; i < MODEL_NPARAMS; i++) {

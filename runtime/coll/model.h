@@ -70,6 +70,11 @@ typedef struct fold_model_params {
 /* Generic defaults: a current x86 server node and a 100 Gb/s network. */
 void fold_model_defaults(fold_model_params_t *p);
 
+/* The parameters of a call whose buffers are in fold memory on every rank: single
+ * copy's reads and writes of a peer's buffer go through a mapping (node/xmap.c) at
+ * the segment's copy rates instead of the kernel's (cma_gbs, cma_us). */
+void fold_model_mapped(const fold_model_params_t *p, fold_model_params_t *mapped);
+
 /* Sets one parameter by name ("flag_us", "inter_gbs", ... as in the struct), value
  * with the size syntax of util/size.h for byte counts. FOLD_ERR_NOT_FOUND for
  * an unknown name, FOLD_ERR_INVALID_ARG for a bad value (times must be plain

@@ -76,6 +76,7 @@ int fold_coll_plan(fold_comm_t *comm, const fold_call_t *call, const fold_choice
         args->dtype = call->dtype;
         args->op    = call->op;
         args->fast  = 1;
+        args->memory = 0;
         return FOLD_OK;
     }
     *args = (fold_exec_args_t){
@@ -96,6 +97,7 @@ int fold_coll_plan(fold_comm_t *comm, const fold_call_t *call, const fold_choice
         .dtype = call->dtype,
         .op    = call->op,
         .fast  = 0,
+        .memory = choice->memory,
     };
     if (alg->flags & FOLD_ALG_NODE_AWARE) {
         return plan_node(comm, call, &args->cargs);

@@ -222,6 +222,7 @@ typedef struct memo_key {
     const fold_alg_t  *alg;
     const fold_alg_t  *inter;
     int                what;   /* MEMO_TIME or MEMO_STEPS */
+    int                mapped; /* priced for buffers in fold memory (fold_model_mapped) */
     int                coll, leaders, root_weight, depth;
     size_t             count, seg_count, shm_count;
 } memo_key_t;
@@ -272,7 +273,8 @@ static void memo_free(fold_select_cache_t *c)
     }
 }
 
-static memo_key_t memo_key(const fold_topo_t *topo, const fold_model_query_t *q, int what)
+static memo_key_t memo_key(const fold_topo_t *topo, const fold_model_query_t *q, int what,
+                           int mapped)
 {
     memo_key_t k;
     memset(&k, 0, sizeof(k));   /* padding too: keys compare with memcmp */
@@ -280,6 +282,7 @@ static memo_key_t memo_key(const fold_topo_t *topo, const fold_model_query_t *q,
     k.alg         = q->alg;
     k.inter       = q->proto.inter;
     k.what        = what;
+    k.mapped      = mapped;
     k.coll        = (int)q->proto.coll;
     k.leaders     = q->proto.leaders;
     k.root_weight = q->proto.root_weight;
@@ -396,7 +399,7 @@ static size_t rank0_steps(fold_comm_t *comm, const fold_topo_t *topo,
     if (fold_select_reference) {
         return fold_model_rank_steps(topo, q, 0, NULL);
     }
-    memo_key_t k = memo_key(topo, q, MEMO_STEPS);
+    memo_key_t k = memo_key(topo, q, MEMO_STEPS, 0);
     memo_entry_t *e = memo_find(&comm->select, &k);
     if (e != NULL) {
         return e->steps;
@@ -412,19 +415,24 @@ static size_t rank0_steps(fold_comm_t *comm, const fold_topo_t *topo,
 /* The model's time for `bytes`, or, where that is at least cutoff, possibly only a
  * lower bound of it that is itself at least cutoff (*exact = 0). */
 static double predict_at(fold_comm_t *comm, const fold_topo_t *topo, fold_model_query_t *q,
-                         size_t seg_bytes, size_t bytes, double cutoff, int *exact)
+                         size_t seg_bytes, size_t bytes, int mapped, double cutoff, int *exact)
 {
     const fold_context_t *ctx = comm->ctx;
     q->proto.count     = bytes / MODEL_ESIZE ? bytes / MODEL_ESIZE : 1;
     q->proto.seg_count = fold_select_seg_count(ctx, seg_bytes, q->proto.count * MODEL_ESIZE,
                                                MODEL_ESIZE);
+    fold_model_params_t mapped_params;
+    const fold_model_params_t *params = &ctx->model;
+    if (mapped) {
+        fold_model_mapped(&ctx->model, &mapped_params);
+        params = &mapped_params;
+    }
     fold_model_result_t res;
     if (fold_select_reference) {
         *exact = 1;
-        return fold_model_predict(&ctx->model, topo, q, &res) == FOLD_OK ? res.time_us
-                                                                         : INFINITY;
+        return fold_model_predict(params, topo, q, &res) == FOLD_OK ? res.time_us : INFINITY;
     }
-    memo_key_t k = memo_key(topo, q, MEMO_TIME);
+    memo_key_t k = memo_key(topo, q, MEMO_TIME, mapped);
     memo_entry_t *e = memo_find(&comm->select, &k);
     if (e != NULL && (e->exact || e->us >= cutoff)) {
         *exact = e->exact;
@@ -432,8 +440,7 @@ static double predict_at(fold_comm_t *comm, const fold_topo_t *topo, fold_model_
     }
     double us = INFINITY;
     *exact = 1;
-    if (fold_model_predict_within(&ctx->model, topo, q, cutoff, comm->select.space, &res) ==
-        FOLD_OK) {
+    if (fold_model_predict_within(params, topo, q, cutoff, comm->select.space, &res) == FOLD_OK) {
         us     = res.time_us;
         *exact = !res.cut;
     }
@@ -539,14 +546,14 @@ static double predict_below(fold_comm_t *comm, const fold_topo_t *topo, fold_col
     }
     int exact;
     if (at == bytes) {
-        return predict_at(comm, topo, &q, seg, at, bound, &exact);
+        return predict_at(comm, topo, &q, seg, at, choice->memory, bound, &exact);
     }
     /* The smaller size first: it bounds where the larger may stop. A lower bound of
      * t extrapolates to a lower bound of the result, the extrapolation being
      * non-decreasing in t. */
-    double half = predict_at(comm, topo, &q, seg, at / 2, INFINITY, &exact);
-    double t = predict_at(comm, topo, &q, seg, at, extrapolation_cutoff(bound, half, at, bytes),
-                          &exact);
+    double half = predict_at(comm, topo, &q, seg, at / 2, choice->memory, INFINITY, &exact);
+    double t = predict_at(comm, topo, &q, seg, at, choice->memory,
+                          extrapolation_cutoff(bound, half, at, bytes), &exact);
     return extrapolate(t, half, at, bytes);
 }
 
@@ -630,24 +637,32 @@ static int seg_candidates(const fold_comm_t *comm, const fold_alg_t *alg, size_t
  * so far; the first of equally fast ones still wins, as each must be faster.
  */
 static double evaluate_below(fold_comm_t *comm, fold_coll_t coll, const fold_alg_t *alg,
-                             size_t seg_bytes, size_t bytes, double bound,
+                             size_t seg_bytes, size_t bytes, int mapped, double bound,
                              fold_choice_t *choice);
+
+/* evaluate_below with the model's memory held over it. */
+static double evaluate_held(fold_comm_t *comm, fold_coll_t coll, const fold_alg_t *alg,
+                            size_t seg_bytes, size_t bytes, int mapped, double bound,
+                            fold_choice_t *choice)
+{
+    fold_select_space_enter(comm);
+    double us = evaluate_below(comm, coll, alg, seg_bytes, bytes, mapped, bound, choice);
+    fold_select_space_leave(comm);
+    return us;
+}
 
 double fold_select_evaluate_below(fold_comm_t *comm, fold_coll_t coll, const fold_alg_t *alg,
                                   size_t seg_bytes, size_t bytes, double bound,
                                   fold_choice_t *choice)
 {
-    fold_select_space_enter(comm);
-    double us = evaluate_below(comm, coll, alg, seg_bytes, bytes, bound, choice);
-    fold_select_space_leave(comm);
-    return us;
+    return evaluate_held(comm, coll, alg, seg_bytes, bytes, 0, bound, choice);
 }
 
 static double evaluate_below(fold_comm_t *comm, fold_coll_t coll, const fold_alg_t *alg,
-                             size_t seg_bytes, size_t bytes, double bound,
+                             size_t seg_bytes, size_t bytes, int mapped, double bound,
                              fold_choice_t *choice)
 {
-    *choice = (fold_choice_t){.alg = alg, .seg_bytes = seg_bytes};
+    *choice = (fold_choice_t){.alg = alg, .seg_bytes = seg_bytes, .memory = mapped};
     if (!(alg->flags & FOLD_ALG_NODE_AWARE)) {
         return predict_below(comm, comm->select.topo, coll, choice, bytes, bound);
     }
@@ -655,7 +670,7 @@ static double evaluate_below(fold_comm_t *comm, fold_coll_t coll, const fold_alg
     /* The question: the algorithm, the size and the segment a rule fixed (bytes). */
     fold_model_query_t key_q = {.alg = alg,
                                 .proto = {.coll = coll, .count = bytes, .seg_count = seg_bytes}};
-    memo_key_t k = memo_key(comm->select.topo, &key_q, MEMO_EVAL);
+    memo_key_t k = memo_key(comm->select.topo, &key_q, MEMO_EVAL, mapped);
     memo_entry_t *e = NULL;
     if (fold_select_reference) {
         bound = INFINITY;
@@ -686,7 +701,8 @@ static double evaluate_below(fold_comm_t *comm, fold_coll_t coll, const fold_alg
         for (int w = 0; w < nweights && (w == 0 || leaders[i] > 1); w++) {
             for (int g = 0; g < nsegs; g++) {
                 fold_choice_t c = {.alg = alg, .leaders = leaders[i], .inter = inter[g],
-                                   .root_weight = weights[w], .seg_bytes = segs[g]};
+                                   .root_weight = weights[w], .seg_bytes = segs[g],
+                                   .memory = mapped};
                 double us = predict_below(comm, comm->select.topo, coll, &c, bytes,
                                           best_us < bound ? best_us : bound);
                 if (us < best_us || (i == 0 && w == 0 && g == 0)) {
@@ -730,13 +746,15 @@ static int                shared_count;
 static pthread_mutex_t    shared_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static uint64_t decision_key(const fold_comm_t *comm, fold_coll_t coll, int k,
-                             const fold_alg_t *const *algs, const size_t *segs, int nalgs)
+                             const fold_alg_t *const *algs, const size_t *segs, int nalgs,
+                             int mapped)
 {
     const fold_context_t *ctx = comm->ctx;
     const fold_config_t *cfg = &ctx->config;
     uint64_t h = comm->select.shape_hash;
     h = fold_hash(h, &coll, sizeof(coll));
     h = fold_hash(h, &k, sizeof(k));
+    h = fold_hash(h, &mapped, sizeof(mapped));
     for (int a = 0; a < nalgs; a++) {
         h = fold_hash(h, algs[a]->name, strlen(algs[a]->name) + 1);
         h = fold_hash(h, &segs[a], sizeof(segs[a]));
@@ -792,13 +810,18 @@ __attribute__((destructor)) static void shared_free(void)
 }
 
 /* The model's pick among `algs` (with their rule's segments) for this size class,
- * cached per communicator. */
+ * for buffers in fold memory on every rank or not (mapped), cached per communicator. */
 static int model_pick(fold_comm_t *comm, fold_coll_t coll, size_t bytes,
                       const fold_alg_t *const *algs, const size_t *segs, int nalgs,
-                      fold_choice_t *choice)
+                      int mapped, fold_choice_t *choice)
 {
     int k = fold_select_class(bytes);
-    fold_select_entry_t *e = &comm->select.entry[coll][k];
+    fold_select_cache_t *c = &comm->select;
+    if (mapped && c->mapped_entry == NULL &&
+        (c->mapped_entry = calloc(FOLD_COLL_REDUCE + 1, sizeof(*c->mapped_entry))) == NULL) {
+        return FOLD_ERR_NO_MEMORY;
+    }
+    fold_select_entry_t *e = mapped ? &c->mapped_entry[coll][k] : &c->entry[coll][k];
     if (e->valid && e->nalgs == nalgs &&
         memcmp(e->algs, algs, (size_t)nalgs * sizeof(*algs)) == 0 &&
         memcmp(e->segs, segs, (size_t)nalgs * sizeof(*segs)) == 0) {
@@ -809,21 +832,21 @@ static int model_pick(fold_comm_t *comm, fold_coll_t coll, size_t bytes,
     if (status != FOLD_OK) {
         return status;
     }
-    uint64_t key = decision_key(comm, coll, k, algs, segs, nalgs);
+    uint64_t key = decision_key(comm, coll, k, algs, segs, nalgs, mapped);
     double best_us = INFINITY;
     if (fold_select_reference || !shared_find(key, choice, &best_us)) {
         size_t at = (size_t)1 << k;
         fold_select_space_enter(comm);
         for (int a = 0; a < nalgs; a++) {
-            fold_choice_t c;
-            double us = fold_select_evaluate_below(comm, coll, algs[a], segs[a], at,
-                                                   a == 0 ? INFINITY : best_us, &c);
-            fold_trace("comm %u %s %zu B: %s leaders %d segment %zu predicted %.2f us",
-                       comm->id, fold_coll_name(coll), at, algs[a]->name, c.leaders,
-                       c.seg_bytes, us);
+            fold_choice_t cand;
+            double us = evaluate_held(comm, coll, algs[a], segs[a], at, mapped,
+                                      a == 0 ? INFINITY : best_us, &cand);
+            fold_trace("comm %u %s %zu B%s: %s leaders %d segment %zu predicted %.2f us",
+                       comm->id, fold_coll_name(coll), at, mapped ? " in fold memory" : "",
+                       algs[a]->name, cand.leaders, cand.seg_bytes, us);
             if (a == 0 || us < best_us) {
                 best_us = us;
-                *choice = c;
+                *choice = cand;
             }
         }
         fold_select_space_leave(comm);
@@ -832,8 +855,9 @@ static int model_pick(fold_comm_t *comm, fold_coll_t coll, size_t bytes,
         }
         char name[96];
         fold_select_format_alg(choice->alg, choice->seg_bytes, name, sizeof(name));
-        fold_debug("comm %u: %s from %zu B: %s (leaders %d%s%s), predicted %.2f us", comm->id,
-                   fold_coll_name(coll), at, name, choice->leaders,
+        fold_debug("comm %u: %s from %zu B%s: %s (leaders %d%s%s), predicted %.2f us", comm->id,
+                   fold_coll_name(coll), at, mapped ? " in fold memory" : "", name,
+                   choice->leaders,
                    choice->inter ? ", between nodes " : "",
                    choice->inter ? choice->inter->name : "", best_us);
     }
@@ -851,7 +875,7 @@ void fold_select_entry_install(fold_comm_t *comm, fold_coll_t coll, int k,
 {
     comm->select.entry[coll][k] = *entry;
     if (fold_select_topos(comm) == FOLD_OK) {
-        shared_add(decision_key(comm, coll, k, entry->algs, entry->segs, entry->nalgs),
+        shared_add(decision_key(comm, coll, k, entry->algs, entry->segs, entry->nalgs, 0),
                    &entry->choice, entry->us);
     }
 }
@@ -862,6 +886,9 @@ void fold_select_cache_clear(fold_comm_t *comm)
     memset(comm->select.entry, 0, sizeof(comm->select.entry));
     memset(comm->select.advice, -1, sizeof(comm->select.advice));
     memset(comm->select.last, 0, sizeof(comm->select.last));
+    free(comm->select.mapped_entry);
+    comm->select.mapped_entry = NULL;
+    memset(comm->select.last_mapped, 0, sizeof(comm->select.last_mapped));
 }
 
 void fold_select_cache_free(fold_comm_t *comm)
@@ -870,6 +897,8 @@ void fold_select_cache_free(fold_comm_t *comm)
     fold_topo_free(comm->select.inter_topo);
     comm->select.topo = comm->select.inter_topo = NULL;
     memo_free(&comm->select);
+    free(comm->select.mapped_entry);
+    comm->select.mapped_entry = NULL;
     fold_model_space_free(comm->select.space);
     comm->select.space       = NULL;
     comm->select.space_users = 0;
@@ -878,29 +907,93 @@ void fold_select_cache_free(fold_comm_t *comm)
 /* ---- the decision ----------------------------------------------------------- */
 
 static int select_uncached(fold_comm_t *comm, fold_coll_t coll, size_t count, fold_dtype_t dtype,
-                           fold_op_t op, fold_choice_t *choice);
+                           fold_op_t op, int mapped, fold_choice_t *choice);
+
+static int memo_hit(const fold_select_memo_t *m, size_t count, fold_dtype_t dtype, fold_op_t op)
+{
+    return m != NULL && m->valid && m->count == count && m->dtype == (int)dtype &&
+           m->op == (int)op;
+}
+
+static void memo_keep(fold_select_memo_t *m, size_t count, fold_dtype_t dtype, fold_op_t op,
+                      const fold_choice_t *choice)
+{
+    /* A user op's number may come back with another commutativity once freed. */
+    if (m != NULL && op < FOLD_OP_PREDEFINED_COUNT) {
+        *m = (fold_select_memo_t){1, count, (int)dtype, (int)op, *choice};
+    }
+}
 
 int fold_select(fold_comm_t *comm, fold_coll_t coll, size_t count, fold_dtype_t dtype,
                 fold_op_t op, fold_choice_t *choice)
 {
     fold_select_memo_t *m = coll <= FOLD_COLL_REDUCE ? &comm->select.last[coll] : NULL;
-    if (m != NULL && m->valid && m->count == count && m->dtype == (int)dtype &&
-        m->op == (int)op) {
+    if (memo_hit(m, count, dtype, op)) {
         *choice = m->choice;
         return FOLD_OK;
     }
-    int status = select_uncached(comm, coll, count, dtype, op, choice);
+    int status = select_uncached(comm, coll, count, dtype, op, 0, choice);
     choice->fast = choice->alg == &fold_alg_shm_flat &&
                    count * fold_dtype_size(dtype) <= FOLD_FAST_MAX_BYTES;
-    /* A user op's number may come back with another commutativity once freed. */
-    if (status == FOLD_OK && m != NULL && op < FOLD_OP_PREDEFINED_COUNT) {
-        *m = (fold_select_memo_t){1, count, (int)dtype, (int)op, *choice};
+    if (status == FOLD_OK) {
+        memo_keep(m, count, dtype, op, choice);
     }
     return status;
 }
 
+/* choice, the ordinary one, becomes the one for buffers in fold memory where that
+ * differs. */
+static int select_mapped(fold_comm_t *comm, fold_coll_t coll, size_t count, fold_dtype_t dtype,
+                         fold_op_t op, fold_choice_t *choice)
+{
+    /* Only a node-aware call can differ: its ranks all take turns and publish their
+     * calls, which is where a rank whose buffers lie elsewhere is caught. */
+    if (choice->fast || coll > FOLD_COLL_REDUCE || !(choice->alg->flags & FOLD_ALG_NODE_AWARE) ||
+        comm->shape.nnodes > 1) {
+        return FOLD_OK;
+    }
+    int status;
+    fold_select_memo_t *m = &comm->select.last_mapped[coll];
+    if (memo_hit(m, count, dtype, op)) {
+        *choice = m->choice;
+        return FOLD_OK;
+    }
+    fold_choice_t mapped;
+    if ((status = select_uncached(comm, coll, count, dtype, op, 1, &mapped)) != FOLD_OK) {
+        return status;
+    }
+    /* Only another algorithm counts: a forced one, or a rule's only one, then serves
+     * any mix of placements, with the leaders and segment chosen for the heap. */
+    if (mapped.alg != choice->alg) {
+        *choice = mapped;   /* memory = 1 */
+    } else {
+        choice->memory = 0;
+    }
+    memo_keep(m, count, dtype, op, choice);
+    return FOLD_OK;
+}
+
+int fold_select_placed(fold_comm_t *comm, fold_coll_t coll, size_t count, fold_dtype_t dtype,
+                       fold_op_t op, int in_fold_memory, fold_choice_t *choice)
+{
+    int status = fold_select(comm, coll, count, dtype, op, choice);
+    const fold_node_t *node = comm->node;
+    if (status != FOLD_OK || !in_fold_memory || node == NULL || !node->single_copy ||
+        node->xmap == NULL) {
+        return status;
+    }
+    return select_mapped(comm, coll, count, dtype, op, choice);
+}
+
+int fold_select_in_fold_memory(fold_comm_t *comm, fold_coll_t coll, size_t count,
+                               fold_dtype_t dtype, fold_op_t op, fold_choice_t *choice)
+{
+    int status = fold_select(comm, coll, count, dtype, op, choice);
+    return status != FOLD_OK ? status : select_mapped(comm, coll, count, dtype, op, choice);
+}
+
 static int select_uncached(fold_comm_t *comm, fold_coll_t coll, size_t count, fold_dtype_t dtype,
-                           fold_op_t op, fold_choice_t *choice)
+                           fold_op_t op, int mapped, fold_choice_t *choice)
 {
     fold_context_t *ctx = comm->ctx;
     size_t bytes = count * fold_dtype_size(dtype);
@@ -958,10 +1051,11 @@ static int select_uncached(fold_comm_t *comm, fold_coll_t coll, size_t count, fo
     /* The model decides between several candidates, and the leaders and segment of a
      * node-aware one even when it is the only candidate. */
     if (ncand > 1 || (cand[0]->flags & FOLD_ALG_NODE_AWARE)) {
-        return model_pick(comm, coll, bytes, cand, cand_seg, ncand, choice);
+        return model_pick(comm, coll, bytes, cand, cand_seg, ncand, mapped, choice);
     }
     memset(choice, 0, sizeof(*choice));
     choice->alg       = cand[0];
     choice->seg_bytes = cand_seg[0];
+    choice->memory    = mapped;
     return FOLD_OK;
 }

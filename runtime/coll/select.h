@@ -91,6 +91,9 @@ typedef struct fold_choice {
     int               root_weight;   /* fold_coll_args_t's, chosen by the model */
     int               fast;
     size_t            seg_bytes;     /* 0: FOLD_SEGMENT_SIZE, or the default */
+    int               memory;        /* 1: chosen for buffers in fold memory on every
+                                        rank, where that changed the algorithm
+                                        (fold_select_placed); else 0 */
 } fold_choice_t;
 
 /* The cost model's decisions of one communicator, per collective and power-of-two
@@ -125,6 +128,9 @@ typedef struct fold_select_cache {
     int8_t              advice[2][FOLD_SELECT_CLASSES];  /* fold_serve_advice: 0 or 1,
                                                             -1 not known yet */
     fold_select_memo_t  last[2];                         /* allreduce, reduce */
+    /* The same for buffers in fold memory, allocated at the first such call. */
+    fold_select_entry_t (*mapped_entry)[FOLD_SELECT_CLASSES];
+    fold_select_memo_t  last_mapped[2];
     fold_select_memo_table_t *memo;                      /* the model's answers */
     fold_model_space_t *space;       /* the model's memory during one decision */
     int                 space_users;
@@ -182,6 +188,23 @@ typedef struct fold_comm    fold_comm_t;
  * the flat algorithm between nodes; the same on every rank of comm. */
 int fold_select(fold_comm_t *comm, fold_coll_t coll, size_t count, fold_dtype_t dtype,
                 fold_op_t op, fold_choice_t *choice);
+/*
+ * fold_select for a call whose buffers on this rank lie in fold memory or not
+ * (in_fold_memory): on one node that maps fold memory (single copy), buffers every
+ * rank has there let single copy go at memcpy's speed, which the model prices
+ * (fold_model_mapped) and may choose. Where that choice's algorithm differs from the
+ * ordinary one's, this rank takes it if its buffers are in fold memory and
+ * choice->memory = 1;
+ * the calls' fingerprints then carry it, so ranks whose buffers lie apart fail with
+ * FOLD_ERR_MISMATCH instead of running different schedules. Ranks whose buffers
+ * are not in fold memory pay nothing for it.
+ */
+int fold_select_placed(fold_comm_t *comm, fold_coll_t coll, size_t count, fold_dtype_t dtype,
+                       fold_op_t op, int in_fold_memory, fold_choice_t *choice);
+/* The choice for buffers in fold memory on every rank, were the node able to map them
+ * (tools: a virtual communicator has no node). */
+int fold_select_in_fold_memory(fold_comm_t *comm, fold_coll_t coll, size_t count,
+                               fold_dtype_t dtype, fold_op_t op, fold_choice_t *choice);
 /* Re-reads FOLD_TUNE, FOLD_TUNE_FILE, FOLD_MODEL and FOLD_*_ALG from ctx->config. */
 int  fold_select_configure(fold_context_t *ctx);
 void fold_select_cache_clear(fold_comm_t *comm);

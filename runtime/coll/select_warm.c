@@ -113,7 +113,7 @@ static void install(fold_comm_t *comm, int item, const warm_record_t *rec)
     }
     fold_select_entry_t e = {.valid = 1, .nalgs = rec->nalgs, .us = rec->us};
     e.choice = (fold_choice_t){alg_at(rec->alg), rec->leaders, alg_at(rec->inter),
-                               rec->root_weight, rec->fast, (size_t)rec->seg_bytes};
+                               rec->root_weight, rec->fast, (size_t)rec->seg_bytes, 0};
     for (int a = 0; a < rec->nalgs; a++) {
         if ((e.algs[a] = alg_at(rec->algs[a])) == NULL) {
             return;

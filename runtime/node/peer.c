@@ -14,7 +14,7 @@
  *
  * count and call say what l was asked to do (fingerprint.h), and where the call
  * stands among the node's calls (its position, node/resync.c, in the packed count's
- * bits): a rank about to read or write l's buffers, or waiting on l's flags, first
+ * bits; the fingerprint's memory in count's top bit): a rank about to read or write l's buffers, or waiting on l's flags, first
  * compares them with its own call, so mismatched calls fail with FOLD_ERR_MISMATCH
  * instead of copying the wrong bytes. prev keeps l's call before: a rank that is
  * still in that call when l has moved on to its next (a reduce's non-root returns
@@ -56,6 +56,22 @@ _Static_assert(sizeof(peer_line_t) == 128, "two cache lines per rank");
  * call's position (its low 20 bits: enough to tell neighbours apart). */
 #define POS_SHIFT 44
 #define POS_MASK  UINT64_C(0xfffff)
+/* The count word's top bit: the fingerprint's memory (no count reaches it). */
+#define MEMORY_BIT (UINT64_C(1) << 63)
+
+static uint64_t count_word(const fold_fingerprint_t *f)
+{
+    return (uint64_t)f->count | (f->memory ? MEMORY_BIT : 0);
+}
+
+/* The fingerprint of a line's (count, call) words. */
+static fold_fingerprint_t unpack_line(uint64_t count, uint64_t call)
+{
+    fold_fingerprint_t f = fold_fingerprint_unpack(call);
+    f.count  = (size_t)(count & ~MEMORY_BIT);
+    f.memory = (count & MEMORY_BIT) != 0;
+    return f;
+}
 
 size_t fold_node_peer_region_bytes(int local_size)
 {
@@ -111,7 +127,7 @@ void fold_node_peer_publish(fold_node_t *node, uint64_t epoch, const void *in, v
     me->in    = (uint64_t)(uintptr_t)in;
     me->out   = (uint64_t)(uintptr_t)out;
     publish_places(me, in, out, call, single_copy);
-    me->count = call->count;
+    me->count = count_word(call);
     me->call  = fold_fingerprint_pack(&rest) | (pos & POS_MASK) << POS_SHIFT;
     atomic_store_explicit(&me->epoch, epoch, memory_order_release);
 }
@@ -169,10 +185,8 @@ static int compare_calls(const fold_node_t *node, uint64_t count, uint64_t call,
     if (count == mine->count && call == mine->call) {
         return FOLD_OK;
     }
-    fold_fingerprint_t theirs = fold_fingerprint_unpack(call);
-    fold_fingerprint_t own = fold_fingerprint_unpack(mine->call);
-    theirs.count = count;
-    own.count = mine->count;
+    fold_fingerprint_t theirs = unpack_line(count, call);
+    fold_fingerprint_t own = unpack_line(mine->count, mine->call);
     const fold_topo_t *t = node->topo;
     const int peer = fold_topo_rank(t, t->node_of[node->comm_rank], local);
     why[0] = '\0';
@@ -233,9 +247,8 @@ int fold_node_peer_started(const fold_node_t *node, int local, fold_fingerprint_
     if (atomic_load_explicit(&l->epoch, memory_order_relaxed) != e) {
         return 0;   /* moved on while read: the next look tells */
     }
-    *theirs = fold_fingerprint_unpack(call);
-    theirs->count = count;
-    theirs->call  = call >> POS_SHIFT & POS_MASK;
+    *theirs = unpack_line(count, call);
+    theirs->call = call >> POS_SHIFT & POS_MASK;
     return 1;
 }
 

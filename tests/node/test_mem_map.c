@@ -13,6 +13,7 @@
 
 #include "coll_reference.h"
 #include "loopback_harness.h"
+#include "mem_buffer.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,24 +32,6 @@ typedef struct call_kind {
     int          affine;
 } call_kind_t;
 
-static void *buffer(int fold, size_t bytes)
-{
-    void *p = NULL;
-    if (fold) {
-        return fold_mem_alloc(bytes, &p) == FOLD_OK ? p : NULL;
-    }
-    return malloc(bytes);
-}
-
-static void release(int fold, void *p)
-{
-    if (fold) {
-        fold_mem_free(p);
-    } else {
-        free(p);
-    }
-}
-
 /* One call of `kind` on buffers placed as the case says; 0 when its result is right. */
 static int one_call(fold_comm_h w, int rank, int size, const map_case_t *mc,
                     const call_kind_t *k)
@@ -57,7 +40,7 @@ static int one_call(fold_comm_h w, int rank, int size, const map_case_t *mc,
     const size_t es = fold_dtype_size(k->dt), bytes = COUNT * es;
     const int root = k->root_last ? size - 1 : 0, fold = rank < mc->fold_ranks;
     const int has_out = k->allreduce || rank == root;
-    char *in = buffer(fold, bytes), *out = buffer(fold, bytes), *want = malloc(bytes);
+    char *in = mem_buffer(fold, bytes), *out = mem_buffer(fold, bytes), *want = malloc(bytes);
     if (in == NULL || out == NULL || want == NULL) {
         return 1;
     }
@@ -85,8 +68,8 @@ static int one_call(fold_comm_h w, int rank, int size, const map_case_t *mc,
                 k->inplace ? " in place" : "", root, fold_dtype_name(k->dt),
                 k->affine ? "affine" : "sum", fold_status_string(st));
     }
-    release(fold, in);
-    release(fold, out);
+    mem_release(fold, in);
+    mem_release(fold, out);
     free(want);
     return bad;
 }
