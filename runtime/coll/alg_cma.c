@@ -170,6 +170,7 @@ static int cma_build(const fold_coll_args_t *a, fold_sched_t *s)
 
     /* 3. Allreduce: every other block from its owner's OUT. */
     if (allreduce) {
+        s->out_shared = len > 0;   /* the others read this rank's block there */
         fold_sched_shm_post(s, FOLD_FLAG_PUBLISHED, 1, mine, mine_len);
         for (int b = 0; b < k; b++) {
             size_t olo, olen;

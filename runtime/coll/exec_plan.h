@@ -68,8 +68,8 @@ typedef struct fold_plan_step {
     uint32_t soft_next;   /* answer: the next one waiting for the same own send */
     /* Streaming stores (exec.c): */
     uint8_t  final_out;   /* reduce or copy into OUT whose result no later step
-                             reads: the call's result, which a large call may stream
-                             to memory */
+                             reads, nor another rank (sched.h, out_shared): the
+                             call's result, which a large call may stream to memory */
 } fold_plan_step_t;
 
 typedef struct fold_wire_plan {

@@ -7,6 +7,7 @@
  * and mp_coll matrices' job; this covers the weights the model may pick.
  */
 #include "coll/alg.h"
+#include "coll/exec_plan.h"
 #include "coll/sched.h"
 #include "node/topo.h"
 
@@ -93,4 +94,42 @@ Test(alg_cma, a_heavier_root_folds_more)
     check_split(2, 2, 0, 0, 100000);
     check_split(2, 2, 150, 0, 100000);
     check_split(3, 3, 200, 1, 100000);
+}
+
+/* Streaming stores (exec.c) send a large call's results past the cache: right for a
+ * result nothing reads again, wrong for an allreduce owner's block, which every other
+ * rank then reads from its OUT. The plan marks no result of such a schedule final;
+ * a reduce's root, whose OUT nobody else reads, keeps its final folds. */
+static size_t final_results(fold_coll_t coll, int rank, int size, int owners)
+{
+    fold_topo_t *t = one_node(size);
+    fold_coll_args_t a = {.coll = coll, .rank = rank, .size = size, .root = 0, .count = 3000,
+                          .seg_count = 300, .depth = 2, .commutative = 1, .topo = t,
+                          .leaders = owners};
+    fold_sched_t s;
+    fold_wire_plan_t p;
+    fold_sched_init(&s, &a);
+    cr_assert_eq(fold_alg_builder(&fold_alg_cma, coll)(&a, &s), FOLD_OK);
+    cr_assert_eq(fold_sched_finalize(&s), FOLD_OK);
+    cr_assert_eq(fold_wire_plan_build(&p, &s, NULL), FOLD_OK);
+    size_t n = 0;
+    for (size_t i = 0; i < s.nsteps; i++) {
+        n += p.steps[i].final_out;
+    }
+    fold_wire_plan_free(&p);
+    fold_sched_cleanup(&s);
+    fold_topo_free(t);
+    return n;
+}
+
+Test(alg_cma, results_other_ranks_read_are_not_streamed)
+{
+    for (int owners = 1; owners <= 3; owners++) {
+        for (int rank = 0; rank < 3; rank++) {
+            cr_expect_eq(final_results(FOLD_COLL_ALLREDUCE, rank, 3, owners), 0,
+                         "allreduce, rank %d of 3, %d owners", rank, owners);
+        }
+        cr_expect_gt(final_results(FOLD_COLL_REDUCE, 0, 3, owners), 0,
+                     "reduce, the root, %d owners", owners);
+    }
 }
