@@ -7,7 +7,6 @@
 #include "comm.h"
 #include "guard.h"
 #include "log.h"
-#include "mem.h"
 #include "codec/reduce_kernel.h"
 
 #include <stdlib.h>
@@ -60,15 +59,6 @@ static int completed_request(fold_request_t **req_p)
     return FOLD_OK;
 }
 
-/* Whether this rank's buffers of a call lie in fold memory (out NULL: it has none);
- * one atomic load while no fold allocation lives. */
-static int in_fold_memory(const void *in, const void *out, size_t bytes)
-{
-    fold_mem_place_t place;
-    return fold_mem_find(in, bytes, &place) &&
-           (out == NULL || out == in || fold_mem_find(out, bytes, &place));
-}
-
 /* reduction_start's work, with the context claimed. */
 static int reduction_run(fold_coll_t coll, const void *sendbuf, void *recvbuf, size_t count,
                          fold_dtype_t dtype, fold_op_t op, int root, fold_comm_t *comm,
@@ -109,9 +99,8 @@ static int reduction_run(fold_coll_t coll, const void *sendbuf, void *recvbuf, s
 
     fold_choice_t choice;
     if ((status = fold_coll_prepare(comm, coll)) != FOLD_OK ||
-        (status = fold_select_placed(comm, coll, count, dtype, op,
-                                     in_fold_memory(in, call.out, count * esize),
-                                     &choice)) != FOLD_OK) {
+        (status = fold_select_placed(comm, coll, count, dtype, op, in, call.out, &choice)) !=
+            FOLD_OK) {
         return status;
     }
     fold_exec_args_t args;
@@ -326,10 +315,11 @@ int fold_barrier(fold_comm_h comm)
     return status;
 }
 
-/* Selection for a call of this kind on buffers in fold memory or not (it remembers
- * its decisions in the communicator), for tools and logs. */
+/* Selection for a call of this kind on these buffers (NULL: on no particular ones; it
+ * remembers its decisions in the communicator), for tools and logs. */
 static int selected(fold_comm_h comm, const char *collective, size_t count, fold_dtype_t dtype,
-                    int in_fold, const char *caller, fold_choice_t *choice)
+                    const void *in, const void *out, const char *caller,
+                    fold_choice_t *choice)
 {
     fold_coll_t coll;
     if (!fold_comm_valid(comm) || fold_dtype_size(dtype) == 0 ||
@@ -337,7 +327,7 @@ static int selected(fold_comm_h comm, const char *collective, size_t count, fold
         fold_guard_enter(comm->ctx, caller) != FOLD_OK) {
         return FOLD_ERR_INVALID_ARG;
     }
-    int status = fold_select_placed(comm, coll, count, dtype, FOLD_OP_SUM, in_fold, choice);
+    int status = fold_select_placed(comm, coll, count, dtype, FOLD_OP_SUM, in, out, choice);
     fold_guard_leave(comm->ctx);
     return status;
 }
@@ -353,8 +343,8 @@ const char *fold_selected_algorithm(fold_comm_h comm, const char *collective, si
                                     fold_dtype_t dtype)
 {
     fold_choice_t choice;
-    return selected(comm, collective, count, dtype, 0, "fold_selected_algorithm", &choice) ==
-                   FOLD_OK ? choice.alg->name : NULL;
+    return selected(comm, collective, count, dtype, NULL, NULL, "fold_selected_algorithm",
+                    &choice) == FOLD_OK ? choice.alg->name : NULL;
 }
 
 const char *fold_selected_for_buffers(fold_comm_h comm, const char *collective,
@@ -363,8 +353,7 @@ const char *fold_selected_for_buffers(fold_comm_h comm, const char *collective,
 {
     fold_choice_t choice;
     const void *in = sendbuf == FOLD_IN_PLACE ? recvbuf : sendbuf;
-    int in_fold = in_fold_memory(in, recvbuf, count * fold_dtype_size(dtype));
-    if (selected(comm, collective, count, dtype, in_fold, "fold_selected_for_buffers",
+    if (selected(comm, collective, count, dtype, in, recvbuf, "fold_selected_for_buffers",
                  &choice) != FOLD_OK) {
         return NULL;
     }
@@ -378,8 +367,8 @@ size_t fold_selected_segment_size(fold_comm_h comm, const char *collective, size
                                   fold_dtype_t dtype)
 {
     fold_choice_t choice;
-    if (selected(comm, collective, count, dtype, 0, "fold_selected_segment_size", &choice) !=
-        FOLD_OK) {
+    if (selected(comm, collective, count, dtype, NULL, NULL, "fold_selected_segment_size",
+                 &choice) != FOLD_OK) {
         return 0;
     }
     return segment_bytes(comm, &choice, count, dtype);

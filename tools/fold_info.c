@@ -253,6 +253,14 @@ static void print_predictions(fold_comm_t *w)
 }
 
 /* What fold would run on a communicator of this shape, size by size. */
+/* "dpml@32k": the choice's algorithm and the segments it cuts `bytes` into. */
+static void format_choice(const fold_context_t *ctx, const fold_choice_t *c, size_t bytes,
+                          char *buf, size_t len)
+{
+    size_t seg = fold_select_seg_count(ctx, c->seg_bytes, bytes, 1);
+    fold_select_format_alg(c->alg, bytes > seg ? seg : 0, buf, len);
+}
+
 static int print_decisions(const char *shape_text, int all_algorithms)
 {
     int *node_of, size;
@@ -302,16 +310,14 @@ static int print_decisions(const char *shape_text, int all_algorithms)
             char leaders[32];   /* "2", or "2 r150%": the root folds 1.5x another's block */
             snprintf(leaders, sizeof(leaders), c.root_weight > 0 ? "%d r%d%%" : "%d",
                      c.leaders, c.root_weight);
-            char alg[96];       /* "dpml@32k": the segments it cuts the message into */
-            size_t seg = fold_select_seg_count(ctx, c.seg_bytes, bytes, 1);
-            fold_select_format_alg(c.alg, bytes > seg ? seg : 0, alg, sizeof(alg));
+            char alg[96];
+            format_choice(ctx, &c, bytes, alg, sizeof(alg));
             fold_choice_t in_fold;
             char mapped[96] = "-";
             if (fold_select_in_fold_memory(w, coll, bytes / 4, FOLD_FLOAT32, FOLD_OP_SUM,
                                            &in_fold) == FOLD_OK && in_fold.memory) {
-                seg = fold_select_seg_count(ctx, in_fold.seg_bytes, bytes, 1);
                 char name[64];
-                fold_select_format_alg(in_fold.alg, bytes > seg ? seg : 0, name, sizeof(name));
+                format_choice(ctx, &in_fold, bytes, name, sizeof(name));
                 snprintf(mapped, sizeof(mapped), "%s (%.2f us)", name,
                          fold_select_predict(w, w->select.topo, coll, &in_fold, bytes));
             }

@@ -16,6 +16,7 @@
 #include "comm.h"
 #include "hash.h"
 #include "log.h"
+#include "mem.h"
 #include "codec/reduce_kernel.h"
 #include "util/size.h"
 
@@ -941,17 +942,29 @@ int fold_select(fold_comm_t *comm, fold_coll_t coll, size_t count, fold_dtype_t 
     return status;
 }
 
+/* Whether the choice for buffers in fold memory may differ from the ordinary one:
+ * only a node-aware call's on one node, whose ranks all take turns and publish their
+ * calls, which is where a rank whose buffers lie elsewhere is caught. */
+static int placement_may_matter(const fold_comm_t *comm, fold_coll_t coll,
+                                const fold_choice_t *choice)
+{
+    return !choice->fast && coll <= FOLD_COLL_REDUCE &&
+           (choice->alg->flags & FOLD_ALG_NODE_AWARE) && comm->shape.nnodes == 1;
+}
+
+/* Whether this rank's buffers of a call lie in fold memory (out NULL: it has none). */
+static int in_fold_memory(const void *in, const void *out, size_t bytes)
+{
+    fold_mem_place_t place;
+    return fold_mem_find(in, bytes, &place) &&
+           (out == NULL || out == in || fold_mem_find(out, bytes, &place));
+}
+
 /* choice, the ordinary one, becomes the one for buffers in fold memory where that
- * differs. */
+ * differs (placement_may_matter). */
 static int select_mapped(fold_comm_t *comm, fold_coll_t coll, size_t count, fold_dtype_t dtype,
                          fold_op_t op, fold_choice_t *choice)
 {
-    /* Only a node-aware call can differ: its ranks all take turns and publish their
-     * calls, which is where a rank whose buffers lie elsewhere is caught. */
-    if (choice->fast || coll > FOLD_COLL_REDUCE || !(choice->alg->flags & FOLD_ALG_NODE_AWARE) ||
-        comm->shape.nnodes > 1) {
-        return FOLD_OK;
-    }
     int status;
     fold_select_memo_t *m = &comm->select.last_mapped[coll];
     if (memo_hit(m, count, dtype, op)) {
@@ -974,12 +987,15 @@ static int select_mapped(fold_comm_t *comm, fold_coll_t coll, size_t count, fold
 }
 
 int fold_select_placed(fold_comm_t *comm, fold_coll_t coll, size_t count, fold_dtype_t dtype,
-                       fold_op_t op, int in_fold_memory, fold_choice_t *choice)
+                       fold_op_t op, const void *in, const void *out, fold_choice_t *choice)
 {
     int status = fold_select(comm, coll, count, dtype, op, choice);
     const fold_node_t *node = comm->node;
-    if (status != FOLD_OK || !in_fold_memory || node == NULL || !node->single_copy ||
-        node->xmap == NULL) {
+    /* The buffers are looked up last: the lookups take a lock once fold memory lives,
+     * and a tiny call (the fast path) never needs them. */
+    if (status != FOLD_OK || !placement_may_matter(comm, coll, choice) || node == NULL ||
+        !node->single_copy || node->xmap == NULL ||
+        !in_fold_memory(in, out, count * fold_dtype_size(dtype))) {
         return status;
     }
     return select_mapped(comm, coll, count, dtype, op, choice);
@@ -989,7 +1005,10 @@ int fold_select_in_fold_memory(fold_comm_t *comm, fold_coll_t coll, size_t count
                                fold_dtype_t dtype, fold_op_t op, fold_choice_t *choice)
 {
     int status = fold_select(comm, coll, count, dtype, op, choice);
-    return status != FOLD_OK ? status : select_mapped(comm, coll, count, dtype, op, choice);
+    if (status != FOLD_OK || !placement_may_matter(comm, coll, choice)) {
+        return status;
+    }
+    return select_mapped(comm, coll, count, dtype, op, choice);
 }
 
 static int select_uncached(fold_comm_t *comm, fold_coll_t coll, size_t count, fold_dtype_t dtype,

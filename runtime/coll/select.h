@@ -189,18 +189,17 @@ typedef struct fold_comm    fold_comm_t;
 int fold_select(fold_comm_t *comm, fold_coll_t coll, size_t count, fold_dtype_t dtype,
                 fold_op_t op, fold_choice_t *choice);
 /*
- * fold_select for a call whose buffers on this rank lie in fold memory or not
- * (in_fold_memory): on one node that maps fold memory (single copy), buffers every
- * rank has there let single copy go at memcpy's speed, which the model prices
+ * fold_select for a call on this rank's buffers in and out (out NULL: it gets no
+ * result): on one node that maps fold memory (single copy), buffers every rank has
+ * there let single copy go at memcpy's speed, which the model prices
  * (fold_model_mapped) and may choose. Where that choice's algorithm differs from the
- * ordinary one's, this rank takes it if its buffers are in fold memory and
- * choice->memory = 1;
- * the calls' fingerprints then carry it, so ranks whose buffers lie apart fail with
- * FOLD_ERR_MISMATCH instead of running different schedules. Ranks whose buffers
- * are not in fold memory pay nothing for it.
+ * ordinary one's, this rank takes it if its buffers are in fold memory, and
+ * choice->memory = 1: the calls' fingerprints then carry it, so ranks whose buffers
+ * lie apart fail with FOLD_ERR_MISMATCH instead of running different schedules.
+ * Ranks whose buffers are not in fold memory pay one atomic load for it.
  */
 int fold_select_placed(fold_comm_t *comm, fold_coll_t coll, size_t count, fold_dtype_t dtype,
-                       fold_op_t op, int in_fold_memory, fold_choice_t *choice);
+                       fold_op_t op, const void *in, const void *out, fold_choice_t *choice);
 /* The choice for buffers in fold memory on every rank, were the node able to map them
  * (tools: a virtual communicator has no node). */
 int fold_select_in_fold_memory(fold_comm_t *comm, fold_coll_t coll, size_t count,

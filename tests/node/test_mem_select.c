@@ -88,6 +88,23 @@ static void configure(fold_context_t *ctx)
     fold_config_set(ctx, "MODEL", MODEL);
 }
 
+/* The set-up of a case: the model pinned, a heap and a fold-memory pair of buffers,
+ * and one call on the heap, which sets the node up (FOLD_WORLD_SETUP=lazy): only
+ * then can its ranks map each other's fold memory, which selection asks. 0 when all
+ * went well, 1 when the call did not, -1 (and no buffers) when memory ran out. */
+static int start_case(fold_context_t *ctx, int rank, int size, call_bufs_t *heap,
+                      call_bufs_t *fold)
+{
+    configure(ctx);
+    if (!bufs_get(heap, 0, COUNT) || !bufs_get(fold, 1, COUNT)) {
+        bufs_put(heap);
+        bufs_put(fold);
+        return -1;
+    }
+    return run_call(fold_comm_world(ctx), rank, size, heap, COUNT, -1, FOLD_OK,
+                    "the set-up call on the heap");
+}
+
 /* What selection picks for these buffers, or "?" */
 static const char *picked(fold_comm_h w, const char *coll, const call_bufs_t *b, int has_out)
 {
@@ -100,14 +117,11 @@ static int placement_rank(fold_context_t *ctx, int rank, int size, void *arg)
 {
     (void)arg;
     fold_comm_h w = fold_comm_world(ctx);
-    configure(ctx);
-    call_bufs_t heap, fold;
-    if (!bufs_get(&heap, 0, COUNT) || !bufs_get(&fold, 1, COUNT)) {
+    call_bufs_t heap = {0}, fold = {0};
+    int bad = start_case(ctx, rank, size, &heap, &fold);
+    if (bad < 0) {
         return 1;
     }
-    /* The first call sets the node up (FOLD_WORLD_SETUP=lazy): only then can its
-     * ranks map each other's fold memory, which selection asks. */
-    int bad = run_call(w, rank, size, &heap, COUNT, -1, FOLD_OK, "allreduce on the heap");
     const int root = size - 1, has_out = rank == root;
     const char *names[4] = {picked(w, "allreduce", &heap, 1), picked(w, "allreduce", &fold, 1),
                             picked(w, "reduce", &heap, has_out),
@@ -152,12 +166,11 @@ static int apart_rank(fold_context_t *ctx, int rank, int size, void *arg)
 {
     apart_case_t *c = arg;
     fold_comm_h w = fold_comm_world(ctx);
-    configure(ctx);
-    call_bufs_t heap, fold;
-    if (!bufs_get(&heap, 0, COUNT) || !bufs_get(&fold, 1, COUNT)) {
+    call_bufs_t heap = {0}, fold = {0};
+    int bad = start_case(ctx, rank, size, &heap, &fold);
+    if (bad < 0) {
         return 1;
     }
-    int bad = run_call(w, rank, size, &heap, COUNT, -1, FOLD_OK, "the set-up call");
     const int root = c->reduce ? 0 : -1;
     fold_mismatch_fields();   /* forget anything before */
     const call_bufs_t *mine = rank == size - 1 ? &heap : &fold;
