@@ -1,31 +1,39 @@
 /*
- * Single-copy reduce and allreduce on one node: the ranks read each other's
- * buffers through the kernel (cross-memory attach, runtime/node/peer.c) instead
- * of copying into the node segment and out again.
+ * Single-copy reduce and allreduce on one node: the ranks read and write each
+ * other's buffers (through a mapping of fold memory, or the kernel's cross-memory
+ * attach: runtime/node/peer.c) instead of copying into the node segment and out
+ * again.
  *
  * k owners (args->leaders, chosen by the cost model: one owner pays one kernel
  * call per chunk, several share the copying) split the message into k nearly equal
  * blocks. Owner j reads every other rank's part of block j straight from their IN,
  * chunk by chunk into two TMP slots, and folds the rows in rank order into its
  * result: its own OUT (allreduce, or the root of a reduce), or a TMP slot it then
- * writes into the root's OUT. An allreduce then reads every block it does not own
- * straight from its owner's OUT. Owners are ranks 0..k-1 (allreduce), or the root
- * and then the other ranks in order (reduce). A reduce's root writes nothing back
- * into another rank, so the cost model may give it a larger block (root_weight).
+ * writes into the root's OUT. An allreduce's owner then writes each folded chunk
+ * into every other rank's OUT. Owners are ranks 0..k-1 (allreduce), or the root and
+ * then the other ranks in order (reduce). A reduce's root writes nothing into
+ * another rank, so the cost model may give it a larger block (root_weight).
+ *
+ * Results go to the ranks that want them (push), not fetched from the owner
+ * (pull): a rank that read an owner's OUT kept its lines in its cache, and the
+ * owner's next fold into them had to take each line back first. With the cores
+ * apart (no shared L3), pull ran a 2-rank allreduce of 64 KiB-4 MiB 1.6-2.4x slower,
+ * and it needed one more flag hop (the owner's "published").
  *
  *   step                         owner j                       others
- *   1 publish                    post WRITTEN: IN, OUT readable  (same)
+ *   1 publish                    post WRITTEN: IN, OUT reachable (same)
  *   2 fold block j, chunk c      wait WRITTEN of r; read IN_r[c]
- *                                -> TMP; fold (reduce, not root:
- *                                write TMP -> OUT_root[c])
- *   3 results (allreduce)        post PUBLISHED; for every other owner o: wait its
- *                                PUBLISHED, read OUT_o[block o] -> OUT[block o]
- *   4 finish                     post DONE; wait DONE of every rank (no rank may
- *                                return while another still reads its buffers)
+ *                                -> TMP; fold into OUT[c] (reduce,
+ *                                not root: TMP -> OUT_root[c]);
+ *                                allreduce: OUT[c] -> OUT_r[c]
+ *   3 finish                     post DONE; wait DONE of every rank (no rank may
+ *                                return while another still reads or writes its
+ *                                buffers; a rank's OUT is whole once all are done)
  *
  * Every block is folded once, in rank order, so all ranks get the same bits, for
- * any op (commutative or not). Across nodes it builds dpml, as shm_flat does
- * (selection reports dpml there).
+ * any op (commutative or not). In place, owner j writes OUT_r[c] (= IN_r[c]) only
+ * after reading it, and only owner j reads block j of any IN. Across nodes it
+ * builds dpml, as shm_flat does (selection reports dpml there).
  */
 #include "alg.h"
 #include "alg_dpml.h"
@@ -63,15 +71,6 @@ static void block_of(const fold_coll_args_t *a, int b, size_t *lo, size_t *len)
     size_t rest = n - first, base = rest / (k - 1), rem = rest % (k - 1), ub = (size_t)b - 1;
     *lo  = first + ub * base + (ub < rem ? ub : rem);
     *len = base + (ub < rem ? 1 : 0);
-}
-
-/* The rank that owns block j. */
-static int owner_rank(const fold_coll_args_t *a, int j)
-{
-    if (a->coll == FOLD_COLL_ALLREDUCE) {
-        return j;
-    }
-    return j == 0 ? a->root : (j - 1 < a->root ? j - 1 : j);
 }
 
 /* The block `rank` owns, or -1. */
@@ -119,6 +118,11 @@ static void fold_block(fold_sched_t *s, const fold_coll_args_t *a, size_t lo, si
         if (to_root) {
             fold_sched_peer_write(s, tmp_a, a->root, t->local_of[a->root], off, m);
         }
+        for (int r = 0; r < p && a->coll == FOLD_COLL_ALLREDUCE; r++) {
+            if (r != me) {
+                fold_sched_peer_write(s, fold_ref_out(off), r, t->local_of[r], off, m);
+            }
+        }
     }
 }
 
@@ -149,7 +153,7 @@ static int cma_build(const fold_coll_args_t *a, fold_sched_t *s)
     fold_sched_peer_publish(s, FOLD_FLAG_WRITTEN, n);
 
     /* 2. This rank's block, if it owns one, from every rank's IN. */
-    const int k = owner_count(a), j = owned_block(a, me);
+    const int j = owned_block(a, me);
     size_t lo = 0, len = 0;
     if (j >= 0) {
         block_of(a, j, &lo, &len);
@@ -161,36 +165,15 @@ static int cma_build(const fold_coll_args_t *a, fold_sched_t *s)
         }
     }
     fold_block(s, a, lo, len);
-    /* What this rank's posts must follow: its result, wherever it went. A rank
-     * without a block guards a TMP element nothing else touches. */
+    /* What this rank's last post must follow: its result, wherever it went (the
+     * peer writes into the others' OUT follow its folds). A rank without a block
+     * guards a TMP element nothing else touches. */
     const size_t spare = chunk_slots(a) * 2 * a->seg_count;
     fold_ref_t mine = len == 0 ? fold_ref_tmp(spare)
-                    : has_out ? fold_ref_out(lo) : fold_ref_peer(lo);
+                    : allreduce || !has_out ? fold_ref_peer(lo) : fold_ref_out(lo);
     size_t mine_len = len == 0 ? 1 : len;
 
-    /* 3. Allreduce: every other block from its owner's OUT. */
-    if (allreduce) {
-        s->out_shared = len > 0;   /* the others read this rank's block there */
-        fold_sched_shm_post(s, FOLD_FLAG_PUBLISHED, 1, mine, mine_len);
-        for (int b = 0; b < k; b++) {
-            size_t olo, olen;
-            int o = owner_rank(a, b);
-            block_of(a, b, &olo, &olen);
-            if (o == me || olen == 0) {
-                continue;
-            }
-            fold_sched_shm_wait(s, o, t->local_of[o], FOLD_FLAG_PUBLISHED, 1,
-                                fold_ref_peer(olo), olen);
-            for (size_t c = 0; c < olen; c += a->seg_count) {
-                size_t m = olen - c < a->seg_count ? olen - c : a->seg_count;
-                fold_sched_peer_read(s, o, t->local_of[o], FOLD_BUF_OUT, olo + c,
-                                     fold_ref_out(olo + c), m);
-            }
-        }
-        mine = fold_ref_out(0);
-        mine_len = n;
-    }
-    /* 4. Nobody returns while another rank may still read or write its buffers. */
+    /* 3. Nobody returns while another rank may still read or write its buffers. */
     fold_sched_shm_post(s, FOLD_FLAG_DONE, FOLD_SHM_CALL_DONE, mine, mine_len);
     fold_sched_shm_wait(s, -1, -1, FOLD_FLAG_DONE, FOLD_SHM_CALL_DONE, mine, mine_len);
     return s->status;
@@ -199,8 +182,9 @@ static int cma_build(const fold_coll_args_t *a, fold_sched_t *s)
 const fold_alg_t fold_alg_cma = {
     .name        = "cma",
     .description = "single copy on one node: each of `leaders` owners folds its block "
-                   "straight from the others' buffers (cross-memory attach); an "
-                   "allreduce reads the other blocks from their owners (dpml across nodes)",
+                   "straight from the others' buffers (fold memory or cross-memory "
+                   "attach); an allreduce's owners write their blocks into the others' "
+                   "OUT (dpml across nodes)",
     .allreduce   = cma_build,
     .reduce      = cma_build,
     .flags       = FOLD_ALG_NODE_AWARE | FOLD_ALG_ORDERED | FOLD_ALG_SINGLE_COPY,

@@ -502,17 +502,6 @@ static char *step_ptr(const fold_request_t *req, fold_ref_t ref)
     return req->buf[ref.buf] + ref.off * req->esize;
 }
 
-/* Whether another rank's core reads what this rank writes at ref: the node segment,
- * and OUT where single copy's peers read their blocks from it (sched.h, out_shared).
- * Their lines sit in that core's cache from the call before, so plain stores would
- * fetch each for ownership first: with the cores apart (no shared L3), a mapped cma
- * allreduce's owners folding into OUT that way ran 1.45-1.8x slower from 128 KiB to
- * 8 MiB (2 ranks, 6 alternated runs). */
-static int reads_elsewhere(const fold_request_t *req, fold_ref_t ref)
-{
-    return ref.buf == FOLD_BUF_SHM || (ref.buf == FOLD_BUF_OUT && req->sched->out_shared);
-}
-
 int fold_exec_reduce_dense(const fold_request_t *req, uint32_t i)
 {
     const fold_step_t *st = &req->sched->steps[i];
@@ -525,7 +514,7 @@ int fold_exec_reduce_dense(const fold_request_t *req, uint32_t i)
                                         step_ptr(req, st->src2), step_ptr(req, st->dst),
                                         st->count);
     }
-    if (reads_elsewhere(req, st->dst) && !threaded) {
+    if (st->dst.buf == FOLD_BUF_SHM && !threaded) {
         /* Lines another core read last and reads next (reduce_kernel.h). Threaded
          * reductions keep their split. */
         return fold_reduce_local_shared(req->op, req->dtype, step_ptr(req, st->src),

@@ -264,9 +264,6 @@ static int reads_out(const fold_sched_t *s, fold_ref_t r, size_t count, size_t *
  * the step at hand. */
 static int plan_final_results(fold_wire_plan_t *plan, const fold_sched_t *s)
 {
-    if (s->out_shared) {
-        return FOLD_OK;   /* other ranks read the results: they stay in the cache */
-    }
     size_t cap = 16, nread = 0;
     size_t (*read)[2] = malloc(cap * sizeof(*read));
     if (read == NULL) {

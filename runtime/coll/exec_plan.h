@@ -68,8 +68,9 @@ typedef struct fold_plan_step {
     uint32_t soft_next;   /* answer: the next one waiting for the same own send */
     /* Streaming stores (exec.c): */
     uint8_t  final_out;   /* reduce or copy into OUT whose result no later step
-                             reads, nor another rank (sched.h, out_shared): the
-                             call's result, which a large call may stream to memory */
+                             reads (a peer write into another rank's OUT reads it):
+                             the call's result, which a large call may stream to
+                             memory */
 } fold_plan_step_t;
 
 typedef struct fold_wire_plan {

@@ -526,20 +526,15 @@ static void prog_note_footprint(model_prog_t *g, int rank, const fold_sched_t *s
     g->has_out[rank]    = (uint8_t)(s->has_out != 0);
 }
 
-/* How a copy or reduction touches the node segment (model_step_t.shm_access). A
- * reduction into an OUT that other ranks read (single copy, sched.h out_shared)
- * writes lines another core holds, as one into the segment does, and the executor
- * runs both alike (exec.c, reads_elsewhere). */
-static uint8_t shm_access_of(const fold_sched_t *s, const fold_step_t *st)
+/* How a copy or reduction touches the node segment (model_step_t.shm_access). */
+static uint8_t shm_access_of(const fold_step_t *st)
 {
     if (st->kind != FOLD_STEP_COPY && st->kind != FOLD_STEP_REDUCE) {
         return 0;
     }
     int reads = st->src.buf == FOLD_BUF_SHM ||
                 (st->kind == FOLD_STEP_REDUCE && st->src2.buf == FOLD_BUF_SHM);
-    int writes = st->dst.buf == FOLD_BUF_SHM ||
-                 (st->kind == FOLD_STEP_REDUCE && st->dst.buf == FOLD_BUF_OUT && s->out_shared);
-    return (uint8_t)((reads ? SHM_READS : 0) | (writes ? SHM_WRITES : 0));
+    return (uint8_t)((reads ? SHM_READS : 0) | (st->dst.buf == FOLD_BUF_SHM ? SHM_WRITES : 0));
 }
 
 /* Appends rank `rank`'s finalized schedule; ranks come in order 0, 1, ... */
@@ -573,7 +568,7 @@ static int prog_append(model_prog_t *g, int rank, const fold_sched_t *s, size_t 
             .kind     = st->kind,
             .flag     = st->flag,
             .state    = STEP_WAITING,
-            .shm_access = shm_access_of(s, st),
+            .shm_access = shm_access_of(st),
         };
         /* The executor's soft waits (exec_plan.h) are no edges of the schedule:
          * it drops them when the message an answer derives from arrives dense, as

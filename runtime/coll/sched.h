@@ -145,8 +145,6 @@ typedef struct fold_sched {
     size_t       shm_count;   /* node segment elements used */
     int          uses_shm;    /* references SHM or has shm steps */
     int          uses_peer;   /* has peer reads or writes */
-    int          out_shared;  /* other ranks read this rank's OUT (single copy): no
-                                 result written into it is the call's last use */
     int          uses_tl;     /* has sends or receives (set by finalize) */
     int          inplace;
     int          has_out;     /* 0: OUT must not be referenced */

@@ -1,9 +1,9 @@
 /*
  * The single-copy algorithm's split of the message among its owners, checked on
  * the schedules themselves: over every rank's schedule, each element of the
- * result is folded exactly once and lands in the root's OUT exactly once (the
- * root's own folds into OUT, the other owners' writes into it), for any number of
- * owners and any weight of the root's block. Running the schedules is the loopback
+ * result is folded exactly once and lands exactly once in the OUT of the root
+ * (its own folds into OUT, the other owners' writes into it) or of every rank of
+ * an allreduce, for any number of owners and any weight of the root's block. Running the schedules is the loopback
  * and mp_coll matrices' job; this covers the weights the model may pick.
  */
 #include "coll/alg.h"
@@ -23,46 +23,58 @@ static fold_topo_t *one_node(int size)
     return t;
 }
 
-/* Adds 1 to times[i] for each element the step puts into the root's OUT. */
-static void count_root_writes(const fold_step_t *st, int rank, int root, size_t *times)
+/* Adds 1 to times[i] for each element the step of `rank` puts into dest's OUT. */
+static void count_writes(const fold_step_t *st, int rank, int dest, size_t *times)
 {
-    int into_out = (st->kind == FOLD_STEP_REDUCE && rank == root && st->dst.buf == FOLD_BUF_OUT) ||
-                   (st->kind == FOLD_STEP_PEER_WRITE && st->peer == root);
+    int into_out = (st->kind == FOLD_STEP_REDUCE && rank == dest && st->dst.buf == FOLD_BUF_OUT) ||
+                   (st->kind == FOLD_STEP_PEER_WRITE && st->peer == dest);
     for (size_t i = 0; into_out && i < st->count; i++) {
         times[st->dst.off + i]++;
     }
 }
 
-static void check_split(int size, int owners, int weight, int root, size_t n)
+/* Over every rank's schedule, each element lands once in the OUT of every rank
+ * that has one (the root of a reduce, every rank of an allreduce), and the owners
+ * fold their shares. */
+static void check_split_of(fold_coll_t coll, int size, int owners, int weight, int root,
+                           size_t n)
 {
     fold_topo_t *t = one_node(size);
-    size_t *times = calloc(n, sizeof(*times));
+    size_t *times = calloc((size_t)size * n, sizeof(*times));
     size_t owned[16] = {0};
     for (int rank = 0; rank < size; rank++) {
-        fold_coll_args_t a = {.coll = FOLD_COLL_REDUCE, .rank = rank, .size = size,
+        fold_coll_args_t a = {.coll = coll, .rank = rank, .size = size,
                               .root = root, .count = n, .seg_count = 300, .depth = 2,
                               .commutative = 1, .topo = t, .leaders = owners,
                               .root_weight = weight};
         fold_sched_t s;
         fold_sched_init(&s, &a);
-        cr_assert_eq(fold_alg_builder(&fold_alg_cma, FOLD_COLL_REDUCE)(&a, &s), FOLD_OK);
+        cr_assert_eq(fold_alg_builder(&fold_alg_cma, coll)(&a, &s), FOLD_OK);
         for (size_t g = 0; g < s.nsteps; g++) {
-            count_root_writes(&s.steps[g], rank, root, times);
+            const fold_step_t *st = &s.steps[g];
+            for (int dest = 0; dest < size; dest++) {
+                count_writes(st, rank, dest, times + (size_t)dest * n);
+            }
             /* A reduce that folds the last row: one element of a block done. */
-            if (s.steps[g].kind == FOLD_STEP_PEER_WRITE ||
-                (s.steps[g].kind == FOLD_STEP_REDUCE && s.steps[g].dst.buf == FOLD_BUF_OUT)) {
-                owned[rank] += s.steps[g].count;
+            if ((st->kind == FOLD_STEP_PEER_WRITE && coll == FOLD_COLL_REDUCE) ||
+                (st->kind == FOLD_STEP_REDUCE && st->dst.buf == FOLD_BUF_OUT)) {
+                owned[rank] += st->count;
             }
         }
         fold_sched_cleanup(&s);
     }
-    for (size_t i = 0; i < n; i++) {
-        cr_assert_eq(times[i], 1, "p=%d owners=%d weight=%d root=%d n=%zu: element %zu "
-                     "reaches the root's OUT %zu times", size, owners, weight, root, n, i,
-                     times[i]);
+    for (int dest = 0; dest < size; dest++) {
+        int has_out = coll == FOLD_COLL_ALLREDUCE || dest == root;
+        for (size_t i = 0; i < n; i++) {
+            size_t got = times[(size_t)dest * n + i];
+            cr_assert_eq(got, (size_t)has_out, "%s p=%d owners=%d weight=%d root=%d n=%zu: "
+                         "element %zu reaches rank %d's OUT %zu times",
+                         coll == FOLD_COLL_REDUCE ? "reduce" : "allreduce", size, owners,
+                         weight, root, n, i, dest, got);
+        }
     }
     /* The root's share follows its weight: w / (w + owners - 1) of the message. */
-    if (owners > 1 && weight > 0 && n >= 1000) {
+    if (coll == FOLD_COLL_REDUCE && owners > 1 && weight > 0 && n >= 1000) {
         double w = weight / 100.0, want = (double)n * w / (w + owners - 1);
         cr_expect_leq(abs((int)owned[root] - (int)want), 1, "p=%d owners=%d weight=%d: root "
                       "folds %zu of %zu, expected %.0f", size, owners, weight, owned[root], n,
@@ -70,6 +82,11 @@ static void check_split(int size, int owners, int weight, int root, size_t n)
     }
     free(times);
     fold_topo_free(t);
+}
+
+static void check_split(int size, int owners, int weight, int root, size_t n)
+{
+    check_split_of(FOLD_COLL_REDUCE, size, owners, weight, root, n);
 }
 
 Test(alg_cma, every_element_reaches_the_root_once_whatever_the_weight)
@@ -88,6 +105,19 @@ Test(alg_cma, every_element_reaches_the_root_once_whatever_the_weight)
     }
 }
 
+/* An allreduce's owners write each folded chunk into every other rank's OUT. */
+Test(alg_cma, every_element_reaches_every_rank_once)
+{
+    static const size_t counts[] = {1, 2, 7, 1000, 65537};
+    for (int size = 2; size <= 5; size++) {
+        for (int owners = 1; owners <= size; owners++) {
+            for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
+                check_split_of(FOLD_COLL_ALLREDUCE, size, owners, 0, 0, counts[c]);
+            }
+        }
+    }
+}
+
 Test(alg_cma, a_heavier_root_folds_more)
 {
     /* Equal blocks without a weight; with 150, the root folds 3/5 of 2 owners' work. */
@@ -97,9 +127,9 @@ Test(alg_cma, a_heavier_root_folds_more)
 }
 
 /* Streaming stores (exec.c) send a large call's results past the cache: right for a
- * result nothing reads again, wrong for an allreduce owner's block, which every other
- * rank then reads from its OUT. The plan marks no result of such a schedule final;
- * a reduce's root, whose OUT nobody else reads, keeps its final folds. */
+ * result nothing reads again, wrong for an allreduce owner's block, which it then
+ * writes into every other rank's OUT. The plan marks none of those folds final; a
+ * reduce's root, whose folds nothing reads again, keeps its final folds. */
 static size_t final_results(fold_coll_t coll, int rank, int size, int owners)
 {
     fold_topo_t *t = one_node(size);
@@ -122,7 +152,7 @@ static size_t final_results(fold_coll_t coll, int rank, int size, int owners)
     return n;
 }
 
-Test(alg_cma, results_other_ranks_read_are_not_streamed)
+Test(alg_cma, results_written_to_other_ranks_are_not_streamed)
 {
     for (int owners = 1; owners <= 3; owners++) {
         for (int rank = 0; rank < 3; rank++) {

@@ -324,7 +324,7 @@ Test(model_hand, reductions_in_cache_out_of_cache_and_sharing_memory)
 /* One rank's single copy or reduction of 1000 floats, from and to the given
  * buffers, with the cores probe's rates: shm_gbs 1 (1000 B/us), shm_write_gbs 1.6,
  * shm_reduce_gbs 0.5, shm_fold_gbs 0.8 (no other rank touches anything). */
-static double segment_step_of(int reduce, fold_ref_t src, fold_ref_t dst, int out_shared)
+static double segment_step(int reduce, fold_ref_t src, fold_ref_t dst)
 {
     fold_model_params_t p = round_params();
     p.shm_gbs        = 1;
@@ -335,18 +335,12 @@ static double segment_step_of(int reduce, fold_ref_t src, fold_ref_t dst, int ou
     int one[1] = {0};
     hand_t h;
     hand_init(&h, 1, one);
-    h.s[0].out_shared = out_shared;
     if (reduce) {
         fold_sched_reduce(&h.s[0], fold_ref_in(0), src, dst, 1000);
     } else {
         fold_sched_copy(&h.s[0], src, dst, 1000);
     }
     return hand_time(&h, &p);
-}
-
-static double segment_step(int reduce, fold_ref_t src, fold_ref_t dst)
-{
-    return segment_step_of(reduce, src, dst, 0);
 }
 
 /* A step that crosses the node segment moves at the cores probe's rates: a copy out
@@ -364,19 +358,6 @@ Test(model_hand, segment_steps_move_at_the_cores_rates)
     cr_expect_float_eq(segment_step(1, fold_ref_tmp(0), fold_ref_out(0)), 1 + 4000 / 4000.0, EPS);
     cr_expect_float_eq(segment_step(1, fold_ref_shm(0), fold_ref_out(0)), 1 + 4000 / 800.0, EPS);
     cr_expect_float_eq(segment_step(1, fold_ref_shm(0), fold_ref_shm(4000)), 1 + 4000 / 500.0,
-                       EPS);
-}
-
-/* Where other ranks read this rank's OUT (single copy), a reduction into it writes
- * lines another core holds, as one into the segment does: shm_reduce_gbs. Copies
- * into it, and reductions into TMP, keep the core's own rates. */
-Test(model_hand, reductions_into_an_out_others_read_move_at_the_segments_rate)
-{
-    cr_expect_float_eq(segment_step_of(1, fold_ref_tmp(0), fold_ref_out(0), 1), 1 + 4000 / 500.0,
-                       EPS);
-    cr_expect_float_eq(segment_step_of(1, fold_ref_tmp(0), fold_ref_tmp(2000), 1),
-                       1 + 4000 / 4000.0, EPS);
-    cr_expect_float_eq(segment_step_of(0, fold_ref_in(0), fold_ref_out(0), 1), 1 + 4000 / 2000.0,
                        EPS);
 }
 
