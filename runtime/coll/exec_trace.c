@@ -97,9 +97,15 @@ static double *predicted(const fold_request_t *req, double *total_us)
     double *done = calloc(n ? n : 1, sizeof(double));
     fold_model_query_t q = {.alg = e->alg, .proto = e->args, .esize = req->esize};
     fold_model_result_t res;
+    fold_model_params_t mapped;   /* a call chosen for buffers in fold memory: their prices */
+    const fold_model_params_t *params = &comm->ctx->model;
+    if (req->memory) {
+        fold_model_mapped(params, &mapped);
+        params = &mapped;
+    }
     if (done == NULL ||
-        fold_model_predict_steps(&comm->ctx->model, topo, &q, comm->rank, done, n, &nsteps,
-                                 &res) != FOLD_OK || nsteps != n) {
+        fold_model_predict_steps(params, topo, &q, comm->rank, done, n, &nsteps, &res) !=
+            FOLD_OK || nsteps != n) {
         free(done);
         return NULL;
     }

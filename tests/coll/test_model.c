@@ -429,6 +429,24 @@ Test(model_hand, single_copy_pays_the_memory_rate_on_top_out_of_cache)
     cr_expect_float_eq(kernel_read(100), 1 + 3 + 4 + 0.5, EPS);
 }
 
+/* Through a mapping of fold memory the same read is a copy over lines another core
+ * wrote: the slower of the segment's copy rates (shm_gbs 0.5, shm_write_gbs 1), and
+ * a copy's start (move_us) instead of the kernel's call. */
+Test(model_hand, a_mapped_read_is_a_copy_at_the_segments_rate)
+{
+    fold_model_params_t p = round_params(), m;
+    p.cma_gbs       = 0.25;
+    p.cma_us        = 3;
+    p.shm_gbs       = 0.5;
+    p.shm_write_gbs = 1;
+    p.move_us       = 0.5;
+    fold_model_mapped(&p, &m);
+    cr_expect_float_eq(m.cma_gbs, 0.5, EPS);
+    cr_expect_float_eq(m.cma_us, 0.5, EPS, "a copy's start, not a flag hop or a kernel call");
+    cr_expect_float_eq(m.shm_gbs, p.shm_gbs, EPS, "everything else as it was");
+    cr_expect_float_eq(m.flag_us, p.flag_us, EPS);
+}
+
 /* Ranks 0 and 1 each send 1000 bytes to rank 2, rank 3 (if any) 1000 bytes to
  * rank 4. Between nodes a message holds a link for 2 us (its bytes) and arrives
  * 5 + 2 us after it starts; within a node a channel for 1 us, arriving 3 + 1 later. */
