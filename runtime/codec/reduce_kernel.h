@@ -23,6 +23,11 @@ int fold_reduce_local(fold_op_t op, fold_dtype_t dtype, const void *left,
  * whose string stores take whole lines without fetching them from that core. */
 int fold_reduce_local_shared(fold_op_t op, fold_dtype_t dtype, const void *left,
                              const void *right, void *dst, size_t count);
+/* The same, the result also copied into `also` (NULL: not) from the L1 block: one
+ * pass for a result wanted in two places. `also` may be left or right exactly
+ * (each element is read before it is written), not overlap them otherwise. */
+int fold_reduce_local_shared_also(fold_op_t op, fold_dtype_t dtype, const void *left,
+                                  const void *right, void *dst, void *also, size_t count);
 /* memcpy into such memory, in pieces small enough for the string stores. */
 void fold_copy_shared(void *dst, const void *src, size_t bytes);
 /* The same, single-threaded, with the result written by

@@ -206,9 +206,19 @@ void fold_copy_shared(void *dst, const void *src, size_t bytes)
 int fold_reduce_local_shared(fold_op_t op, fold_dtype_t dtype, const void *left,
                              const void *right, void *dst, size_t count)
 {
+    return fold_reduce_local_shared_also(op, dtype, left, right, dst, NULL, count);
+}
+
+int fold_reduce_local_shared_also(fold_op_t op, fold_dtype_t dtype, const void *left,
+                                  const void *right, void *dst, void *also, size_t count)
+{
     size_t esize = fold_dtype_size(dtype);
     if (esize == 0 || esize > SHARED_BOUNCE_BYTES || count * esize <= SHARED_BOUNCE_BYTES) {
-        return fold_reduce_local(op, dtype, left, right, dst, count, 1, SIZE_MAX);
+        int status = fold_reduce_local(op, dtype, left, right, dst, count, 1, SIZE_MAX);
+        if (status == FOLD_OK && also != NULL && count > 0) {
+            memcpy(also, dst, count * esize);   /* from L1, where it was just written */
+        }
+        return status;
     }
     _Alignas(64) char bounce[SHARED_BOUNCE_BYTES];
     const size_t per = SHARED_BOUNCE_BYTES / esize;
@@ -220,6 +230,9 @@ int fold_reduce_local_shared(fold_op_t op, fold_dtype_t dtype, const void *left,
             return status;
         }
         memcpy((char *)dst + off, bounce, n * esize);
+        if (also != NULL) {
+            memcpy((char *)also + off, bounce, n * esize);
+        }
     }
     return FOLD_OK;
 }

@@ -526,6 +526,38 @@ int fold_exec_reduce_dense(const fold_request_t *req, uint32_t i)
                              ctx->nthreads, ctx->config.thread_threshold);
 }
 
+/* Reduction i's copy made along (exec_plan.h), where the plan has one: the copy's
+ * destination gets the result now, and the copy step has nothing left to do. */
+static void copy_along(const fold_request_t *req, uint32_t i)
+{
+    uint32_t c = req->plan->steps[i].copy_along;
+    if (c != FOLD_STEP_NONE) {
+        const fold_step_t *cp = &req->sched->steps[c];
+        memcpy(step_ptr(req, cp->dst), step_ptr(req, cp->src), cp->count * req->esize);
+    }
+}
+
+/* A dense reduction and its copy made along: in one pass through the L1 block where
+ * the segment's path takes one (single-threaded), else one after the other. */
+static int reduce_dense_along(const fold_request_t *req, uint32_t i)
+{
+    const fold_step_t *st = &req->sched->steps[i];
+    uint32_t c = req->plan->steps[i].copy_along;
+    const fold_context_t *ctx = req->comm->ctx;
+    int threaded = ctx->nthreads > 1 && st->count * req->esize >= ctx->config.thread_threshold;
+    if (c != FOLD_STEP_NONE && st->dst.buf == FOLD_BUF_SHM && !threaded) {
+        return fold_reduce_local_shared_also(req->op, req->dtype, step_ptr(req, st->src),
+                                             step_ptr(req, st->src2), step_ptr(req, st->dst),
+                                             step_ptr(req, req->sched->steps[c].dst),
+                                             st->count);
+    }
+    int status = fold_exec_reduce_dense(req, i);
+    if (status == FOLD_OK) {
+        copy_along(req, i);
+    }
+    return status;
+}
+
 static void step_done(fold_request_t *req, uint32_t i);
 
 /* A flag post runs as soon as it is ready instead of joining the queue: it costs a
@@ -800,8 +832,9 @@ static int start_step(fold_request_t *req, uint32_t i)
             if (status != FOLD_OK) {
                 return request_fail(req, status, i, why);
             }
+            copy_along(req, i);
         } else {
-            status = fold_exec_reduce_dense(req, i);
+            status = reduce_dense_along(req, i);
             if (status != FOLD_OK) {
                 return request_fail(req, status, i, "the local reduction failed");
             }
@@ -809,7 +842,9 @@ static int start_step(fold_request_t *req, uint32_t i)
         step_done(req, i);
         return FOLD_OK;
     case FOLD_STEP_COPY:
-        if (req->stream_out && req->plan->steps[i].final_out) {
+        if (req->plan->steps[i].copied) {
+            /* its reduction made it along */
+        } else if (req->stream_out && req->plan->steps[i].final_out) {
             fold_copy_stream(step_ptr(req, st->dst), step_ptr(req, st->src),
                              st->count * req->esize);
         } else if (st->dst.buf == FOLD_BUF_SHM) {

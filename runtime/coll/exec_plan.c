@@ -308,6 +308,70 @@ static int plan_final_results(fold_wire_plan_t *plan, const fold_sched_t *s)
     return FOLD_OK;
 }
 
+/* ---- copies made along ---------------------------------------------------------- */
+
+/* Whether copy c takes reduction r's result, unchanged and whole, into OUT, with
+ * nothing but r and posts right after r before it (see exec_plan.h). */
+static int copies_along(const fold_sched_t *s, uint32_t r, uint32_t c)
+{
+    const fold_step_t *red = &s->steps[r], *cp = &s->steps[c];
+    if (cp->kind != FOLD_STEP_COPY || cp->count != red->count ||
+        !same_range(s, cp->src, red->dst) || alias_of(s, cp->dst.buf) != FOLD_BUF_OUT) {
+        return 0;
+    }
+    /* An operand in OUT may be the copy's very range (in place: the fold reads each
+     * element before it writes the same one), not another part of it. */
+    if ((overlaps(s, cp->dst, cp->count, red->src, red->count) &&
+         !same_range(s, cp->dst, red->src)) ||
+        (overlaps(s, cp->dst, cp->count, red->src2, red->count) &&
+         !same_range(s, cp->dst, red->src2))) {
+        return 0;
+    }
+    /* Every step c waits for is r or a post right after it: a step that read or
+     * wrote c's destination, or wrote its source, in between would be another (a
+     * post after such a writer waits for it, not for r). */
+    uint32_t known = is_successor(s, r, c);
+    for (uint32_t k = 0; k < red->nsucc; k++) {
+        uint32_t p = s->succ[red->succ_off + k];
+        known += s->steps[p].kind == FOLD_STEP_SHM_POST && is_successor(s, p, c);
+    }
+    return known == cp->npred;
+}
+
+uint32_t fold_plan_copy_along(const fold_sched_t *s, uint32_t r)
+{
+    const fold_step_t *red = &s->steps[r];
+    if (red->kind != FOLD_STEP_REDUCE || red->dst.buf != FOLD_BUF_SHM || red->count == 0) {
+        return FOLD_STEP_NONE;
+    }
+    /* The copy follows r directly, or a post of r's range does. */
+    for (uint32_t k = 0; k < red->nsucc; k++) {
+        uint32_t j = s->succ[red->succ_off + k];
+        const fold_step_t *st = &s->steps[j];
+        if (copies_along(s, r, j)) {
+            return j;
+        }
+        for (uint32_t m = 0; st->kind == FOLD_STEP_SHM_POST && m < st->nsucc; m++) {
+            uint32_t c = s->succ[st->succ_off + m];
+            if (copies_along(s, r, c)) {
+                return c;
+            }
+        }
+    }
+    return FOLD_STEP_NONE;
+}
+
+static void plan_copies_along(fold_wire_plan_t *plan, const fold_sched_t *s)
+{
+    for (uint32_t r = 0; r < s->nsteps; r++) {
+        uint32_t c = fold_plan_copy_along(s, r);
+        if (c != FOLD_STEP_NONE && !plan->steps[c].copied) {
+            plan->steps[r].copy_along = c;
+            plan->steps[c].copied     = 1;
+        }
+    }
+}
+
 /* ---- the plan ------------------------------------------------------------------ */
 
 int fold_wire_plan_build(fold_wire_plan_t *plan, const fold_sched_t *s,
@@ -327,9 +391,11 @@ int fold_wire_plan_build(fold_wire_plan_t *plan, const fold_sched_t *s,
                                             .soft = FOLD_STEP_NONE,
                                             .soft_src = FOLD_STEP_NONE,
                                             .soft_first = FOLD_STEP_NONE,
-                                            .soft_next = FOLD_STEP_NONE};
+                                            .soft_next = FOLD_STEP_NONE,
+                                            .copy_along = FOLD_STEP_NONE};
     }
     plan_codec_links(plan, s);
+    plan_copies_along(plan, s);
     int status = plan_answers(plan, s, remote);
     if (status == FOLD_OK) {
         status = plan_final_results(plan, s);

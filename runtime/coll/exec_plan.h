@@ -17,6 +17,14 @@
  * Final results. A reduction or copy into OUT that no later step reads (no send, copy,
  * reduction or write to a peer takes from that range) writes the call's result;
  * a large call may write it with streaming stores (exec.c).
+ *
+ * Copies made along. A reduction into the node segment whose result a copy then
+ * takes, unchanged, into OUT (a dpml leader's own block: it publishes the result
+ * for the others and needs it itself) writes it into OUT too, from the block it
+ * folds in L1, and the copy has nothing left to do: one pass over the result
+ * instead of two. Only where nothing but the reduction and posts of its range come
+ * before the copy (fold_plan_copy_along), so that writing OUT early changes
+ * nothing another step sees.
  */
 #ifndef FOLD_EXEC_PLAN_H
 #define FOLD_EXEC_PLAN_H
@@ -66,6 +74,10 @@ typedef struct fold_plan_step {
                              that its data derives from */
     uint32_t soft_first;  /* own send: the first answer softly waiting for it */
     uint32_t soft_next;   /* answer: the next one waiting for the same own send */
+    /* Copies made along (see the top): */
+    uint32_t copy_along;  /* reduce: the copy of its result into OUT it makes too;
+                             FOLD_STEP_NONE otherwise */
+    uint8_t  copied;      /* copy: its reduction made it (nothing left to do) */
     /* Streaming stores (exec.c): */
     uint8_t  final_out;   /* reduce or copy into OUT whose result no later step
                              reads (a peer write into another rank's OUT reads it):
@@ -85,5 +97,11 @@ typedef struct fold_wire_plan {
 int  fold_wire_plan_build(fold_wire_plan_t *plan, const fold_sched_t *s,
                           const fold_remote_t *remote);
 void fold_wire_plan_free(fold_wire_plan_t *plan);
+
+/* The copy reduction r (into the node segment) may make along (see the top), or
+ * FOLD_STEP_NONE: it copies, unchanged and whole, the range r wrote into OUT, and
+ * every step it waits for is r or a post right after r. The cost model prices such
+ * a copy as one out of the core's own cache. */
+uint32_t fold_plan_copy_along(const fold_sched_t *s, uint32_t r);
 
 #endif

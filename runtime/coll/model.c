@@ -87,6 +87,7 @@
  *   - A fold_model_space_t keeps the large buffers from one replay to the next.
  */
 #include "model.h"
+#include "coll/exec_plan.h"
 
 #include "util/size.h"
 #include "hash.h"
@@ -582,6 +583,15 @@ static int prog_append(model_prog_t *g, int rank, const fold_sched_t *s, size_t 
             to->nsucc++;
         }
         g->nrecvs += st->kind == FOLD_STEP_RECV;
+    }
+    /* A copy its reduction makes along (exec_plan.h) goes out of the core's own L1,
+     * not out of the segment. */
+    for (uint32_t r = 0; r < s->nsteps; r++) {
+        uint32_t c = s->steps[r].kind == FOLD_STEP_REDUCE ? fold_plan_copy_along(s, r)
+                                                         : FOLD_STEP_NONE;
+        if (c != FOLD_STEP_NONE) {
+            g->steps[base + c].shm_access = 0;
+        }
     }
     g->nsteps         = base + s->nsteps;
     g->base[rank + 1] = g->nsteps;

@@ -1100,3 +1100,42 @@ Test(stream, shared_copy_across_pieces)
     free(src);
     free(dst);
 }
+
+/* A reduction into shared memory that also copies its result: both destinations
+ * get the plain kernel's bits, below and above the L1 block's size (8 KiB) and
+ * across its edge, and `also` may be the left operand itself (in place). */
+Test(stream, shared_reduction_also_copies_its_result)
+{
+    static const size_t counts[] = {0, 1, 2047, 2048, 2049, 5000, 70001};
+    const size_t max = 70001;
+    int32_t *l = malloc(max * sizeof(int32_t)), *r = malloc(max * sizeof(int32_t));
+    int32_t *want = malloc(max * sizeof(int32_t)), *dst = malloc((max + 1) * sizeof(int32_t));
+    int32_t *also = malloc((max + 1) * sizeof(int32_t)), *own = malloc(max * sizeof(int32_t));
+    cr_assert(l && r && want && dst && also && own);
+    uint64_t rng = 11;
+    for (size_t i = 0; i < max; i++) {
+        l[i] = (int32_t)(rng_next(&rng) >> 33);
+        r[i] = (int32_t)(rng_next(&rng) >> 33);
+        want[i] = (int32_t)((uint32_t)l[i] + (uint32_t)r[i]);
+    }
+    for (size_t k = 0; k < sizeof(counts) / sizeof(counts[0]); k++) {
+        size_t n = counts[k];
+        memset(dst, 0x5a, (max + 1) * sizeof(int32_t));
+        memset(also, 0x5a, (max + 1) * sizeof(int32_t));
+        cr_assert_eq(fold_reduce_local_shared_also(FOLD_OP_SUM, FOLD_INT32, l, r, dst, also, n),
+                     FOLD_OK);
+        cr_assert(memcmp(dst, want, n * sizeof(int32_t)) == 0, "dst, count %zu", n);
+        cr_assert(memcmp(also, want, n * sizeof(int32_t)) == 0, "also, count %zu", n);
+        cr_assert_eq(also[n], 0x5a5a5a5a, "past the end of also, count %zu", n);
+        memcpy(own, l, n * sizeof(int32_t));
+        cr_assert_eq(fold_reduce_local_shared_also(FOLD_OP_SUM, FOLD_INT32, own, r, dst, own, n),
+                     FOLD_OK);
+        cr_assert(memcmp(own, want, n * sizeof(int32_t)) == 0, "in place, count %zu", n);
+    }
+    free(l);
+    free(r);
+    free(want);
+    free(dst);
+    free(also);
+    free(own);
+}

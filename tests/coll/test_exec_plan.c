@@ -1,6 +1,7 @@
 /*
  * The executor's plan of a schedule (coll/exec_plan.h): codec links read off the
- * dependencies, and the soft waits of answers to peers on another node.
+ * dependencies, the soft waits of answers to peers on another node, final results
+ * and copies made along.
  */
 #include <criterion/criterion.h>
 
@@ -179,4 +180,81 @@ Test(exec_plan, final_results_are_the_reductions_into_out_nothing_reads_later)
     cr_expect_eq(p.steps[5].final_out, 1, "the send reads the range beside it");
     fold_wire_plan_free(&p);
     fold_sched_cleanup(&s);
+}
+
+/* A dpml leader's own block: the fold into the segment, the post that publishes it,
+ * and the copy of it into OUT. */
+static void leader_block(fold_sched_t *s, fold_ref_t own, size_t copy_count)
+{
+    fold_sched_copy(s, fold_ref_in(50), fold_ref_shm(0), 10);                       /* 0 */
+    fold_sched_shm_post(s, FOLD_FLAG_WRITTEN, 1, fold_ref_shm(0), 10);              /* 1 */
+    fold_sched_shm_wait(s, 1, 1, FOLD_FLAG_WRITTEN, 1, fold_ref_shm(10), 10);       /* 2 */
+    fold_sched_reduce(s, own, fold_ref_shm(10), fold_ref_shm(20), 10);              /* 3 */
+    fold_sched_shm_post(s, FOLD_FLAG_PUBLISHED, 1, fold_ref_shm(20), 10);           /* 4 */
+    fold_sched_copy(s, fold_ref_shm(20), fold_ref_out(0), copy_count);              /* 5 */
+}
+
+static uint32_t along_of(fold_sched_t *s, uint32_t r, uint32_t c)
+{
+    fold_wire_plan_t p;
+    cr_assert_eq(fold_sched_finalize(s), FOLD_OK);
+    cr_assert_eq(fold_wire_plan_build(&p, s, NULL), FOLD_OK);
+    uint32_t along = p.steps[r].copy_along;
+    if (along == c) {
+        cr_expect(p.steps[c].copied, "the copy knows it is made along");
+    }
+    cr_expect_eq(fold_plan_copy_along(s, r), along, "the model sees what the plan does");
+    fold_wire_plan_free(&p);
+    fold_sched_cleanup(s);
+    return along;
+}
+
+Test(exec_plan, a_reduction_into_the_segment_makes_the_copy_of_its_result_along)
+{
+    fold_coll_args_t a = args_for(FOLD_COLL_ALLREDUCE, 0, 0);
+    a.size = 2;
+    fold_sched_t s;
+
+    fold_sched_init(&s, &a);
+    leader_block(&s, fold_ref_in(0), 10);
+    cr_expect_eq(along_of(&s, 3, 5), 5, "the published result copied whole into OUT");
+
+    fold_sched_init(&s, &a);
+    leader_block(&s, fold_ref_in(0), 5);
+    cr_expect_eq(along_of(&s, 3, 5), FOLD_STEP_NONE, "a part of it");
+
+    /* A send from the copy's destination between them needs OUT as it was. */
+    fold_sched_init(&s, &a);
+    fold_sched_copy(&s, fold_ref_in(50), fold_ref_shm(0), 10);
+    fold_sched_reduce(&s, fold_ref_in(0), fold_ref_shm(0), fold_ref_shm(20), 10);   /* 1 */
+    fold_sched_send(&s, 1, fold_ref_out(5), 2);
+    fold_sched_copy(&s, fold_ref_shm(20), fold_ref_out(0), 10);                     /* 3 */
+    cr_expect_eq(along_of(&s, 1, 3), FOLD_STEP_NONE, "OUT read in between");
+
+    /* Another fold into the range before the copy: the copy takes that one's result. */
+    fold_sched_init(&s, &a);
+    fold_sched_reduce(&s, fold_ref_in(0), fold_ref_shm(0), fold_ref_shm(20), 10);   /* 0 */
+    fold_sched_shm_post(&s, FOLD_FLAG_PUBLISHED, 1, fold_ref_shm(20), 10);
+    fold_sched_reduce(&s, fold_ref_shm(20), fold_ref_tmp(0), fold_ref_shm(20), 10); /* 2 */
+    fold_sched_shm_post(&s, FOLD_FLAG_PUBLISHED, 2, fold_ref_shm(20), 10);
+    fold_sched_copy(&s, fold_ref_shm(20), fold_ref_out(0), 10);                     /* 4 */
+    cr_expect_eq(along_of(&s, 0, 4), FOLD_STEP_NONE, "not the first fold's result");
+    /* (the same schedule again: the last fold makes it) */
+    fold_sched_init(&s, &a);
+    fold_sched_reduce(&s, fold_ref_in(0), fold_ref_shm(0), fold_ref_shm(20), 10);
+    fold_sched_shm_post(&s, FOLD_FLAG_PUBLISHED, 1, fold_ref_shm(20), 10);
+    fold_sched_reduce(&s, fold_ref_shm(20), fold_ref_tmp(0), fold_ref_shm(20), 10);
+    fold_sched_shm_post(&s, FOLD_FLAG_PUBLISHED, 2, fold_ref_shm(20), 10);
+    fold_sched_copy(&s, fold_ref_shm(20), fold_ref_out(0), 10);
+    cr_expect_eq(along_of(&s, 2, 4), 4, "the last fold's");
+
+    /* In place: the fold's own operand may be the copy's range (read before written),
+     * not a range that only overlaps it. */
+    a.inplace = 1;
+    fold_sched_init(&s, &a);
+    leader_block(&s, fold_ref_in(0), 10);
+    cr_expect_eq(along_of(&s, 3, 5), 5, "IN is the copy's very range");
+    fold_sched_init(&s, &a);
+    leader_block(&s, fold_ref_in(5), 10);
+    cr_expect_eq(along_of(&s, 3, 5), FOLD_STEP_NONE, "IN overlaps it");
 }
