@@ -194,6 +194,17 @@ static void leader_block(fold_sched_t *s, fold_ref_t own, size_t copy_count)
     fold_sched_copy(s, fold_ref_shm(20), fold_ref_out(0), copy_count);              /* 5 */
 }
 
+/* Two folds into one segment range, each published, then the copy of it into OUT. */
+static void two_folds(fold_sched_t *s, const fold_coll_args_t *a)
+{
+    fold_sched_init(s, a);
+    fold_sched_reduce(s, fold_ref_in(0), fold_ref_shm(0), fold_ref_shm(20), 10);    /* 0 */
+    fold_sched_shm_post(s, FOLD_FLAG_PUBLISHED, 1, fold_ref_shm(20), 10);
+    fold_sched_reduce(s, fold_ref_shm(20), fold_ref_tmp(0), fold_ref_shm(20), 10);  /* 2 */
+    fold_sched_shm_post(s, FOLD_FLAG_PUBLISHED, 2, fold_ref_shm(20), 10);
+    fold_sched_copy(s, fold_ref_shm(20), fold_ref_out(0), 10);                      /* 4 */
+}
+
 static uint32_t along_of(fold_sched_t *s, uint32_t r, uint32_t c)
 {
     fold_wire_plan_t p;
@@ -232,20 +243,9 @@ Test(exec_plan, a_reduction_into_the_segment_makes_the_copy_of_its_result_along)
     cr_expect_eq(along_of(&s, 1, 3), FOLD_STEP_NONE, "OUT read in between");
 
     /* Another fold into the range before the copy: the copy takes that one's result. */
-    fold_sched_init(&s, &a);
-    fold_sched_reduce(&s, fold_ref_in(0), fold_ref_shm(0), fold_ref_shm(20), 10);   /* 0 */
-    fold_sched_shm_post(&s, FOLD_FLAG_PUBLISHED, 1, fold_ref_shm(20), 10);
-    fold_sched_reduce(&s, fold_ref_shm(20), fold_ref_tmp(0), fold_ref_shm(20), 10); /* 2 */
-    fold_sched_shm_post(&s, FOLD_FLAG_PUBLISHED, 2, fold_ref_shm(20), 10);
-    fold_sched_copy(&s, fold_ref_shm(20), fold_ref_out(0), 10);                     /* 4 */
+    two_folds(&s, &a);
     cr_expect_eq(along_of(&s, 0, 4), FOLD_STEP_NONE, "not the first fold's result");
-    /* (the same schedule again: the last fold makes it) */
-    fold_sched_init(&s, &a);
-    fold_sched_reduce(&s, fold_ref_in(0), fold_ref_shm(0), fold_ref_shm(20), 10);
-    fold_sched_shm_post(&s, FOLD_FLAG_PUBLISHED, 1, fold_ref_shm(20), 10);
-    fold_sched_reduce(&s, fold_ref_shm(20), fold_ref_tmp(0), fold_ref_shm(20), 10);
-    fold_sched_shm_post(&s, FOLD_FLAG_PUBLISHED, 2, fold_ref_shm(20), 10);
-    fold_sched_copy(&s, fold_ref_shm(20), fold_ref_out(0), 10);
+    two_folds(&s, &a);
     cr_expect_eq(along_of(&s, 2, 4), 4, "the last fold's");
 
     /* In place: the fold's own operand may be the copy's range (read before written),
