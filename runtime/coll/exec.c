@@ -502,12 +502,18 @@ static char *step_ptr(const fold_request_t *req, fold_ref_t ref)
     return req->buf[ref.buf] + ref.off * req->esize;
 }
 
+/* Whether step st's reduction is split among the context's threads. */
+static int reduce_threaded(const fold_request_t *req, const fold_step_t *st)
+{
+    const fold_context_t *ctx = req->comm->ctx;
+    return ctx->nthreads > 1 && st->count * req->esize >= ctx->config.thread_threshold;
+}
+
 int fold_exec_reduce_dense(const fold_request_t *req, uint32_t i)
 {
     const fold_step_t *st = &req->sched->steps[i];
     const fold_context_t *ctx = req->comm->ctx;
-    size_t bytes = st->count * req->esize;
-    int threaded = ctx->nthreads > 1 && bytes >= ctx->config.thread_threshold;
+    int threaded = reduce_threaded(req, st);
     if (req->stream_out && !threaded && req->plan->steps[i].final_out) {
         /* A large call's result, which nothing in the call reads again. */
         return fold_reduce_local_stream(req->op, req->dtype, step_ptr(req, st->src),
@@ -543,9 +549,7 @@ static int reduce_dense_along(const fold_request_t *req, uint32_t i)
 {
     const fold_step_t *st = &req->sched->steps[i];
     uint32_t c = req->plan->steps[i].copy_along;
-    const fold_context_t *ctx = req->comm->ctx;
-    int threaded = ctx->nthreads > 1 && st->count * req->esize >= ctx->config.thread_threshold;
-    if (c != FOLD_STEP_NONE && st->dst.buf == FOLD_BUF_SHM && !threaded) {
+    if (c != FOLD_STEP_NONE && st->dst.buf == FOLD_BUF_SHM && !reduce_threaded(req, st)) {
         return fold_reduce_local_shared_also(req->op, req->dtype, step_ptr(req, st->src),
                                              step_ptr(req, st->src2), step_ptr(req, st->dst),
                                              step_ptr(req, req->sched->steps[c].dst),

@@ -361,11 +361,13 @@ uint32_t fold_plan_copy_along(const fold_sched_t *s, uint32_t r)
     return FOLD_STEP_NONE;
 }
 
+/* (No copy is made along by two reductions: every step it waits for is one of them
+ * or a post right after it.) */
 static void plan_copies_along(fold_wire_plan_t *plan, const fold_sched_t *s)
 {
     for (uint32_t r = 0; r < s->nsteps; r++) {
         uint32_t c = fold_plan_copy_along(s, r);
-        if (c != FOLD_STEP_NONE && !plan->steps[c].copied) {
+        if (c != FOLD_STEP_NONE) {
             plan->steps[r].copy_along = c;
             plan->steps[c].copied     = 1;
         }

@@ -587,8 +587,7 @@ static int prog_append(model_prog_t *g, int rank, const fold_sched_t *s, size_t 
     /* A copy its reduction makes along (exec_plan.h) goes out of the core's own L1,
      * not out of the segment. */
     for (uint32_t r = 0; r < s->nsteps; r++) {
-        uint32_t c = s->steps[r].kind == FOLD_STEP_REDUCE ? fold_plan_copy_along(s, r)
-                                                         : FOLD_STEP_NONE;
+        uint32_t c = fold_plan_copy_along(s, r);
         if (c != FOLD_STEP_NONE) {
             g->steps[base + c].shm_access = 0;
         }
