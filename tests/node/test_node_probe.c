@@ -51,11 +51,20 @@ Test(node_probe, two_cores_measured_once_and_alike_on_every_rank)
 {
     seen_t s = {0};
     setenv("FOLD_SHM_SIZE", "4M", 1);   /* (the world's node setup runs in fold_init) */
-    cr_assert_eq(lh_run(RANKS, one_call, &s), 0);
-    for (int r = 0; r < RANKS; r++) {
-        cr_expect_eq(s.probed[r], 1);
-        cr_expect_str_eq(s.measured[r], s.measured[0], "rank %d", r);
-        cr_expect_eq(memcmp(&s.model[r], &s.model[0], sizeof(s.model[0])), 0, "rank %d", r);
+    /* The probe gives up after 50 ms, as it should where 3 ranks share 2 cores and
+     * the scheduler decides (CI under ASan did once): a few tries must measure. */
+    for (int attempt = 0; attempt < 5; attempt++) {
+        memset(&s, 0, sizeof(s));
+        cr_assert_eq(lh_run(RANKS, one_call, &s), 0);
+        for (int r = 0; r < RANKS; r++) {
+            cr_expect_eq(s.probed[r], 1);
+            cr_expect_str_eq(s.measured[r], s.measured[0], "rank %d", r);
+            cr_expect_eq(memcmp(&s.model[r], &s.model[0], sizeof(s.model[0])), 0, "rank %d",
+                         r);
+        }
+        if (s.calib_flag_us[0] > 0) {
+            break;
+        }
     }
     cr_expect(s.calib_flag_us[0] > 0 && s.calib_flag_us[0] < 1e4, "flag %g us",
               s.calib_flag_us[0]);
