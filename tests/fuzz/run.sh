@@ -46,43 +46,73 @@ fi
 cflags="-g -O1 -fno-omit-frame-pointer -std=gnu11 -I$root/include -I$root/runtime"
 san="-fsanitize=address,undefined -fno-sanitize-recover=undefined"
 
-# The codec library once, instrumented for the fuzzer, then one link per target.
-objs=""
+jobs=$(nproc 2>/dev/null || echo 2)
+wants() {   # whether any of the targets asked for is one of $*
+    for w in "$@"; do
+        case " $targets " in *" $w "*) return 0 ;; esac
+    done
+    return 1
+}
+# Compiles "SRC OBJ" pairs read from stdin, nproc at a time, with $cc_flags.
+compile_all() {
+    xargs -n 2 -P "$jobs" sh -c '"$0" $cc_flags -c "$1" -o "$2"' "$clang"
+}
+pids=""
+wait_all() {   # the links started in the background; any that failed fails the run
+    for pid in $pids; do
+        wait "$pid" || exit 1
+    done
+    pids=""
+}
+
+# The codec library once, instrumented for the fuzzer, then one link per target asked for.
+export cc_flags="$cflags $san -fsanitize=fuzzer-no-link"
 for src in "$root"/runtime/codec/codec*.c; do
-    obj="$out/obj/$(basename "$src" .c).o"
-    "$clang" $cflags $san -fsanitize=fuzzer-no-link -c "$src" -o "$obj"
-    objs="$objs $obj"
-done
-for t in bits:1 idx:2 rle:3 any:; do
-    name=${t%%:*}
-    codec=${t#*:}
-    def=""
-    [ -n "$codec" ] && def="-DFUZZ_CODEC=$codec"
-    [ -n "${FUZZ_MAX_N:-}" ] && def="$def -DFUZZ_MAX_N=$FUZZ_MAX_N"
-    "$clang" $cflags $san -fsanitize=fuzzer $def "$here/fuzz_codec.c" $objs -o "$out/fuzz_$name"
-done
-"$clang" $cflags $san "$here/fuzz_seed.c" $objs -o "$out/fuzz_seed"
-"$out/fuzz_seed" "$out/seeds" >/dev/null
+    echo "$src $out/obj/$(basename "$src" .c).o"
+done | compile_all
+objs=$(for src in "$root"/runtime/codec/codec*.c; do echo "$out/obj/$(basename "$src" .c).o"; done)
+if wants bits idx rle any; then
+    for t in bits:1 idx:2 rle:3 any:; do
+        name=${t%%:*}
+        codec=${t#*:}
+        wants "$name" || continue
+        def=""
+        [ -n "$codec" ] && def="-DFUZZ_CODEC=$codec"
+        [ -n "${FUZZ_MAX_N:-}" ] && def="$def -DFUZZ_MAX_N=$FUZZ_MAX_N"
+        "$clang" $cflags $san -fsanitize=fuzzer $def "$here/fuzz_codec.c" $objs \
+            -o "$out/fuzz_$name" &
+        pids="$pids $!"
+    done
+    "$clang" $cflags $san "$here/fuzz_seed.c" $objs -o "$out/fuzz_seed"
+    wait_all
+    "$out/fuzz_seed" "$out/seeds" >/dev/null
+fi
 
 # The other targets need the rest of the runtime: all of it in one archive, which
 # the linker takes only what each target calls from. Rebuilt only when it changed.
-pkgs="ucx pmix hwloc libfabric"
-rtflags="$cflags $(pkg-config --cflags $pkgs) -fopenmp -DFOLD_VERSION_STRING=\"fuzz\" \
-    -DFOLD_TUNE_DEFAULT_FILE=\"/nonexistent/fold/tune\""
-lib="$out/obj/libfold_fuzz.a"
-if [ ! -f "$lib" ] || [ -n "$(find "$root/runtime" "$root/include" -newer "$lib" \( -name '*.[ch]' \) | head -n 1)" ]; then
-    rm -f "$lib"
-    mkdir -p "$out/obj/rt"
-    for src in $(find "$root/runtime" -name '*.c' | sort); do
-        obj="$out/obj/rt/$(echo "${src#$root/runtime/}" | tr / _ | sed 's/\.c$/.o/')"
-        "$clang" $rtflags $san -fsanitize=fuzzer-no-link -c "$src" -o "$obj"
+if wants tune tune_file size model shm; then
+    pkgs="ucx pmix hwloc libfabric"
+    rtflags="$cflags $(pkg-config --cflags $pkgs) -fopenmp -DFOLD_VERSION_STRING=\"fuzz\" \
+        -DFOLD_TUNE_DEFAULT_FILE=\"/nonexistent/fold/tune\""
+    lib="$out/obj/libfold_fuzz.a"
+    if [ ! -f "$lib" ] || [ -n "$(find "$root/runtime" "$root/include" -newer "$lib" \( -name '*.[ch]' \) | head -n 1)" ]; then
+        rm -f "$lib"
+        rm -rf "$out/obj/rt"
+        mkdir -p "$out/obj/rt"
+        export cc_flags="$rtflags $san -fsanitize=fuzzer-no-link"
+        for src in $(find "$root/runtime" -name '*.c' | sort); do
+            echo "$src $out/obj/rt/$(echo "${src#$root/runtime/}" | tr / _ | sed 's/\.c$/.o/')"
+        done | compile_all
+        ar rcs "$lib" "$out"/obj/rt/*.o
+    fi
+    for name in tune tune_file size model shm; do
+        wants "$name" || continue
+        "$clang" $rtflags $san -fsanitize=fuzzer "$here/fuzz_$name.c" "$lib" \
+            $(pkg-config --libs $pkgs) -fopenmp -lm -o "$out/fuzz_$name" &
+        pids="$pids $!"
     done
-    ar rcs "$lib" "$out"/obj/rt/*.o
+    wait_all
 fi
-for name in tune tune_file size model shm; do
-    "$clang" $rtflags $san -fsanitize=fuzzer "$here/fuzz_$name.c" "$lib" \
-        $(pkg-config --libs $pkgs) -fopenmp -lm -o "$out/fuzz_$name"
-done
 
 status=0
 for name in $targets; do
