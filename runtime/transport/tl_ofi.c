@@ -404,11 +404,16 @@ static int tl_ofi_drain(fold_tl_t *tl)
         fi_cancel(&tl->ep->fid, &op->fi_context);
     }
 
-    double deadline = fold_util_time_now() + TL_OFI_CLOSE_TIMEOUT_SEC;
-    while (tl->posted.head != NULL && fold_util_time_now() < deadline) {
-        if (tl_ofi_read_cq(tl) == 0) {
+    double now = fold_util_time_now(), last_report = now;
+    double deadline = now + TL_OFI_CLOSE_TIMEOUT_SEC;
+    while (tl->posted.head != NULL && now < deadline &&
+           now - last_report < TL_OFI_CLOSE_IDLE_SEC) {
+        if (tl_ofi_read_cq(tl) > 0) {
+            last_report = now;
+        } else {
             sched_yield();
         }
+        now = fold_util_time_now();
     }
 
     int abandoned = 0;

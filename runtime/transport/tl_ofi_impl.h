@@ -37,8 +37,11 @@
 #define TL_OFI_BOUNCE_MIN    ((size_t)8 << 10)
 /* Room before a bounce buffer's data for its header, keeping the data aligned. */
 #define TL_OFI_BOUNCE_HEADER 64
-/* How long close() waits for operations in flight after canceling them. */
+/* How long close() waits for operations in flight after canceling them: at most
+ * the first, and no longer than the second once the queue stopped reporting any
+ * (a send to a dead peer never completes; ofi_rxm reports canceled receives at once). */
 #define TL_OFI_CLOSE_TIMEOUT_SEC 5.0
+#define TL_OFI_CLOSE_IDLE_SEC    0.5
 
 typedef struct tl_ofi_op tl_ofi_op_t;
 
