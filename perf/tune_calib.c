@@ -87,7 +87,7 @@ double tune_measure_reduce(size_t bytes)
     return best;
 }
 
-double tune_llc_bytes(void)
+double tune_llc_bytes(int *instances)
 {
     static const hwloc_obj_type_t levels[] = {HWLOC_OBJ_L5CACHE, HWLOC_OBJ_L4CACHE,
                                               HWLOC_OBJ_L3CACHE, HWLOC_OBJ_L2CACHE,
@@ -106,6 +106,9 @@ double tune_llc_bytes(void)
                 sum += obj != NULL && obj->attr != NULL ? (double)obj->attr->cache.size : 0;
             }
             total = sum > 0 ? sum : NAN;
+            if (instances != NULL && sum > 0) {
+                *instances = n;
+            }
         }
     }
     hwloc_topology_destroy(topo);
@@ -119,4 +122,54 @@ size_t tune_out_of_cache_bytes(double cache_bytes)
         bytes = cache_bytes >= (double)cap ? cap : (size_t)cache_bytes;
     }
     return bytes / 4096 * 4096;
+}
+
+int tune_ladder_done(const tune_ladder_t *l, size_t limit)
+{
+    if (l->n == 0) {
+        return 0;
+    }
+    size_t last = l->bytes[l->n - 1];
+    if (last >= limit || l->n == TUNE_LADDER_MAX) {
+        return 1;
+    }
+    double fastest = 0;
+    for (int i = 0; i < l->n; i++) {
+        fastest = fmax(fastest, l->gbs[i]);
+    }
+    /* flat now, and clearly below what the cache gave (a flat top in a big cache is not it) */
+    double now = l->gbs[l->n - 1];
+    return l->n >= 2 && last >= TUNE_LADDER_MIN && now >= 0.9 * l->gbs[l->n - 2] &&
+           now <= 0.8 * fastest;
+}
+
+double tune_ladder_cache_bytes(const tune_ladder_t *l)
+{
+    if (l->n == 0) {
+        return NAN;
+    }
+    double memory = l->gbs[l->n - 1];
+    int slow = 0;   /* the first rung past the last one still fast */
+    for (int i = 0; i < l->n; i++) {
+        if (l->gbs[i] >= 1.25 * memory) {
+            slow = i + 1 < l->n ? i + 1 : i;
+        }
+    }
+    return 2.0 * (double)l->bytes[slow];
+}
+
+void tune_measure_ladder(size_t limit, tune_ladder_t *l)
+{
+    memset(l, 0, sizeof(*l));
+    for (size_t bytes = TUNE_LADDER_FIRST; !tune_ladder_done(l, limit); bytes *= 2) {
+        if (bytes > limit) {
+            bytes = limit;
+        }
+        double gbs = tune_measure_copy(bytes);
+        if (!isfinite(gbs)) {
+            break;   /* no memory for it: the rungs so far stand */
+        }
+        l->bytes[l->n] = bytes;
+        l->gbs[l->n++] = gbs;
+    }
 }
