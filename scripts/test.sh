@@ -13,7 +13,10 @@ scripts/install-deps.sh
 echo "== release build"
 cmake -S . -B "$prefix" -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$prefix" -j"$jobs"
-(cd "$prefix" && ctest --output-on-failure -j1)
+# Tests labelled pure run no ranks of their own (cmake/test_labels.cmake): nproc at a
+# time. Every other test starts ranks that spin, so it runs alone.
+(cd "$prefix" && ctest --output-on-failure -j"$jobs" -L '^pure$' && \
+     ctest --output-on-failure -j1 -LE '^pure$')
 
 echo "== install check: find_package(fold) and pkg-config from a separate project"
 scripts/check-install.sh "$prefix"
@@ -35,7 +38,8 @@ export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:log_path=$reports/ubsan
 export FOLD_TEST_REDUCED=1   # the release stage ran the full algorithm matrix
 status=0
 # The unit tests, and randomly mixed calls on 3 processes (fold_soak).
-(cd "$prefix-asan" && ctest --output-on-failure -j1 -L unit && \
+(cd "$prefix-asan" && ctest --output-on-failure -j"$jobs" -L '^pure$' && \
+     ctest --output-on-failure -j1 -L unit -LE '^pure$' && \
      ctest --output-on-failure -j1 -R '^soak_short_np3$') || status=$?
 # (LeakSanitizer also writes a file listing the suppressions it used.)
 found=$(grep -lE 'ERROR: [A-Za-z]+Sanitizer|runtime error:' "$reports"/* 2>/dev/null || true)

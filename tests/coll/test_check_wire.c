@@ -18,6 +18,7 @@
 #include "coll/alg.h"
 #include "loopback_harness.h"
 #include "stderr_capture.h"
+#include "test_reduced.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -114,18 +115,10 @@ static int wire_rank(fold_context_t *ctx, int rank, int size, void *arg)
     return ok ? 0 : 1;
 }
 
-/* FOLD_TEST_REDUCED=1 (the sanitizer stage of scripts/test.sh): the release stage
- * ran 5 ranks, whose cases mostly wait out FOLD_TIMEOUT. */
-static int reduced(void)
-{
-    const char *r = getenv("FOLD_TEST_REDUCED");
-    return r != NULL && strcmp(r, "1") == 0;
-}
-
 /* Every flat algorithm that builds the collective the mistake needs. */
 static void run_all(mistake_t m, const int *sizes, int nsizes)
 {
-    nsizes = reduced() && nsizes > 2 ? 2 : nsizes;
+    nsizes = fold_test_reduced() && nsizes > 2 ? 2 : nsizes;
     for (int a = 0; fold_alg_all[a] != NULL; a++) {
         const fold_alg_t *alg = fold_alg_all[a];
         if ((alg->flags & FOLD_ALG_NODE_AWARE) ||

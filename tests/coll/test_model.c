@@ -10,6 +10,7 @@
 #include "coll/exec_plan.h"
 #include "coll/model.h"
 #include "node/topo.h"
+#include "test_reduced.h"
 
 #include <fold/fold_status.h>
 #include <math.h>
@@ -818,18 +819,12 @@ static void large_shape(const char *what, int nnodes, int ppn, const fold_alg_t 
     fold_topo_free(topo);
 }
 
-/* FOLD_TEST_REDUCED=1 (the sanitizer stage of scripts/test.sh) skips the shapes the
- * others already cover, since the sanitizers make them ten times slower. */
-static int reduced(void)
-{
-    const char *r = getenv("FOLD_TEST_REDUCED");
-    return r != NULL && strcmp(r, "1") == 0;
-}
+/* Under FOLD_TEST_REDUCED the shapes the others already cover are skipped. */
 
 Test(model_large, dpml_64_ranks_per_node_on_8_nodes)
 {
     large_shape("dpml 8 nodes x 64 ranks, 4 leaders", 8, 64, &fold_alg_dpml, 4);
-    if (!reduced()) {
+    if (!fold_test_reduced()) {
         large_shape("dpml_pipelined 8 nodes x 64 ranks, 4 leaders", 8, 64,
                     &fold_alg_dpml_pipelined, 4);
     }

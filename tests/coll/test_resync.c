@@ -22,6 +22,7 @@
 #include "loopback_harness.h"
 #include "stderr_capture.h"
 #include "util/clock.h"
+#include "test_reduced.h"
 
 #include <dirent.h>
 #include <stdio.h>
@@ -247,13 +248,7 @@ static resync_case_t mistake_case(const char *alg, mistake_t m, int size, int cu
     return c;
 }
 
-/* FOLD_TEST_REDUCED=1 (the sanitizer stage of scripts/test.sh): 2 and 3 ranks only,
- * the release stage ran 5 too. */
-static int reduced(void)
-{
-    const char *r = getenv("FOLD_TEST_REDUCED");
-    return r != NULL && strcmp(r, "1") == 0;
-}
+/* Under FOLD_TEST_REDUCED: 2 and 3 ranks only, the release stage ran 5 too. */
 
 Test(resync, same_path_node_schedules)
 {
@@ -262,7 +257,7 @@ Test(resync, same_path_node_schedules)
     for (size_t a = 0; a < 4; a++) {
         for (size_t m = 0; m < 4; m++) {
             static const int sizes[] = {2, 3, 5};
-            for (int k = 0; k < (reduced() ? 2 : 3); k++) {
+            for (int k = 0; k < (fold_test_reduced() ? 2 : 3); k++) {
                 int size = sizes[k];
                 resync_case_t c = mistake_case(algs[a], mistakes[m], size, size - 1);
                 cr_expect_eq(lh_run(size, resync_rank, &c), 0, "%s, mistake %zu, %d ranks",

@@ -13,6 +13,7 @@
 #include "coll_call.h"
 #include "coll_reference.h"
 #include "comm.h"
+#include "test_reduced.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -127,10 +128,8 @@ static void build_cases(dmatrix_t *m, int size)
     cr_assert_geq(nalgs, 3);
     static const size_t counts[] = {1, 7, 1000, 65537, 300003};
     static const char *const leaders[] = {"auto", "1", "2", "3"};
-    /* FOLD_TEST_REDUCED=1 (the sanitizer stage of scripts/test.sh) skips the largest. */
-    const char *reduced = getenv("FOLD_TEST_REDUCED");
-    size_t ncounts = sizeof(counts) / sizeof(counts[0]) -
-                     (reduced != NULL && strcmp(reduced, "1") == 0);
+    /* FOLD_TEST_REDUCED skips the largest. */
+    size_t ncounts = sizeof(counts) / sizeof(counts[0]) - fold_test_reduced();
     size_t cap = 4096, rot = 0;
     m->cases  = malloc(cap * sizeof(*m->cases));
     m->ncases = 0;
