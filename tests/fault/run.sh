@@ -2,7 +2,7 @@
 # Fault-injection matrix (issue 16): runs fold_fault over transports x algorithms x
 # faults x runs (seed, victim, variant) and prints one table.
 #
-#   tests/fault/run.sh            the short slice on 3 ranks (CI: ctest -R fault_slice):
+#   tests/fault/run.sh            the short slice on 3 ranks (CI: ctest -R fault_slice, at --timeout 1):
 #                                 ring, dpml, binomial, cma x {ucp, ofi tcp;ofi_rxm} x
 #                                 {kill, stop}, the victim rotating over the ranks
 #   tests/fault/run.sh --full     every algorithm x {ucp, ucp over tcp, ofi tcp;ofi_rxm,
