@@ -182,6 +182,8 @@ int shim_reduction(const shim_call_t *call);
 /* ---- counters and reports (shim_stats.c) ---------------------------------------- */
 
 void shim_stats_count(shim_coll_t coll, shim_route_t route);
+/* A block MPI_Alloc_mem gave from fold memory (FOLD_MPI_ALLOC_MEM). */
+void shim_stats_alloc_mem(size_t bytes);
 /* FOLD_MPI_VERBOSE: the banner line at start (rank 0). */
 void shim_stats_banner(const char *what);
 /* FOLD_MPI_VERBOSE: the totals over all ranks, printed by rank 0. Collective. */

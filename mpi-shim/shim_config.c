@@ -23,6 +23,13 @@ static const fold_util_config_field_t shim_fields[] = {
      "totals per route at MPI_Finalize (rank 0); 2: also these variables and each "
      "rank's totals",
      SHIM_FIELD(verbose), FOLD_UTIL_CONFIG_INT(0, 2)},
+    {"ALLOC_MEM", "0",
+     "1: MPI_Alloc_mem gives fold memory (fold_mem_alloc), which the other ranks of the "
+     "node map, so that single copy moves MPI_Allreduce/MPI_Reduce data in it with "
+     "memcpy rather than through the kernel; MPI_Free_mem frees either kind. Where that "
+     "changes fold's algorithm, every rank of a node must pass such buffers alike, or "
+     "the call fails (MPI_ERR_ARG)",
+     SHIM_FIELD(alloc_mem), FOLD_UTIL_CONFIG_INT(0, 1)},
     {"ALLREDUCE_MIN", "auto",
      "smallest MPI_Allreduce (bytes per rank) fold serves; auto: where fold expects to be "
      "faster (tuning file, else cost model), as long as MAX is auto too",

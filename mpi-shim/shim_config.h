@@ -22,6 +22,7 @@ typedef enum shim_coll {
 typedef struct shim_config {
     int    enable;          /* FOLD_MPI_ENABLE */
     int    verbose;         /* FOLD_MPI_VERBOSE */
+    int    alloc_mem;       /* FOLD_MPI_ALLOC_MEM */
     /* fold serves messages of min..max bytes per rank: FOLD_MPI_ALLREDUCE_MIN, ...;
      * SHIM_SIZE_AUTO where unset. A collective with neither bound set asks
      * fold_serve_advice (the tuning file, else fold's cost model) call by call; one

@@ -13,6 +13,7 @@
 #include <string.h>
 
 static atomic_ulong counts[SHIM_COLL_COUNT][SHIM_ROUTE_COUNT];
+static atomic_ulong alloc_mem[2];   /* blocks and bytes MPI_Alloc_mem gave from fold memory */
 
 static const char *const route_names[SHIM_ROUTE_COUNT] = {
     [SHIM_ROUTE_FOLD]        = "fold",
@@ -36,6 +37,12 @@ static const char *const route_names[SHIM_ROUTE_COUNT] = {
 void shim_stats_count(shim_coll_t coll, shim_route_t route)
 {
     atomic_fetch_add_explicit(&counts[coll][route], 1, memory_order_relaxed);
+}
+
+void shim_stats_alloc_mem(size_t bytes)
+{
+    atomic_fetch_add_explicit(&alloc_mem[0], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&alloc_mem[1], bytes, memory_order_relaxed);
 }
 
 static void format_bytes(size_t v, char *buf, size_t len)
@@ -124,9 +131,10 @@ void shim_stats_banner(const char *what)
     served_ranges(SHIM_ALLREDUCE, allreduce, sizeof(allreduce));
     served_ranges(SHIM_REDUCE, reduce, sizeof(reduce));
     fprintf(stderr, "fold-mpi: fold %s on %s, %d ranks: serving MPI_Allreduce of %s and "
-            "MPI_Reduce of %s per rank%s\n", fold_version_string(), library, shim.world_size,
-            allreduce, reduce,
-            shim.thread_multiple ? "; MPI_THREAD_MULTIPLE: fold calls serialised" : "");
+            "MPI_Reduce of %s per rank%s%s\n", fold_version_string(), library,
+            shim.world_size, allreduce, reduce,
+            shim.thread_multiple ? "; MPI_THREAD_MULTIPLE: fold calls serialised" : "",
+            shim.config.alloc_mem ? "; MPI_Alloc_mem gives fold memory" : "");
 }
 
 static void print_totals(const char *who, const unsigned long n[SHIM_COLL_COUNT]
@@ -172,5 +180,15 @@ void shim_stats_report(void)
         char who[48];
         snprintf(who, sizeof(who), "calls over %d ranks", shim.world_size);
         print_totals(who, total);
+    }
+    if (shim.config.alloc_mem) {   /* rank 0's value on every rank: all reduce or none */
+        unsigned long blocks[2] = {atomic_load_explicit(&alloc_mem[0], memory_order_relaxed),
+                                   atomic_load_explicit(&alloc_mem[1], memory_order_relaxed)};
+        unsigned long sum[2] = {0, 0};
+        PMPI_Reduce(blocks, sum, 2, MPI_UNSIGNED_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
+        if (shim.world_rank == 0) {
+            fprintf(stderr, "fold-mpi: MPI_Alloc_mem over %d ranks: %lu blocks, %lu bytes "
+                    "in fold memory\n", shim.world_size, sum[0], sum[1]);
+        }
     }
 }

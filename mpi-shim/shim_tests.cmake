@@ -23,7 +23,7 @@ function(fold_mpi_shim_tests p mpi_c mpi_fortran have_f08 mpirun shim_target che
   target_link_libraries(fold_${p}_test_util PUBLIC ${mpi_c})
   foreach(program mpi_reduce_check mpi_fallback mpi_spawn mpi_solver mpi_threads
                   mpi_allreduce_bench mpi_serve_advice mpi_mismatch mpi_comm_churn
-                  mpi_types_check mpi_userop_check mpi_derived_check)
+                  mpi_types_check mpi_userop_check mpi_derived_check mpi_alloc_mem)
     string(REGEX REPLACE "^mpi_" "${p}_" target ${program})
     add_executable(${target} ${FOLD_MPI_TEST_DIR}/${program}.c)
     target_link_libraries(${target} PRIVATE fold_${p}_test_util Threads::Threads m)
@@ -69,6 +69,12 @@ function(fold_mpi_shim_tests p mpi_c mpi_fortran have_f08 mpirun shim_target che
   # The application-style run keeps the default thresholds.
   test(solver_np4 ${run} ${mpirun} ${shim} 4 ${mpi_solver})
   test(threads_np3 ${run} ${serve_all} ${mpirun} ${shim} 3 ${mpi_threads})
+  # MPI_Alloc_mem gives fold memory with FOLD_MPI_ALLOC_MEM=1 (the program checks its
+  # mappings), and MPI_Free_mem takes either kind back.
+  foreach(np 2 3)
+    test(alloc_mem_np${np} ${run} ${serve_all} --env FOLD_MPI_ALLOC_MEM=1 ${mpirun} ${shim}
+      ${np} ${mpi_alloc_mem})
+  endforeach()
   # Mismatched calls fail on every rank with FOLD_CHECK=1 (the MPI library alone would
   # hang on some: not run through shim_run.sh).
   test(mismatch_np3 ${launch} 3 LD_PRELOAD=${shim} FOLD_CHECK=1 FOLD_TIMEOUT=30

@@ -124,6 +124,12 @@ int fold_mem_free(void *ptr)
     return FOLD_OK;
 }
 
+int fold_mem_contains(const void *ptr)
+{
+    fold_mem_place_t place;
+    return fold_mem_find(ptr, 1, &place);
+}
+
 int fold_mem_find(const void *p, size_t len, fold_mem_place_t *place)
 {
     *place = (fold_mem_place_t){.fd = -1};

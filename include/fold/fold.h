@@ -202,6 +202,10 @@ int fold_request_free(fold_request_h req);
  * gave (NULL is a no-op); a buffer must not be freed while a call that uses it runs. */
 int fold_mem_alloc(size_t bytes, void **ptr);
 int fold_mem_free(void *ptr);
+/* 1 when ptr lies in memory fold_mem_alloc gave that is not freed yet, else 0 (and
+ * nothing logged): for a layer that hands out both kinds, such as the MPI shim's
+ * MPI_Free_mem. */
+int fold_mem_contains(const void *ptr);
 
 /* The algorithm a call of this kind would use ("ring", ...), for tools and logs. */
 const char *fold_selected_algorithm(fold_comm_h comm, const char *collective,

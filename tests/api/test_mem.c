@@ -43,6 +43,29 @@ Test(mem, gives_whole_pages_that_the_lookup_finds)
     cr_expect_not(fold_mem_find(p, 8, &where), "freed");
 }
 
+/* The public question (the MPI shim's MPI_Free_mem asks it of any pointer). */
+Test(mem, contains_says_whether_a_pointer_is_fold_memory_without_a_word,
+     .init = cr_redirect_stderr)
+{
+    const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    char *p = NULL;
+    cr_assert_eq(fold_mem_alloc(page + 1, (void **)&p), FOLD_OK);
+    cr_expect_eq(fold_mem_contains(p), 1);
+    cr_expect_eq(fold_mem_contains(p + page), 1, "inside, past its first page");
+    cr_expect_eq(fold_mem_contains(p + 2 * page - 1), 1, "its last byte");
+    cr_expect_eq(fold_mem_contains(p + 2 * page), 0, "one past its end");
+    char *heap = malloc(64);
+    cr_assert_not_null(heap);
+    cr_expect_eq(fold_mem_contains(heap), 0);
+    cr_expect_eq(fold_mem_contains(NULL), 0);
+    cr_expect_eq(fold_mem_free(p), FOLD_OK);
+    cr_expect_eq(fold_mem_contains(p), 0, "freed");
+    free(heap);
+    char *logged = stderr_redirected();
+    cr_expect_str_empty(logged, "it logged: %s", logged);
+    free(logged);
+}
+
 Test(mem, refuses_bad_arguments_with_a_message, .init = cr_redirect_stderr)
 {
     void *p = NULL;

@@ -4,7 +4,7 @@
  * fold: run it with and without LD_PRELOAD=libfold-mpi.so to compare.
  *
  *   mpi_allreduce_bench [-c allreduce|reduce] [-b BYTES] [-e BYTES] [-n ITERS] [-w WARMUP]
- *                       [-k]
+ *                       [-k] [-a]
  *
  * Per size: warm-up, a barrier, ITERS calls each timed on its own. Printed: over ranks
  * the average of each rank's mean time per call (as osu_allreduce prints), and the
@@ -13,7 +13,8 @@
  * size, at least 10). -w sets the warm-up calls per size (default a tenth of the
  * iterations, at least 2): `-b 8192 -e 8192 -n 100 -w 0` in a fresh process times an
  * application's first 100 calls. -k checks one call's result per size (integer-valued
- * floats).
+ * floats). -a takes the buffers from MPI_Alloc_mem (freed with MPI_Free_mem) instead
+ * of malloc: with the fold shim and FOLD_MPI_ALLOC_MEM=1 that is fold memory.
  */
 #include <mpi.h>
 
@@ -27,15 +28,18 @@ typedef struct bench_options {
     int    iters;
     int    warmup;   /* -1: a tenth of the iterations, at least 2 */
     int    check;
+    int    alloc_mem;   /* -a: MPI_Alloc_mem */
 } bench_options_t;
 
 static int parse_options(int argc, char **argv, bench_options_t *o)
 {
-    *o = (bench_options_t){0, 8, 16u << 20, 1000, -1, 0};
+    *o = (bench_options_t){0, 8, 16u << 20, 1000, -1, 0, 0};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (strcmp(a, "-k") == 0) {
             o->check = 1;
+        } else if (strcmp(a, "-a") == 0) {
+            o->alloc_mem = 1;
         } else if (v != NULL && strcmp(a, "-c") == 0) {
             o->reduce = strcmp(v, "reduce") == 0;
             i++;
@@ -108,13 +112,20 @@ int main(int argc, char **argv)
     if (parse_options(argc, argv, &o) != 0) {
         if (rank == 0) {
             fprintf(stderr, "usage: %s [-c allreduce|reduce] [-b BYTES] [-e BYTES] [-n ITERS] "
-                    "[-w WARMUP] [-k]\n", argv[0]);
+                    "[-w WARMUP] [-k] [-a]\n", argv[0]);
         }
         MPI_Finalize();
         return 2;
     }
     size_t max_count = o.end / sizeof(float);
-    float *in = malloc(max_count * sizeof(float)), *out = malloc(max_count * sizeof(float));
+    float *in = NULL, *out = NULL;
+    if (o.alloc_mem) {
+        MPI_Alloc_mem((MPI_Aint)(max_count * sizeof(float)), MPI_INFO_NULL, &in);
+        MPI_Alloc_mem((MPI_Aint)(max_count * sizeof(float)), MPI_INFO_NULL, &out);
+    } else {
+        in  = malloc(max_count * sizeof(float));
+        out = malloc(max_count * sizeof(float));
+    }
     if (in == NULL || out == NULL) {
         MPI_Abort(MPI_COMM_WORLD, 3);
     }
@@ -123,9 +134,10 @@ int main(int argc, char **argv)
     }
     memset(out, 0, max_count * sizeof(float));
     if (rank == 0) {
-        printf("# %s, %d ranks, MPI_FLOAT MPI_SUM\n# %10s %12s %12s %8s\n",
-               o.reduce ? "MPI_Reduce" : "MPI_Allreduce", size, "bytes", "avg_us",
-               "median_us", "iters");
+        printf("# %s, %d ranks, MPI_FLOAT MPI_SUM, buffers from %s\n# %10s %12s %12s %8s\n",
+               o.reduce ? "MPI_Reduce" : "MPI_Allreduce", size,
+               o.alloc_mem ? "MPI_Alloc_mem" : "malloc", "bytes", "avg_us", "median_us",
+               "iters");
     }
     int failed = 0;
     for (size_t bytes = o.begin; bytes <= o.end; bytes *= 2) {
@@ -166,8 +178,13 @@ int main(int argc, char **argv)
     }
     int any_failed = 0;
     MPI_Allreduce(&failed, &any_failed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-    free(in);
-    free(out);
+    if (o.alloc_mem) {
+        MPI_Free_mem(in);
+        MPI_Free_mem(out);
+    } else {
+        free(in);
+        free(out);
+    }
     MPI_Finalize();
     return any_failed ? 1 : 0;
 }
