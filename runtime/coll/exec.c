@@ -162,8 +162,21 @@ static int scratch_acquire(fold_comm_t *comm, size_t bytes, fold_scratch_t **out
         }
     }
     if (best == NULL) {
-        fold_error("comm %u: too many collectives in flight for the scratch pool", comm->id);
-        return FOLD_ERR_BUSY;
+        /* Every slot is held by a call not yet released (an application may start any
+         * number before waiting, as torch's async batches do): this call gets a
+         * buffer of its own, freed when it is released. */
+        fold_scratch_t *spare = calloc(1, sizeof(*spare));
+        if (spare == NULL || posix_memalign(&spare->buf, 64, bytes) != 0) {
+            free(spare);
+            return FOLD_ERR_NO_MEMORY;
+        }
+        fold_debug("comm %u: the scratch pool is in use: %zu bytes for this call alone",
+                   comm->id, bytes);
+        spare->size  = bytes;
+        spare->busy  = 1;
+        spare->spare = 1;
+        *out = spare;
+        return FOLD_OK;
     }
     if (best->size < bytes) {
         /* Grow to the largest size seen: later calls reuse it without allocating. */
@@ -178,6 +191,19 @@ static int scratch_acquire(fold_comm_t *comm, size_t bytes, fold_scratch_t **out
     best->busy = 1;
     *out = best;
     return FOLD_OK;
+}
+
+static void scratch_release(fold_scratch_t *s)
+{
+    if (s == NULL) {
+        return;
+    }
+    if (s->spare) {
+        free(s->buf);
+        free(s);
+        return;
+    }
+    s->busy = 0;
 }
 
 /* ---- request lifecycle ------------------------------------------------------ */
@@ -318,9 +344,7 @@ int fold_exec_start(fold_comm_t *comm, const fold_exec_args_t *args, fold_reques
     fold_exec_trace_begin(req);
     fold_wire_request_init(req, args);
     if ((status = fold_exec_fp_init(req)) != FOLD_OK) {
-        if (scratch != NULL) {
-            scratch->busy = 0;
-        }
+        scratch_release(scratch);
         fold_exec_request_free(req);
         return status;
     }
@@ -371,9 +395,8 @@ void fold_exec_release(fold_request_t *req)
     if (req->turn.epoch != 0) {
         request_finish(req, FOLD_ERR_CANCELED);   /* released before it finished */
     }
-    if (req->scratch != NULL) {
-        req->scratch->busy = 0;
-    }
+    scratch_release(req->scratch);
+    req->scratch = NULL;
     comm->active_requests--;
     if (req->nactive == 0) {
         for (size_t i = 0; i < req->sched->nsteps; i++) {

@@ -50,6 +50,7 @@ typedef struct fold_scratch {
     void  *buf;
     size_t size;
     int    busy;
+    int    spare;   /* allocated for one call past the communicator's pool: freed after */
 } fold_scratch_t;
 
 struct fold_request {

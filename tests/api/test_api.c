@@ -219,6 +219,57 @@ Test(api, nonblocking_in_flight_together)
     cr_assert_eq(lh_run(3, nonblocking, NULL), 0);
 }
 
+/* More calls in flight than the communicator keeps scratch buffers for (4), started
+ * before any is waited for, as torch's async batches do: each past the pool gets a
+ * buffer of its own (the pool once failed the fifth with FOLD_ERR_BUSY). */
+static int many_in_flight(fold_context_t *ctx, int rank, int size, void *arg)
+{
+    (void)arg;
+    fold_comm_h w = fold_comm_world(ctx);
+    enum { N = 10, COUNT = 20000 };
+    fold_request_h reqs[N];
+    float *in = malloc(sizeof(float) * COUNT * N), *out = malloc(sizeof(float) * COUNT * N);
+    if (in == NULL || out == NULL || fold_config_set(ctx, "ALLREDUCE_ALG", "ring") != FOLD_OK ||
+        fold_config_set(ctx, "REDUCE_ALG", "rabenseifner") != FOLD_OK) {
+        return 1;
+    }
+    for (size_t i = 0; i < (size_t)COUNT * N; i++) {
+        in[i] = (float)(rank + (int)(i % 7));
+    }
+    for (int k = 0; k < N; k++) {
+        int st = k % 2 ? fold_iallreduce(in + k * COUNT, out + k * COUNT, COUNT, FOLD_FLOAT32,
+                                         FOLD_OP_SUM, w, &reqs[k])
+                       : fold_ireduce(in + k * COUNT, out + k * COUNT, COUNT, FOLD_FLOAT32,
+                                      FOLD_OP_SUM, k % size, w, &reqs[k]);
+        EXPECT_STATUS(st, FOLD_OK);
+        if (st != FOLD_OK) {
+            return 1;
+        }
+    }
+    int bad = 0;
+    for (int k = N - 1; k >= 0; k--) {
+        EXPECT_STATUS(fold_wait(reqs[k]), FOLD_OK);
+        EXPECT_STATUS(fold_request_free(reqs[k]), FOLD_OK);
+    }
+    float ranks = (float)(size * (size - 1) / 2);
+    for (int k = 0; k < N; k++) {
+        if (k % 2 == 0 && rank != k % size) {
+            continue;
+        }
+        for (size_t i = 0; i < COUNT; i++) {
+            bad |= out[k * COUNT + i] != ranks + (float)(size * (int)((k * COUNT + i) % 7));
+        }
+    }
+    free(in);
+    free(out);
+    return bad;
+}
+
+Test(api, more_calls_in_flight_than_the_scratch_pool)
+{
+    cr_assert_eq(lh_run(3, many_in_flight, NULL), 0);
+}
+
 /* Rank 1 never joins: the others must fail with a timeout, not hang. */
 static int timeout_rank(fold_context_t *ctx, int rank, int size, void *arg)
 {
