@@ -161,6 +161,42 @@ Test(api, split_bcast_barrier)
     cr_assert_eq(lh_run(5, split_bcast_barrier, NULL), 0);
 }
 
+/* Starts n calls of `count` floats, one after the other in in/out: fold_ireduce to
+ * root k % size for even k, fold_iallreduce for odd; rank r's element i is r + i % 5. */
+static int start_mixed(fold_comm_h w, int rank, int size, float *in, float *out, int n,
+                       size_t count, fold_request_h *reqs)
+{
+    for (size_t i = 0; i < count * (size_t)n; i++) {
+        in[i] = (float)(rank + (int)(i % 5));
+    }
+    for (int k = 0; k < n; k++) {
+        if (k % 2) {
+            EXPECT_STATUS(fold_iallreduce(in + k * count, out + k * count, count, FOLD_FLOAT32,
+                                          FOLD_OP_SUM, w, &reqs[k]), FOLD_OK);
+        } else {
+            EXPECT_STATUS(fold_ireduce(in + k * count, out + k * count, count, FOLD_FLOAT32,
+                                       FOLD_OP_SUM, k % size, w, &reqs[k]), FOLD_OK);
+        }
+    }
+    return 0;
+}
+
+/* Whether a result this rank gets from start_mixed's calls is wrong. */
+static int mixed_results_bad(const float *out, int n, size_t count, int rank, int size)
+{
+    int bad = 0;
+    float ranks = (float)(size * (size - 1) / 2);
+    for (int k = 0; k < n; k++) {
+        if (k % 2 == 0 && rank != k % size) {
+            continue;
+        }
+        for (size_t i = 0; i < count; i++) {
+            bad |= out[k * count + i] != ranks + (float)(size * (int)((k * count + i) % 5));
+        }
+    }
+    return bad;
+}
+
 static int nonblocking(fold_context_t *ctx, int rank, int size, void *arg)
 {
     (void)arg;
@@ -168,18 +204,9 @@ static int nonblocking(fold_context_t *ctx, int rank, int size, void *arg)
     enum { N = 4, COUNT = 100000 };
     fold_request_h reqs[N];
     float *in = malloc(sizeof(float) * COUNT * N), *out = malloc(sizeof(float) * COUNT * N);
-    for (size_t i = 0; i < (size_t)COUNT * N; i++) {
-        in[i] = (float)(rank + (int)(i % 5));
-    }
     /* Several collectives in flight at once, completed out of order. */
-    for (int k = 0; k < N; k++) {
-        if (k % 2) {
-            EXPECT_STATUS(fold_iallreduce(in + k * COUNT, out + k * COUNT, COUNT, FOLD_FLOAT32,
-                                          FOLD_OP_SUM, w, &reqs[k]), FOLD_OK);
-        } else {
-            EXPECT_STATUS(fold_ireduce(in + k * COUNT, out + k * COUNT, COUNT, FOLD_FLOAT32,
-                                       FOLD_OP_SUM, k % size, w, &reqs[k]), FOLD_OK);
-        }
+    if (start_mixed(w, rank, size, in, out, N, COUNT, reqs) != 0) {
+        return 1;
     }
     for (int k = N - 1; k >= 0; k--) {
         int st;
@@ -190,16 +217,7 @@ static int nonblocking(fold_context_t *ctx, int rank, int size, void *arg)
         }
         EXPECT_STATUS(st, FOLD_OK);
     }
-    int bad = 0;
-    float ranks = (float)(size * (size - 1) / 2);
-    for (int k = 0; k < N; k++) {
-        if (k % 2 == 0 && rank != k % size) {
-            continue;
-        }
-        for (size_t i = 0; i < COUNT; i++) {
-            bad |= out[k * COUNT + i] != ranks + (float)(size * (int)((k * COUNT + i) % 5));
-        }
-    }
+    int bad = mixed_results_bad(out, N, COUNT, rank, size);
     for (int k = 0; k < N; k++) {
         EXPECT_STATUS(fold_wait(reqs[k]), FOLD_OK);
         EXPECT_STATUS(fold_request_free(reqs[k]), FOLD_OK);
@@ -230,36 +248,15 @@ static int many_in_flight(fold_context_t *ctx, int rank, int size, void *arg)
     fold_request_h reqs[N];
     float *in = malloc(sizeof(float) * COUNT * N), *out = malloc(sizeof(float) * COUNT * N);
     if (in == NULL || out == NULL || fold_config_set(ctx, "ALLREDUCE_ALG", "ring") != FOLD_OK ||
-        fold_config_set(ctx, "REDUCE_ALG", "rabenseifner") != FOLD_OK) {
+        fold_config_set(ctx, "REDUCE_ALG", "rabenseifner") != FOLD_OK ||
+        start_mixed(w, rank, size, in, out, N, COUNT, reqs) != 0) {
         return 1;
     }
-    for (size_t i = 0; i < (size_t)COUNT * N; i++) {
-        in[i] = (float)(rank + (int)(i % 7));
-    }
-    for (int k = 0; k < N; k++) {
-        int st = k % 2 ? fold_iallreduce(in + k * COUNT, out + k * COUNT, COUNT, FOLD_FLOAT32,
-                                         FOLD_OP_SUM, w, &reqs[k])
-                       : fold_ireduce(in + k * COUNT, out + k * COUNT, COUNT, FOLD_FLOAT32,
-                                      FOLD_OP_SUM, k % size, w, &reqs[k]);
-        EXPECT_STATUS(st, FOLD_OK);
-        if (st != FOLD_OK) {
-            return 1;
-        }
-    }
-    int bad = 0;
     for (int k = N - 1; k >= 0; k--) {
         EXPECT_STATUS(fold_wait(reqs[k]), FOLD_OK);
         EXPECT_STATUS(fold_request_free(reqs[k]), FOLD_OK);
     }
-    float ranks = (float)(size * (size - 1) / 2);
-    for (int k = 0; k < N; k++) {
-        if (k % 2 == 0 && rank != k % size) {
-            continue;
-        }
-        for (size_t i = 0; i < COUNT; i++) {
-            bad |= out[k * COUNT + i] != ranks + (float)(size * (int)((k * COUNT + i) % 7));
-        }
-    }
+    int bad = mixed_results_bad(out, N, COUNT, rank, size);
     free(in);
     free(out);
     return bad;

@@ -67,10 +67,11 @@ wait_all() {   # the links started in the background; any that failed fails the 
 
 # The codec library once, instrumented for the fuzzer, then one link per target asked for.
 export cc_flags="$cflags $san -fsanitize=fuzzer-no-link"
-for src in "$root"/runtime/codec/codec*.c; do
+pairs=$(for src in "$root"/runtime/codec/codec*.c; do
     echo "$src $out/obj/$(basename "$src" .c).o"
-done | compile_all
-objs=$(for src in "$root"/runtime/codec/codec*.c; do echo "$out/obj/$(basename "$src" .c).o"; done)
+done)
+echo "$pairs" | compile_all
+objs=$(echo "$pairs" | cut -d' ' -f2)
 if wants bits idx rle any; then
     for t in bits:1 idx:2 rle:3 any:; do
         name=${t%%:*}
