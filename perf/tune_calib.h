@@ -18,6 +18,12 @@ double tune_measure_copy(size_t bytes);
  * timings: bytes of c per ns. NAN when the buffers cannot be allocated. */
 double tune_measure_reduce(size_t bytes);
 
+/* process_vm_readv of this process's own memory, 1 MiB per call, streaming over
+ * `bytes` (out of cache: the kernel's page walks slow with the footprint as well as
+ * the data), best of several passes after an untimed first: GB/s. NAN where the
+ * kernel refuses or the buffers cannot be allocated. */
+double tune_measure_kernel(size_t bytes);
+
 /* The node's last-level cache in bytes, from hwloc: the sum over the instances of the
  * highest cache level, and how many there are (*instances, may be NULL). NAN when
  * hwloc cannot tell. */

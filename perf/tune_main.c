@@ -99,7 +99,7 @@ static void say(const tune_run_t *run, const char *what)
 /* ---- 1. calibration ---------------------------------------------------------- */
 
 typedef struct tune_measured {
-    double copy_gbs, copy_mem_gbs, reduce_gbs, reduce_mem_gbs, cache_bytes;
+    double copy_gbs, copy_mem_gbs, reduce_gbs, reduce_mem_gbs, cache_bytes, cma_mem_gbs;
     double hwloc_cache_bytes; /* what hwloc said, before the ladder bounded it */
     double probe_gbs;        /* the slowest node's streaming traffic, GB/s */
     size_t mem_bytes;        /* rank 0's out-of-cache buffer */
@@ -118,8 +118,9 @@ static int calibrate_core(tune_run_t *run, tune_measured_t *m)
     for (int r = 0; r < run->rank; r++) {
         first_of_node &= run->layout->node_of[r] != run->layout->node_of[run->rank];
     }
-    double v[5];
-    for (int i = 0; i < 5; i++) {
+    enum { NV = 6 };
+    double v[NV];
+    for (int i = 0; i < NV; i++) {
         v[i] = DBL_MAX;
     }
     int status = fold_barrier(run->world);
@@ -136,16 +137,17 @@ static int calibrate_core(tune_run_t *run, tune_measured_t *m)
         v[3] = tune_measure_reduce(m->mem_bytes);
         /* hwloc's cache, at most what the ladder saw cached in each instance */
         v[4] = fmin(cache, instances * tune_ladder_cache_bytes(&ladder));
-        for (int i = 0; i < 5; i++) {
+        v[5] = tune_measure_kernel(m->mem_bytes);
+        for (int i = 0; i < NV; i++) {
             v[i] = isfinite(v[i]) && v[i] > 0 ? v[i] : DBL_MAX;
         }
     }
     if (status == FOLD_OK) {
-        status = fold_allreduce(FOLD_IN_PLACE, v, 5, FOLD_FLOAT64, FOLD_OP_MIN, run->world);
+        status = fold_allreduce(FOLD_IN_PLACE, v, NV, FOLD_FLOAT64, FOLD_OP_MIN, run->world);
     }
-    double *out[5] = {&m->copy_gbs, &m->copy_mem_gbs, &m->reduce_gbs, &m->reduce_mem_gbs,
-                      &m->cache_bytes};
-    for (int i = 0; i < 5; i++) {
+    double *out[NV] = {&m->copy_gbs, &m->copy_mem_gbs, &m->reduce_gbs, &m->reduce_mem_gbs,
+                       &m->cache_bytes, &m->cma_mem_gbs};
+    for (int i = 0; i < NV; i++) {
         *out[i] = v[i] < DBL_MAX ? v[i] : NAN;
     }
     return status;
@@ -290,9 +292,9 @@ static void pair_obs(const tune_point_t *pts, size_t n, tune_model_t *model, siz
 static void apply_measured(fold_model_params_t *p, const tune_measured_t *m)
 {
     double *fields[] = {&p->copy_gbs, &p->copy_mem_gbs, &p->reduce_gbs, &p->reduce_mem_gbs,
-                        &p->cache_bytes};
+                        &p->cache_bytes, &p->cma_mem_gbs};
     double values[] = {m->copy_gbs, m->copy_mem_gbs, m->reduce_gbs, m->reduce_mem_gbs,
-                       m->cache_bytes};
+                       m->cache_bytes, m->cma_mem_gbs};
     for (size_t i = 0; i < sizeof(values) / sizeof(values[0]); i++) {
         if (isfinite(values[i]) && values[i] > 0) {
             *fields[i] = values[i];
@@ -312,7 +314,7 @@ static int fit(tune_run_t *run, const tune_measured_t *m, tune_fitted_t *out)
     fold_context_t *c = (fold_context_t *)run->ctx;
     double start = perf_now_us();
     memset(out, 0, sizeof(*out));
-    out->p = c->model;   /* the defaults, with FOLD_MODEL's values */
+    out->p = c->model;   /* the defaults, fold_init's calibration, FOLD_MODEL's values */
     apply_measured(&out->p, m);
 
     static const int same_node[2] = {0, 0}, two_nodes[2] = {0, 1};
@@ -473,6 +475,12 @@ static void param_notes(const tune_measured_t *m, const tune_fitted_t *f, tune_n
          "doubling no longer slowed it by 10%%)", mem);
     note(t, "reduce_gbs", "measured: float32 c = a + b over %s, one core", in);
     note(t, "reduce_mem_gbs", "measured: float32 c = a + b over %s, one core", mem);
+    if (isfinite(m->cma_mem_gbs)) {
+        note(t, "cma_mem_gbs", "measured: process_vm_readv of this process's memory, 1 MiB "
+             "per call streaming over %s, one core", mem);
+    } else {
+        note(t, "cma_mem_gbs", "kept: the kernel refused single copy");
+    }
     if (isfinite(m->probe_gbs)) {
         char probe[32];
         tune_format_bytes(m->probe_bytes, probe, sizeof(probe));

@@ -166,6 +166,8 @@ static const char tune_help_notes[] =
     "                                   longer slows the copy by 10% (64 MiB at least, the\n"
     "                                   last-level cache or 1 GiB at most)\n"
     "       reduce_gbs, reduce_mem_gbs  fold's float32 c = a + b kernel, likewise (bytes of c)\n"
+    "       cma_mem_gbs                 single copy out of cache: process_vm_readv of the\n"
+    "                                   same out-of-cache buffer, 1 MiB per call\n"
     "       node_mem_gbs                every rank of a node streaming c += a at once over\n"
     "                                   twice the node's cache (the fold_perf probe), as\n"
     "                                   bytes of result per ns (the probe's traffic / 3)\n"

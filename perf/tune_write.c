@@ -42,7 +42,8 @@ static int write_params(FILE *out, const fold_model_params_t *p, const tune_para
         char name[64] = "";
         sscanf(line, "param %63s", name);
         const char *note = note_of(notes, nnotes, name);
-        fprintf(out, "%-40s # %s\n", line, note != NULL ? note : "default, not measured here");
+        fprintf(out, "%-40s # %s\n", line,
+                note != NULL ? note : "as fold_init set it (its calibration, else the default)");
     }
     free(text);
     return 0;

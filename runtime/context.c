@@ -201,6 +201,7 @@ static const struct {
     {"reduce_mem_gbs", offsetof(fold_node_calib_t, reduce_mem_gbs), NO_FALLBACK, 0},
     {NULL, offsetof(fold_node_calib_t, reduce_stream_gbs), NO_FALLBACK, 0},
     {"cma_gbs", offsetof(fold_node_calib_t, cma_gbs), NO_FALLBACK, 1},
+    {"cma_mem_gbs", offsetof(fold_node_calib_t, cma_mem_gbs), NO_FALLBACK, 1},
     {"cma_us", offsetof(fold_node_calib_t, cma_us), NO_FALLBACK, 1},
 };
 #define NMEASURED (sizeof(measured_fields) / sizeof(measured_fields[0]))

@@ -26,8 +26,8 @@
  *               at copy_mem_gbs / reduce_mem_gbs, capped at node_mem_gbs divided by
  *               the node's ranks, since out of cache they stream together; between
  *               the two the time per byte moves linearly from one to the other.
- *               Single copy (cma_gbs, measured in cache) pays the difference
- *               between the copy rate and the in-cache one on top.
+ *               Single copy (the kernel's copies) moves from cma_gbs to cma_mem_gbs
+ *               the same way.
  *   messages    the k-th send from a to b carries the k-th receive b posts from a
  *               (matched before the simulation; counts must agree). A send is
  *               posted when its CPU slot ends; its data is ready to move then if it
@@ -132,8 +132,8 @@ static const model_param_t model_params[] = {
     MODEL_PARAM(shm_gbs, PARAM_RATE),        MODEL_PARAM(shm_reduce_gbs, PARAM_RATE),
     MODEL_PARAM(shm_write_gbs, PARAM_RATE),  MODEL_PARAM(shm_fold_gbs, PARAM_RATE),
     MODEL_PARAM(shm_fold_far_gbs, PARAM_RATE),
-    MODEL_PARAM(cma_gbs, PARAM_RATE),        MODEL_PARAM(cma_us, PARAM_TIME),
-    MODEL_PARAM(move_us, PARAM_TIME),
+    MODEL_PARAM(cma_gbs, PARAM_RATE),        MODEL_PARAM(cma_mem_gbs, PARAM_RATE),
+    MODEL_PARAM(cma_us, PARAM_TIME),         MODEL_PARAM(move_us, PARAM_TIME),
 };
 
 #define MODEL_NPARAMS   (sizeof(model_params) / sizeof(model_params[0]))
@@ -180,6 +180,8 @@ void fold_model_defaults(fold_model_params_t *p)
         .shm_fold_gbs   = 10,     /* ... into a buffer of its own */
         .shm_fold_far_gbs = 10,   /* ... with the rows past the cores' L2s */
         .cma_gbs        = 8,      /* process_vm_readv of another process's memory */
+        .cma_mem_gbs    = 3,      /* ... out of cache: cma_gbs slowed as a copy is
+                                     (15 / 40) */
         .cma_us         = 1,      /* ... per call (the kernel pins the pages) */
         /* FOLD_TRACE on 2 ranks of an AMD EPYC, cores sharing an L3: a 4 MiB
          * reduce's folds from the segment took 0.84 us per 32 KiB and 3.12 per
@@ -203,6 +205,9 @@ void fold_model_mapped(const fold_model_params_t *p, fold_model_params_t *mapped
      * the trace: 0.14 us per 8 KiB read or write, cores sharing an L3). */
     mapped->cma_gbs = fmin(p->shm_gbs, p->shm_write_gbs);
     mapped->cma_us  = p->move_us;
+    /* Out of cache such a copy pays what a copy out of cache pays beyond one in it. */
+    double extra = 1.0 / p->copy_mem_gbs - 1.0 / p->copy_gbs;
+    mapped->cma_mem_gbs = 1.0 / (1.0 / mapped->cma_gbs + fmax(0, extra));
 }
 
 int fold_model_equal(const fold_model_params_t *a, const fold_model_params_t *b)
@@ -907,14 +912,13 @@ typedef struct model_sim {
                                   node (the transport's shared-memory copies): free from */
     double        *copy_us;    /* node -> us per byte copied */
     double        *reduce_us;  /* node -> us per byte reduced */
+    double        *kernel_us;  /* node -> us per byte of a peer read or write */
     double        *fold_us;    /* rank -> us per byte of result folded from the segment
                                   into its own buffer */
     double         intra_us, inter_us;   /* us per byte on the wire */
     double         shm_us;               /* us per byte copied from other cores' data */
     double         shm_write_us;         /* ... over lines other cores read */
     double         shm_reduce_us;        /* us per byte of result reduced from it */
-    double         cma_byte_us;          /* us per byte of a peer read or write */
-    double         copy_cache_us;        /* us per byte of a copy in cache */
     flag_log_t    *flags;      /* rank * FOLD_SHM_NFLAGS + flag */
     flag_waiter_t *pool;
     size_t         npool, pool_cap;
@@ -1381,10 +1385,8 @@ static double local_cost(const model_sim_t *m, int rank, const model_step_t *st)
     case FOLD_STEP_REDUCE: per_byte = m->reduce_us[node]; break;
     case FOLD_STEP_PEER_READ:
     case FOLD_STEP_PEER_WRITE:
-        /* The kernel pins the pages and copies on this rank's CPU: cma_gbs was
-         * measured in cache, so out of it the copy's extra time per byte adds up. */
-        return m->p->cma_us +
-               (double)st->amount * (m->cma_byte_us + max2(0, m->copy_us[node] - m->copy_cache_us));
+        /* The kernel pins the pages and copies on this rank's CPU. */
+        return m->p->cma_us + (double)st->amount * m->kernel_us[node];
     default:               return 0;
     }
     /* The segment's lines cross between the cores: data another core wrote comes
@@ -1507,13 +1509,17 @@ static void sim_rates(model_sim_t *m)
         double miss = miss_fraction(ws + shm, p->cache_bytes);
         m->copy_us[n]   = (1 - miss) / (p->copy_gbs * 1e3) + miss / (copy_mem * 1e3);
         m->reduce_us[n] = (1 - miss) / (p->reduce_gbs * 1e3) + miss / (reduce_mem * 1e3);
+        /* Out of cache the kernel's rate is cma_mem_gbs, slowed further where the
+         * node's share of memory is below one core's copy rate. */
+        double in_cache = 1.0 / (p->cma_gbs * 1e3);
+        double memory = 1.0 / (p->cma_mem_gbs * 1e3) + (1.0 / (copy_mem * 1e3) -
+                                                        1.0 / (p->copy_mem_gbs * 1e3));
+        m->kernel_us[n] = (1 - miss) * in_cache + miss * max2(in_cache, memory);
     }
     m->intra_us = 1.0 / (p->intra_gbs * 1e3);
     m->shm_us   = 1.0 / (p->shm_gbs * 1e3);
     m->shm_write_us = 1.0 / (p->shm_write_gbs * 1e3);
     m->shm_reduce_us = 1.0 / (p->shm_reduce_gbs * 1e3);
-    m->cma_byte_us = 1.0 / (p->cma_gbs * 1e3);
-    m->copy_cache_us = 1.0 / (p->copy_gbs * 1e3);
     m->inter_us = 1.0 / (p->inter_gbs * 1e3);
 }
 
@@ -1524,6 +1530,7 @@ static void sim_free(model_sim_t *m)
     free(m->chans);
     free(m->copy_us);
     free(m->reduce_us);
+    free(m->kernel_us);
     free(m->fold_us);
     for (size_t i = 0; m->flags != NULL && i < (size_t)m->prog->size * FOLD_SHM_NFLAGS; i++) {
         free(m->flags[i].t);
@@ -1548,10 +1555,12 @@ static int sim_init(model_sim_t *m, const fold_model_params_t *p, const fold_top
     m->chans     = calloc(size * 2, sizeof(double));
     m->copy_us   = calloc(nodes, sizeof(double));
     m->reduce_us = calloc(nodes, sizeof(double));
+    m->kernel_us = calloc(nodes, sizeof(double));
     m->fold_us   = calloc(size, sizeof(double));
     m->flags     = calloc(size * FOLD_SHM_NFLAGS, sizeof(flag_log_t));
     if (m->cpu == NULL || m->links == NULL || m->chans == NULL || m->copy_us == NULL ||
-        m->reduce_us == NULL || m->fold_us == NULL || m->flags == NULL) {
+        m->reduce_us == NULL || m->kernel_us == NULL || m->fold_us == NULL ||
+        m->flags == NULL) {
         return FOLD_ERR_NO_MEMORY;
     }
     for (size_t i = 0; i < size * FOLD_SHM_NFLAGS; i++) {

@@ -62,6 +62,9 @@ typedef struct fold_model_params {
                                 bytes of its own it touches */
     double cma_gbs;          /* single copy: the kernel copying from or to another
                                 process (process_vm_readv), GB/s */
+    double cma_mem_gbs;      /* ... out of cache (its working set past the caches):
+                                the kernel walks and pins every page, and that work
+                                slows out of cache as copies do */
     double cma_us;           /* ... its cost per call */
     double move_us;          /* a copy's or reduction's start, beyond step_us: the
                                 prefetchers ramping up on a new stream */

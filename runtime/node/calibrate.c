@@ -15,6 +15,14 @@
  *                       stream their results (context.c)
  *   cma_gbs, cma_us     process_vm_readv of 1 MiB of this process's own memory, and
  *                       its cost per call (64-byte reads)
+ *   cma_mem_gbs         the same out of cache, estimated: cma_gbs slowed by the
+ *                       factor memcpy slows by (copy_mem_gbs / copy_gbs). The kernel
+ *                       walks and pins each page and that work slows with the
+ *                       region's footprint, not only its data's: on a Zen 5 VM a
+ *                       1 MiB read with its lines flushed ran at 10-12 GB/s, but
+ *                       reads streaming over 64 MiB at 5.5-7 (memcpy 20 either way),
+ *                       which this puts at 5-8. Timing such a stream here would cost
+ *                       fold_init 100 MiB per rank; fold_tune measures it.
  *
  * Why all of them: measuring only single copy and leaving the copy rates at their
  * generic defaults made selection take single copy on that EPYC, whose kernel path
@@ -210,5 +218,8 @@ void fold_node_calibrate(fold_node_calib_t *out)
         out->single_copy = 1;
         out->cma_us      = call * 1e6;
         out->cma_gbs     = gbs_of(cached.kernel - call);
+        if (out->copy_mem_gbs > 0 && out->copy_gbs > out->copy_mem_gbs) {
+            out->cma_mem_gbs = out->cma_gbs * out->copy_mem_gbs / out->copy_gbs;
+        }
     }
 }

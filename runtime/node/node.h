@@ -298,6 +298,7 @@ typedef struct fold_node_calib {
     double flag_us;         /* and a flag's trip from one core to the other */
     int    single_copy;     /* the kernel lets this process copy through it ... */
     double cma_gbs;         /* ... at this rate (1 MiB reads) */
+    double cma_mem_gbs;     /* ... and out of cache (estimated, calibrate.c) */
     double cma_us;          /* ... and this cost per call */
 } fold_node_calib_t;
 /* Measures the copy paths on this process's own memory, interleaved so that all

@@ -409,25 +409,32 @@ Test(model_hand, working_sets_near_the_cache_size_partly_miss)
 }
 
 /* Rank 0 reads 1000 bytes of rank 1's IN through the kernel: cma_us per call, then
- * cma_gbs (measured in cache) plus, out of cache, the copy's extra time per byte. */
-static double kernel_read(double cache_bytes)
+ * cma_gbs in cache and cma_mem_gbs out of it. */
+static double kernel_read(double cache_bytes, double cma_mem_gbs, double node_mem_gbs)
 {
     int same[2] = {0, 0};
     fold_model_params_t p = round_params();
-    p.cache_bytes = cache_bytes;
-    p.cma_gbs     = 0.25;   /* 250 B/us */
-    p.cma_us      = 3;
+    p.cache_bytes  = cache_bytes;
+    p.cma_gbs      = 0.25;   /* 250 B/us */
+    p.cma_mem_gbs  = cma_mem_gbs;
+    p.cma_us       = 3;
+    p.node_mem_gbs = node_mem_gbs;
     hand_t h;
     hand_init(&h, 2, same);
     fold_sched_peer_read(&h.s[0], 1, 1, FOLD_BUF_IN, 0, fold_ref_out(0), 250);
     return hand_time(&h, &p);
 }
 
-Test(model_hand, single_copy_pays_the_memory_rate_on_top_out_of_cache)
+Test(model_hand, single_copy_runs_at_its_memory_rate_out_of_cache)
 {
-    /* In cache: 1 + 3 + 1000 / 250. Out of it: + 1000 * (1/1000 - 1/2000). */
-    cr_expect_float_eq(kernel_read(1e6), 1 + 3 + 4, EPS);
-    cr_expect_float_eq(kernel_read(100), 1 + 3 + 4 + 0.5, EPS);
+    /* In cache: 1 + 3 + 1000 / 250; out of it 1000 / 125. */
+    cr_expect_float_eq(kernel_read(1e6, 0.125, 100), 1 + 3 + 4, EPS);
+    cr_expect_float_eq(kernel_read(100, 0.125, 100), 1 + 3 + 8, EPS);
+    /* never faster than in cache */
+    cr_expect_float_eq(kernel_read(100, 1, 100), 1 + 3 + 4, EPS);
+    /* the node's memory shared by its 2 ranks (0.5 GB/s each, below one core's copy
+     * at 1): the copy's slowdown, 1000 * (1/500 - 1/1000), on top */
+    cr_expect_float_eq(kernel_read(100, 0.125, 1), 1 + 3 + 8 + 1, EPS);
 }
 
 /* Through a mapping of fold memory the same read is a copy over lines another core
@@ -444,6 +451,8 @@ Test(model_hand, a_mapped_read_is_a_copy_at_the_segments_rate)
     fold_model_mapped(&p, &m);
     cr_expect_float_eq(m.cma_gbs, 0.5, EPS);
     cr_expect_float_eq(m.cma_us, 0.5, EPS, "a copy's start, not a flag hop or a kernel call");
+    /* out of cache: a copy's extra time per byte out of cache on top, 1/1 - 1/2 */
+    cr_expect_float_eq(m.cma_mem_gbs, 1 / (1 / 0.5 + (1 / 1.0 - 1 / 2.0)), EPS);
     cr_expect_float_eq(m.shm_gbs, p.shm_gbs, EPS, "everything else as it was");
     cr_expect_float_eq(m.flag_us, p.flag_us, EPS);
 }
@@ -923,7 +932,7 @@ Test(model_params, print_reads_back_exactly)
         cr_assert_eq(sscanf(line, "param %63s %63s", name, value), 2, "%s", line);
         cr_expect_eq(fold_model_set(&q, name, value), FOLD_OK, "%s", line);
     }
-    cr_expect_eq(lines, 22);
+    cr_expect_eq(lines, 23);
     cr_expect(params_equal(&p, &q));
     free(text);
 }

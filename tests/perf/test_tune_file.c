@@ -229,7 +229,7 @@ Test(tune_file, header_and_comments)
     cr_assert(strstr(text, "<prefix>/etc/fold/tune") != NULL);
     cr_assert(strstr(text, "param step_us 0.0123456789012345") != NULL, "%s", text);
     cr_assert(strstr(text, "# fitted\n") != NULL);
-    cr_assert(strstr(text, "default, not measured here") != NULL);
+    cr_assert(strstr(text, "as fold_init set it (its calibration, else the default)") != NULL);
     cr_assert(strstr(text, "leaders 2 at 8 KiB..512 KiB") != NULL, "%s", text);
     cr_assert(strstr(text, "serve reduce:2k-32k:n1-1:ppn2-2:mpi") != NULL, "%s", text);
     unlink(f.path);
