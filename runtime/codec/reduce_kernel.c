@@ -147,9 +147,9 @@ static inline double float64_max(double a, double b)
     KERNEL(tag, T, prod, a * b)                                                  \
     KERNEL(tag, T, min,  tag##_min(a, b))                                        \
     KERNEL(tag, T, max,  tag##_max(a, b))                                        \
-    KERNEL(tag, T, land, (a != 0) & (b != 0) ? (T)1 : (T)0)                      \
-    KERNEL(tag, T, lor,  (a != 0) | (b != 0) ? (T)1 : (T)0)                      \
-    KERNEL(tag, T, lxor, (a != 0) ^ (b != 0) ? (T)1 : (T)0)
+    KERNEL(tag, T, land, ((a != 0) & (b != 0)) ? (T)1 : (T)0)                    \
+    KERNEL(tag, T, lor,  ((a != 0) | (b != 0)) ? (T)1 : (T)0)                    \
+    KERNEL(tag, T, lxor, ((a != 0) ^ (b != 0)) ? (T)1 : (T)0)
 
 INTEGER_KERNELS(int8,   int8_t,   unsigned)
 INTEGER_KERNELS(int16,  int16_t,  unsigned)
