@@ -18,14 +18,29 @@ cmake --build "$prefix" -j"$jobs"
 (cd "$prefix" && ctest --output-on-failure -j"$jobs" -L '^pure$' && \
      ctest --output-on-failure -j1 -LE '^pure$')
 
-echo "== install check: find_package(fold) and pkg-config from a separate project"
-scripts/check-install.sh "$prefix"
-echo "== Debian packages: built, installed with dpkg, used, removed"
-scripts/check-packages.sh "$prefix"
+# The install and package checks wait on cpack, dpkg and mpirun more than on the CPU:
+# they run beside the sanitizer build, their output shown once both are done.
+packaging_log="$PWD/$prefix/packaging-checks.log"
+(
+    echo "== install check: find_package(fold) and pkg-config from a separate project"
+    scripts/check-install.sh "$prefix"
+    echo "== Debian packages: built, installed with dpkg, used, removed"
+    scripts/check-packages.sh "$prefix"
+) >"$packaging_log" 2>&1 &
+packaging=$!
 
 echo "== AddressSanitizer + UndefinedBehaviorSanitizer build (unit tests)"
 cmake -S . -B "$prefix-asan" -DCMAKE_BUILD_TYPE=Debug -DFOLD_SANITIZE=ON >/dev/null
-cmake --build "$prefix-asan" -j"$jobs"
+build_status=0
+cmake --build "$prefix-asan" -j"$jobs" || build_status=$?
+packaging_status=0
+wait "$packaging" || packaging_status=$?
+cat "$packaging_log"
+if [ "$packaging_status" -ne 0 ]; then
+    echo "test.sh: the install or package check failed" >&2
+    exit "$packaging_status"
+fi
+[ "$build_status" -eq 0 ] || exit "$build_status"
 # libgomp and UCX keep some memory until exit on purpose; fold's own leaks still fail.
 # Reports go to files: Criterion counts a test whose worker reports a leak at exit as
 # passed, so a leak only fails the stage through the check below.
