@@ -206,6 +206,9 @@ static int iteration_of(const perf_env_t *env, const perf_buffers_t *b, perf_cas
         if ((is_mpi && (!pc->with_mpi || which == RUN_FOLD)) || (!is_mpi && which == RUN_MPI)) {
             continue;
         }
+        if (o->fresh) {
+            memcpy(o->inplace ? recv : (void *)send, b->input, b->bytes);
+        }
         double start = perf_now_us();
         int status = is_mpi ? perf_mpi_collective(pc->coll, send, recv, pc->count, o->dtype,
                                                   o->op, o->root, o->inplace)

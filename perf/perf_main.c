@@ -214,6 +214,7 @@ int main(int argc, char **argv)
     info->root            = opts.root;
     info->inplace         = opts.inplace;
     info->rotate          = opts.rotate;
+    info->fresh           = opts.fresh;
     info->fold_memory     = opts.fold_memory;
     info->sparsity        = opts.sparsity;
     info->distribution    = opts.distribution;

@@ -403,6 +403,15 @@ static int opt_rotate(perf_options_t *o, const char *arg, char *why, size_t whyl
     return 0;
 }
 
+static int opt_fresh(perf_options_t *o, const char *arg, char *why, size_t whylen)
+{
+    (void)arg;
+    (void)why;
+    (void)whylen;
+    o->fresh = 1;
+    return 0;
+}
+
 static int opt_check(perf_options_t *o, const char *arg, char *why, size_t whylen)
 {
     (void)arg;
@@ -559,6 +568,10 @@ static const perf_option_t perf_option_table[] = {
     {{"seed", 0, "N", "seed of the input data (default 1)"}, opt_seed},
     {{"rotate", 0, "N", "cycle through N send/receive buffer pairs, so that results are not "
      "cache-hot illusions (default 1)"}, opt_rotate},
+    {{"fresh", 0, NULL, "each rank rewrites its input (same values) before every call, "
+     "untimed, as an application that has just computed it: a peer's input is then in its "
+     "owner's cache, not still in the reader's from the call before (default: inputs are "
+     "written once, as OSU's are)"}, opt_fresh},
     {{"memory", 'm', "KIND", "where the send and receive buffers live: host (the heap) or "
      "fold (fold_mem_alloc: the node's other ranks map them, so single copy runs at "
      "memcpy's speed) (default host)"}, opt_memory},

@@ -62,6 +62,7 @@ typedef struct perf_options {
     int         dense_ranks;    /* imbalanced: dense ranks; 0 = max(1, ranks / 8) */
     uint64_t    seed;
     int         rotate;
+    int         fresh;          /* rewrite the input before every call, untimed */
     int         check;
     int         compare_mpi;
     int         compare_apart;  /* mpi-apart: each library's iterations in a block */

@@ -10,9 +10,10 @@ void perf_table_print_header(FILE *out, const perf_run_info_t *info)
             fold_op_name(info->op), info->inplace ? "in place" : "out of place");
     fprintf(out, ", reduce root %d\n", info->root);
     fprintf(out, "# bootstrap %s, transport %s, segment size %s, threads %s, %d buffer%s "
-            "in rotation, %s\n", info->bootstrap, info->transport, info->segment_size,
+            "in rotation, %s%s\n", info->bootstrap, info->transport, info->segment_size,
             info->threads, info->rotate, info->rotate == 1 ? "" : "s",
-            info->fold_memory ? "buffers in fold memory" : "buffers on the heap");
+            info->fold_memory ? "buffers in fold memory" : "buffers on the heap",
+            info->fresh ? ", inputs rewritten before every call" : "");
     if (info->compare_mpi) {
         fprintf(out, "# beside: %s (MPI_Allreduce / MPI_Reduce, %s)\n", info->mpi_library,
                 info->compare_apart ? "each size's iterations after fold's" : "interleaved");

@@ -71,6 +71,20 @@ status=$?
 [ "$status" -eq 0 ] || fail "the sparse in-place run exited $status: $(cat "$TMP/err2")"
 expect_in out2 "sparse, 0.9 of each input zero, imbalanced distribution"
 
+# Inputs rewritten before every call (--fresh), in place and not: still checked right.
+for inplace in "" -i; do
+    # shellcheck disable=SC2086 # $inplace is one word or none
+    "$@" "$PERF" -c allreduce,reduce -b 8 -e 256k -f 32 -n 20 --fresh $inplace --check \
+        --probe-size 0 --json "$TMP/fresh.json" >"$TMP/out7" 2>"$TMP/err7"
+    status=$?
+    [ "$status" -eq 0 ] || fail "the --fresh run ($inplace) exited $status: $(cat "$TMP/err7")"
+    expect_in out7 "inputs rewritten before every call"
+    grep -q "FAIL" "$TMP/out7" && fail "a --fresh row failed its check"
+    rows=$(grep -c " ok" "$TMP/out7")
+    [ "$rows" -eq 8 ] || fail "expected 8 checked --fresh rows, got $rows"
+    grep -q '"fresh": true' "$TMP/fresh.json" || fail "--json does not say the inputs were fresh"
+done
+
 # Buffers in fold memory (fold_mem_alloc): single copy through mappings of the peer's
 # allocations, checked, in place and not.
 for inplace in "" -i; do

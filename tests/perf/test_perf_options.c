@@ -72,6 +72,7 @@ Test(perf_options, defaults)
     cr_expect_eq(o.nalgorithms, 1);
     cr_expect_str_eq(o.algorithms[0], "auto");
     cr_expect_eq(o.rotate, 1);
+    cr_expect_eq(o.fresh, 0);
     cr_expect_eq(o.threads, -1);
     cr_expect_eq(o.inject_rank, -1);
     cr_expect_eq(o.check, 1);
@@ -86,7 +87,7 @@ Test(perf_options, every_option)
                    "-o", "max", "-r", "1", "-i", "-A", "ring,rabenseifner,auto", "-s", "64k",
                    "-T", "2", "-t", "ucp", "--bootstrap", "pmix", "--sparsity", "0.9",
                    "--distribution", "imbalanced", "--dense-ranks", "2", "--seed", "7",
-                   "--rotate", "4", "--check", "--compare", "none", "--csv", "a.csv",
+                   "--rotate", "4", "--fresh", "--check", "--compare", "none", "--csv", "a.csv",
                    "--json", "b.json", "--plot", "c.png", "--probe-size", "0",
                    "--inject-error", "1:17");
     cr_assert_eq(rc, 0, "%s", err);
@@ -117,6 +118,7 @@ Test(perf_options, every_option)
     cr_expect_eq(o.dense_ranks, 2);
     cr_expect_eq(o.seed, 7);
     cr_expect_eq(o.rotate, 4);
+    cr_expect_eq(o.fresh, 1);
     cr_expect_eq(o.check, 1);
     cr_expect_eq(o.compare_mpi, 0);
     cr_expect_str_eq(o.csv_path, "a.csv");
@@ -232,7 +234,7 @@ Test(perf_options, usage_lists_every_option)
         "-d, --dtype NAME", "-o, --op NAME", "-r, --root R", "-i, --inplace",
         "-A, --algorithms LIST", "-s, --segment-size SIZE", "-T, --threads N",
         "-t, --transport NAME", "--bootstrap KIND", "--sparsity F", "--distribution KIND",
-        "--dense-ranks K", "--seed N", "--rotate N", "--check", "--compare KIND", "--csv FILE",
+        "--dense-ranks K", "--seed N", "--rotate N", "--fresh", "--check", "--compare KIND", "--csv FILE",
         "--json FILE", "--plot FILE", "--probe-size SIZE", "--inject-error R[:I]",
         "-V, --version", "-h, --help",
         /* the notes --help adds */
