@@ -187,6 +187,9 @@ static const struct {
     int         cma;        /* only where single copy is allowed */
 } measured_fields[] = {
     {"copy_gbs", offsetof(fold_node_calib_t, copy_gbs), NO_FALLBACK, 0},
+    {"l2_bytes", offsetof(fold_node_calib_t, l2_bytes), NO_FALLBACK, 0},
+    {"copy_l2_gbs", offsetof(fold_node_calib_t, copy_l2_gbs), NO_FALLBACK, 0},
+    {"reduce_l2_gbs", offsetof(fold_node_calib_t, reduce_l2_gbs), NO_FALLBACK, 0},
     {"shm_gbs", offsetof(fold_node_calib_t, xcopy_gbs), offsetof(fold_node_calib_t, copy_gbs), 0},
     {"reduce_gbs", offsetof(fold_node_calib_t, reduce_gbs), NO_FALLBACK, 0},
     {"shm_reduce_gbs", offsetof(fold_node_calib_t, xreduce_gbs),
@@ -235,8 +238,10 @@ void fold_context_set_measured(fold_context_t *ctx, const fold_node_calib_t *cal
             calib->xcopy_gbs > 0 && calib->copy_gbs > calib->xcopy_gbs) {
             v *= calib->xcopy_gbs / calib->copy_gbs;
         }
-        int n = snprintf(ctx->measured + used, room - used, "%s%s=%.4g", used ? "," : "",
-                         measured_fields[i].param, v);
+        /* A byte count is written whole: the size syntax reads no exponent. */
+        int bytes = measured_fields[i].offset == offsetof(fold_node_calib_t, l2_bytes);
+        int n = snprintf(ctx->measured + used, room - used, bytes ? "%s%s=%.0f" : "%s%s=%.4g",
+                         used ? "," : "", measured_fields[i].param, v);
         if (n < 0 || (size_t)n >= room - used) {
             ctx->measured[used] = '\0';
             break;

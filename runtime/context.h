@@ -48,7 +48,7 @@ struct fold_context {
     fold_tune_file_t     file;            /* FOLD_TUNE_FILE: rules and model parameters */
     fold_model_params_t  model;           /* the cost model's machine (defaults, what
                                              fold_init measured, file, FOLD_MODEL) */
-    char                 measured[256];    /* "name=value,..." of what fold_init measured,
+    char                 measured[512];    /* "name=value,..." of what fold_init measured,
                                              the same on every rank */
     struct fold_node_calib calib;         /* the same, agreed (what the string says) */
     int                  cores_probed;    /* the world's node setup probed the cores */

@@ -49,6 +49,9 @@ typedef struct fold_model_params {
     double node_mem_gbs;     /* all ranks of a node streaming at once: the ceiling of
                                 the sum of their memory-bound copies and reductions */
     double cache_bytes;      /* last-level cache of a node */
+    double l2_bytes;         /* a core's own cache below it (its L2); 0: no such level */
+    double copy_l2_gbs;      /* memcpy and c = a op b with the rank's working set within */
+    double reduce_l2_gbs;    /* l2_bytes: copy_gbs and reduce_gbs are the rates past it */
     double shm_gbs;          /* one core copying data another core wrote (the node
                                 segment): copies from it go no faster */
     double shm_reduce_gbs;   /* ... reducing it with its own into the segment (bytes

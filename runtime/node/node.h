@@ -283,6 +283,10 @@ typedef struct fold_node_calib {
     double copy_gbs;        /* memcpy of 1 MiB in cache; the model's shm_gbs until the
                                cores are probed */
     double reduce_gbs;      /* float32 c = a + b over 1 MiB in cache */
+    double l2_bytes;        /* a core's own cache below the last level (sysconf); 0
+                               where unknown or implausible */
+    double copy_l2_gbs;     /* memcpy and c = a + b of 64 KiB: within that cache */
+    double reduce_l2_gbs;
     double copy_mem_gbs;    /* the same two from memory */
     double reduce_mem_gbs;
     double reduce_stream_gbs; /* reduce from memory with the result streamed

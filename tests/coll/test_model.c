@@ -408,6 +408,42 @@ Test(model_hand, working_sets_near_the_cache_size_partly_miss)
     cr_expect_float_eq(reductions(1, one, 6000, 100), 1 + 4000 / 500.0, EPS);
 }
 
+/* One rank's reduction (1000 floats: IN + TMP -> OUT, a working set of 12000 B) or
+ * copy (IN -> OUT, 8000 B) with a level below the last-level cache of l2_bytes:
+ * reductions 8000 B/us and copies 5000 B/us within it, 4000 and 2000 past it. */
+static double near_step(int reduce, double l2_bytes, double cache_bytes)
+{
+    fold_model_params_t p = round_params();
+    p.l2_bytes      = l2_bytes;
+    p.reduce_l2_gbs = 8;
+    p.copy_l2_gbs   = 5;
+    p.cache_bytes   = cache_bytes;
+    int one[1] = {0};
+    hand_t h;
+    hand_init(&h, 1, one);
+    if (reduce) {
+        fold_sched_reduce(&h.s[0], fold_ref_in(0), fold_ref_tmp(0), fold_ref_out(0), 1000);
+    } else {
+        fold_sched_copy(&h.s[0], fold_ref_in(0), fold_ref_out(0), 1000);
+    }
+    return hand_time(&h, &p);
+}
+
+/* A working set within half the core's own cache runs at its rates, one past twice
+ * it at the last level's, linearly between; memory misses still come on top, and
+ * without the level (l2_bytes 0) nothing changes. */
+Test(model_hand, small_working_sets_run_at_the_core_caches_rates)
+{
+    cr_expect_float_eq(near_step(1, 24000, 1e6), 1 + 4000 / 8000.0, EPS);
+    cr_expect_float_eq(near_step(1, 12000, 1e6),
+                       1 + 4000 * (2.0 / 3 / 8000 + 1.0 / 3 / 4000), EPS);
+    cr_expect_float_eq(near_step(1, 6000, 1e6), 1 + 4000 / 4000.0, EPS);
+    cr_expect_float_eq(near_step(1, 0, 1e6), 1 + 4000 / 4000.0, EPS);
+    cr_expect_float_eq(near_step(1, 24000, 6000), 1 + 4000 / 500.0, EPS);
+    cr_expect_float_eq(near_step(0, 16000, 1e6), 1 + 4000 / 5000.0, EPS);
+    cr_expect_float_eq(near_step(0, 4000, 1e6), 1 + 4000 / 2000.0, EPS);
+}
+
 /* Rank 0 reads 1000 bytes of rank 1's IN through the kernel: cma_us per call, then
  * cma_gbs in cache and cma_mem_gbs out of it. */
 static double kernel_read(double cache_bytes, double cma_mem_gbs, double node_mem_gbs)
@@ -932,7 +968,7 @@ Test(model_params, print_reads_back_exactly)
         cr_assert_eq(sscanf(line, "param %63s %63s", name, value), 2, "%s", line);
         cr_expect_eq(fold_model_set(&q, name, value), FOLD_OK, "%s", line);
     }
-    cr_expect_eq(lines, 23);
+    cr_expect_eq(lines, 26);
     cr_expect(params_equal(&p, &q));
     free(text);
 }

@@ -26,7 +26,7 @@ static void pin_model(void)
 {
     setenv("FOLD_MODEL", "copy_gbs=80,copy_mem_gbs=22,reduce_gbs=48,reduce_mem_gbs=15,"
                          "shm_gbs=32,shm_reduce_gbs=14,shm_write_gbs=46,shm_fold_gbs=21,"
-                         "shm_fold_far_gbs=36,cma_gbs=7,cma_us=0.9",
+                         "shm_fold_far_gbs=36,cma_gbs=7,cma_us=0.9,l2_bytes=0",
            1);
 }
 

@@ -40,6 +40,19 @@ Test(node_calibrate, measures_every_rate_and_single_copy_where_allowed)
     cr_expect(plausible(c.copy_mem_gbs), "copy from memory %g GB/s", c.copy_mem_gbs);
     cr_expect(plausible(c.reduce_mem_gbs), "reduce from memory %g GB/s", c.reduce_mem_gbs);
 #endif
+    /* The core's own cache: as the system reports it, where that is plausible, with
+     * its rates measured within it; nothing where it is not. */
+    long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+    if (l2 >= 128 * 1024 && l2 <= 4 * 1024 * 1024) {
+        cr_expect_float_eq(c.l2_bytes, (double)l2, 1e-9);
+        cr_expect(plausible(c.copy_l2_gbs), "copy within the L2 %g GB/s", c.copy_l2_gbs);
+        cr_expect(plausible(c.reduce_l2_gbs), "reduce within the L2 %g GB/s",
+                  c.reduce_l2_gbs);
+    } else {
+        cr_expect_eq(c.l2_bytes, 0);
+        cr_expect_eq(c.copy_l2_gbs, 0);
+        cr_expect_eq(c.reduce_l2_gbs, 0);
+    }
     cr_expect_eq(c.single_copy, kernel_allows_single_copy());
     if (c.single_copy) {
         cr_expect(plausible(c.cma_gbs), "single copy %g GB/s", c.cma_gbs);
@@ -66,13 +79,18 @@ Test(node_calibrate, measured_values_become_the_models_parameters)
     fold_context_t *ctx = virtual_context();
     fold_node_calib_t c = {.copy_gbs = 80, .reduce_gbs = 45, .copy_mem_gbs = 22,
                            .reduce_mem_gbs = 15, .single_copy = 1, .cma_gbs = 17,
-                           .cma_mem_gbs = 4.675, .cma_us = 0.9};
+                           .cma_mem_gbs = 4.675, .cma_us = 0.9, .l2_bytes = 2097152,
+                           .copy_l2_gbs = 95.5, .reduce_l2_gbs = 60};
     fold_context_set_measured(ctx, &c);
     cr_expect_str_eq(ctx->measured,
-                     "copy_gbs=80,shm_gbs=80,reduce_gbs=45,shm_reduce_gbs=45,shm_write_gbs=80,"
+                     "copy_gbs=80,l2_bytes=2097152,copy_l2_gbs=95.5,reduce_l2_gbs=60,"
+                     "shm_gbs=80,reduce_gbs=45,shm_reduce_gbs=45,shm_write_gbs=80,"
                      "shm_fold_gbs=45,shm_fold_far_gbs=45,copy_mem_gbs=22,reduce_mem_gbs=15,"
                      "cma_gbs=17,cma_mem_gbs=4.675,cma_us=0.9");
     cr_assert_eq(fold_select_configure(ctx), FOLD_OK);
+    cr_expect_float_eq(ctx->model.l2_bytes, 2097152, 1e-9);
+    cr_expect_float_eq(ctx->model.copy_l2_gbs, 95.5, 1e-9);
+    cr_expect_float_eq(ctx->model.reduce_l2_gbs, 60, 1e-9);
     cr_expect_float_eq(ctx->model.shm_gbs, 80, 1e-9);
     cr_expect_float_eq(ctx->model.copy_mem_gbs, 22, 1e-9);
     cr_expect_float_eq(ctx->model.cma_gbs, 17, 1e-9);

@@ -20,7 +20,7 @@ typedef struct seen {
     fold_model_params_t model[RANKS];
     int                 probed[RANKS];
     double              calib_flag_us[RANKS];
-    char                measured[RANKS][256];
+    char                measured[RANKS][512];
 } seen_t;
 
 static int one_call(fold_context_t *ctx, int rank, int size, void *arg)
