@@ -640,10 +640,12 @@ static int write_results(const tune_run_t *run, const tune_measured_t *m,
     tune_format_bytes(run->topts->begin_bytes, begin, sizeof(begin));
     tune_format_bytes(run->topts->end_bytes, end, sizeof(end));
     snprintf(sweep, sizeof(sweep), "%s%s%s, float32 sum, out of place, root 0, %s..%s x%zu, "
-             "at most %.3g s and %ld iterations per case and size",
+             "at most %.3g s and %ld iterations per case and size, %s",
              perf_coll_name(run->topts->colls[0]), run->topts->ncolls > 1 ? "," : "",
              run->topts->ncolls > 1 ? perf_coll_name(run->topts->colls[1]) : "", begin, end,
-             run->topts->factor, run->topts->time_per_size, run->topts->iters);
+             run->topts->factor, run->topts->time_per_size, run->topts->iters,
+             run->topts->stale ? "inputs written once (--stale)"
+                               : "inputs rewritten before every call");
     tune_header_t h = {
         .fold_version = fold_version_string(), .date = date, .host = host,
         .mpi_library = run->with_mpi ? perf_mpi_library_version() : "", .sweep = sweep,

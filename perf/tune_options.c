@@ -102,6 +102,15 @@ static int opt_no_mpi(tune_options_t *o, const char *arg, char *why, size_t whyl
     return 0;
 }
 
+static int opt_stale(tune_options_t *o, const char *arg, char *why, size_t whylen)
+{
+    (void)arg;
+    (void)why;
+    (void)whylen;
+    o->stale = 1;
+    return 0;
+}
+
 static int opt_version(tune_options_t *o, const char *arg, char *why, size_t whylen)
 {
     (void)arg;
@@ -144,6 +153,11 @@ static const tune_option_t tune_option_table[] = {
      "(default 0.1; --quick 0.01; 0: no limit)"}, opt_time_per_size},
     {{"no-mpi", 0, NULL, "do not time the MPI library beside fold: the file then has no "
      "serve lines (the MPI shim falls back on the cost model)"}, opt_no_mpi},
+    {{"stale", 0, NULL, "time calls on inputs written once, as OSU and fold_perf without "
+     "--fresh do (default: each rank rewrites its input before every call, as an "
+     "application that has just computed it; a peer's input is then in its owner's cache, "
+     "not still in the reader's from the call before, which favours single copy)"},
+     opt_stale},
     {{"version", 'V', NULL, "print fold's version and exit"}, opt_version},
     {{"help", 'h', NULL, "print this help and exit"}, opt_help},
 };
@@ -204,7 +218,9 @@ static const char tune_help_notes[] =
     "     ranks on a node, fold's own choice (auto), and the MPI library's MPI_Allreduce /\n"
     "     MPI_Reduce timed beside every case, interleaved iteration by iteration. All cases\n"
     "     of one size run one after the other, so that drift affects them alike. A case's\n"
-    "     time is fold_perf's: the median over iterations of the slowest rank's time.\n"
+    "     time is fold_perf's: the median over iterations of the slowest rank's time,\n"
+    "     every rank rewriting its input before each call (fold_perf --fresh) unless\n"
+    "     --stale.\n"
     "  3. Writes the tuning file (rank 0) and prints a table: per collective and size the\n"
     "     fastest case (leaders), fold's own choice, MPI, and the model's prediction for\n"
     "     the fastest case with the fitted parameters.\n"

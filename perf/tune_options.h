@@ -26,6 +26,7 @@ typedef struct tune_options {
     const char *csv_path;        /* every measured time with the model's, or NULL */
     int         quick;
     int         no_mpi;
+    int         stale;          /* inputs written once (as OSU's), not before every call */
     int         help;
     int         version;
     /* given on the command line, so --quick leaves them alone */

@@ -96,6 +96,7 @@ static int bench(tune_run_t *run, const tune_bench_t *b, tune_point_t *out, size
         po.time_per_size = b->min_time;
     }
     po.compare_mpi   = b->with_mpi;
+    po.fresh         = !run->topts->stale;
     po.probe_bytes   = 0;
     po.nalgorithms   = b->ncases;
     for (int c = 0; c < b->ncases; c++) {

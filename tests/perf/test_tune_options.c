@@ -36,6 +36,7 @@ Test(tune_options, defaults)
     cr_assert_float_eq(o.time_per_size, 0.1, 1e-12);
     cr_assert_str_eq(o.output, "fold-tune.conf");
     cr_assert_eq(o.no_mpi, 0);
+    cr_assert_eq(o.stale, 0);
     cr_assert_null(o.csv_path);
     size_t sizes[64];
     cr_assert_eq(tune_sweep_sizes(&o, sizes, 64), 24, "8 B .. 64 MiB by 2");
@@ -68,13 +69,14 @@ Test(tune_options, values)
     tune_options_t o;
     char err[256] = "";
     cr_assert_eq(PARSE(&o, err, "-c", "reduce", "-b", "1k", "-e", "1M", "-o", "x.conf",
-                       "--no-mpi", "--csv", "p.csv"), 0, "%s", err);
+                       "--no-mpi", "--stale", "--csv", "p.csv"), 0, "%s", err);
     cr_assert_eq(o.ncolls, 1);
     cr_assert_eq(o.colls[0], PERF_COLL_REDUCE);
     cr_assert_eq(o.begin_bytes, 1024);
     cr_assert_str_eq(o.output, "x.conf");
     cr_assert_str_eq(o.csv_path, "p.csv");
     cr_assert_eq(o.no_mpi, 1);
+    cr_assert_eq(o.stale, 1);
     /* sizes are whole float32 elements, without repeats */
     cr_assert_eq(PARSE(&o, err, "-b", "6", "-e", "13", "-f", "2"), 0, "%s", err);
     size_t sizes[8];

@@ -22,6 +22,7 @@ echo "fold_tune --quick took $took s"
 expect_match t.conf "^# fold tuning file, written by fold_tune"
 expect_match t.conf "^# host .*; shape: 2 ranks on 1 node"
 expect_match t.conf "export FOLD_TUNE_FILE="
+expect_match t.conf "^# sweep: .*, inputs rewritten before every call$"
 for name in step_us flag_us intra_lat_us intra_gbs inter_lat_us inter_gbs nics eager_bytes \
     copy_gbs copy_mem_gbs reduce_gbs reduce_mem_gbs node_mem_gbs cache_bytes; do
     expect_match t.conf "^param $name [0-9]"
