@@ -71,17 +71,22 @@ status=$?
 [ "$status" -eq 0 ] || fail "the sparse in-place run exited $status: $(cat "$TMP/err2")"
 expect_in out2 "sparse, 0.9 of each input zero, imbalanced distribution"
 
+# expect_checked N ROWS WHAT STATUS: the run writing $TMP/outN and $TMP/errN exited 0
+# (STATUS) and printed ROWS rows, every one checked ok.
+expect_checked() {
+    [ "$4" -eq 0 ] || fail "the $3 run exited $4: $(cat "$TMP/err$1")"
+    grep -q "FAIL" "$TMP/out$1" && fail "a $3 row failed its check"
+    rows=$(grep -c " ok" "$TMP/out$1")
+    [ "$rows" -eq "$2" ] || fail "expected $2 checked $3 rows, got $rows"
+}
+
 # Inputs rewritten before every call (--fresh), in place and not: still checked right.
 for inplace in "" -i; do
     # shellcheck disable=SC2086 # $inplace is one word or none
     "$@" "$PERF" -c allreduce,reduce -b 8 -e 256k -f 32 -n 20 --fresh $inplace --check \
         --probe-size 0 --json "$TMP/fresh.json" >"$TMP/out7" 2>"$TMP/err7"
-    status=$?
-    [ "$status" -eq 0 ] || fail "the --fresh run ($inplace) exited $status: $(cat "$TMP/err7")"
+    expect_checked 7 8 "--fresh ($inplace)" $?
     expect_in out7 "inputs rewritten before every call"
-    grep -q "FAIL" "$TMP/out7" && fail "a --fresh row failed its check"
-    rows=$(grep -c " ok" "$TMP/out7")
-    [ "$rows" -eq 8 ] || fail "expected 8 checked --fresh rows, got $rows"
     grep -q '"fresh": true' "$TMP/fresh.json" || fail "--json does not say the inputs were fresh"
 done
 
@@ -91,12 +96,8 @@ for inplace in "" -i; do
     # shellcheck disable=SC2086 # $inplace is one word or none
     "$@" "$PERF" -c allreduce,reduce -b 64k -e 1M -f 4 -n 20 -A cma,auto --memory fold \
         --rotate 2 $inplace --check --probe-size 0 >"$TMP/out6" 2>"$TMP/err6"
-    status=$?
-    [ "$status" -eq 0 ] || fail "the fold-memory run ($inplace) exited $status: $(cat "$TMP/err6")"
+    expect_checked 6 12 "fold-memory ($inplace)" $?
     expect_in out6 "buffers in fold memory"
-    grep -q "FAIL" "$TMP/out6" && fail "a fold-memory row failed its check"
-    rows=$(grep -c " ok" "$TMP/out6")
-    [ "$rows" -eq 12 ] || fail "expected 12 checked fold-memory rows, got $rows"
 done
 
 # MPI's iterations in blocks of their own (--compare mpi-apart): every row has MPI's time.
