@@ -207,7 +207,7 @@ static int iteration_of(const perf_env_t *env, const perf_buffers_t *b, perf_cas
             continue;
         }
         if (o->fresh) {
-            memcpy(o->inplace ? recv : (void *)send, b->input, b->bytes);
+            memcpy(o->inplace ? recv : b->send[k], b->input, b->bytes);
         }
         double start = perf_now_us();
         int status = is_mpi ? perf_mpi_collective(pc->coll, send, recv, pc->count, o->dtype,

@@ -11,7 +11,7 @@
  *   reduce_l2_gbs,      l2_bytes, from sysconf): where the L2 is 2 MiB and the L3
  *   l2_bytes            slow, as on a Xeon VM, 1 MiB runs at the L3's rate (copy 24
  *                       GB/s, reduce 12) while a pipeline's 32-128 KiB chunks run at
- *                       the L2's (45 and 30); the model takes each by working set
+ *                       the L2's (35 and 30); the model takes each by working set
  *   copy_mem_gbs,       the same with the three buffers flushed from the caches
  *   reduce_mem_gbs      first (x86 clflush, Arm dc civac): the memory-bound rates,
  *                       within 5% of a 64 MiB stream here at a sixtieth of its cost
@@ -124,8 +124,9 @@ static void keep_best(double *best, double t)
 }
 
 /* One round of each measured operation on a, b and c; the kernel read only while
- * *kernel_ok. */
-static void round_of(float *a, float *b, float *c, int *kernel_ok, best_times_t *best)
+ * *kernel_ok, the 64 KiB ones only where the core's own cache is known (l2). */
+static void round_of(float *a, float *b, float *c, int l2, int *kernel_ok,
+                     best_times_t *best)
 {
     const size_t big = CALIBRATE_BYTES;
     double t0 = fold_util_time_now();
@@ -142,6 +143,9 @@ static void round_of(float *a, float *b, float *c, int *kernel_ok, best_times_t 
         t0 = fold_util_time_now();
         *kernel_ok = kernel_read(c, a, big);
         keep_best(&best->kernel, fold_util_time_now() - t0);
+    }
+    if (!l2) {
+        return;
     }
 
     const size_t small = CALIBRATE_L2_BYTES;
@@ -238,13 +242,14 @@ void fold_node_calibrate(fold_node_calib_t *out)
     }
 
     int kernel_ok = 1;
+    out->l2_bytes = l2_cache_bytes();
     best_times_t cached  = {1e30, 1e30, 1e30, 1e30, 1e30, 1e30};
     best_times_t flushed = {1e30, 1e30, 1e30, 1e30, 1e30, 1e30};
     double start = fold_util_time_now();
     for (int i = 0; i < CALIBRATE_MAX_ROUNDS &&
                     (i < CALIBRATE_MIN_ROUNDS || fold_util_time_now() - start < CALIBRATE_MIN_S);
          i++) {
-        round_of(a, b, c, &kernel_ok, &cached);
+        round_of(a, b, c, out->l2_bytes > 0, &kernel_ok, &cached);
     }
     double call = kernel_ok ? kernel_call_s(c, a) : -1;
     int have_memory = flushed_rounds(a, b, c, &flushed);
@@ -254,7 +259,6 @@ void fold_node_calibrate(fold_node_calib_t *out)
 
     out->copy_gbs   = gbs_of(cached.copy);
     out->reduce_gbs = gbs_of(cached.reduce);
-    out->l2_bytes   = l2_cache_bytes();
     if (out->l2_bytes > 0) {
         out->copy_l2_gbs   = gbs_over(CALIBRATE_L2_BYTES, cached.copy_l2);
         out->reduce_l2_gbs = gbs_over(CALIBRATE_L2_BYTES, cached.reduce_l2);
