@@ -365,26 +365,22 @@ static void fill_row(const perf_env_t *env, const perf_case_t *pc, const char *a
 static int run_case(perf_env_t *env, const perf_buffers_t *b, perf_case_t *pc,
                     perf_row_t *row)
 {
-    const char *coll_name = perf_coll_name(pc->coll);
-    /* What selection picks for these very buffers (fold memory may change it). */
-    const perf_options_t *o = env->opts;
-    const int has_out = pc->coll == PERF_COLL_ALLREDUCE || env->rank == o->root;
-    size_t segment = 0;
-    const char *selected = fold_selected_for_buffers(
-        env->comm, coll_name, o->inplace ? FOLD_IN_PLACE : b->send[0],
-        has_out ? b->recv[0] : NULL, pc->count, o->dtype, &segment);
-    char algorithm[PERF_NAME_LEN];
-    snprintf(algorithm, sizeof(algorithm), "%s%s%s", selected ? selected : pc->requested,
-             pc->codec ? "+" : "", pc->codec ? pc->codec : "");
     double *warmup_us = calloc((size_t)pc->warmups + 1, sizeof(double));
     if (warmup_us == NULL) {
         return FOLD_ERR_NO_MEMORY;
     }
     int status = fold_barrier(env->comm);
-    for (long it = 0; status == FOLD_OK && it < pc->warmups; it++) {
-        double fold_once = 0, mpi_once = 0;
-        status = iteration(env, b, pc, it, &fold_once, &mpi_once);
-        warmup_us[it] = fold_once + mpi_once;
+    /* mpi-apart warms each library in a block of its own too: fold's first calls of a
+     * size may try rivals (FOLD_ONLINE), and they should see the caches fold's own
+     * calls leave, as the timed block does. */
+    const int apart = pc->with_mpi && env->opts->compare_apart;
+    for (int block = apart ? RUN_FOLD : RUN_BOTH; block <= (apart ? RUN_MPI : RUN_BOTH);
+         block++) {
+        for (long it = 0; status == FOLD_OK && it < pc->warmups; it++) {
+            double fold_once = 0, mpi_once = 0;
+            status = iteration_of(env, b, pc, it, block, &fold_once, &mpi_once);
+            warmup_us[it] += fold_once + mpi_once;
+        }
     }
     if (status == FOLD_OK) {
         status = fit_time_budget(env, pc, warmup_us);
@@ -402,6 +398,17 @@ static int run_case(perf_env_t *env, const perf_buffers_t *b, perf_case_t *pc,
                       it < pc->iterations; it++) {
         status = iteration(env, b, pc, it, &fold_us[it], &mpi_us[it]);
     }
+    /* What selection picked for these very buffers (fold memory may change it), asked
+     * after the calls: their first ones may have tried rivals (FOLD_ONLINE). */
+    const perf_options_t *o = env->opts;
+    const int has_out = pc->coll == PERF_COLL_ALLREDUCE || env->rank == o->root;
+    size_t segment = 0;
+    const char *selected = fold_selected_for_buffers(
+        env->comm, perf_coll_name(pc->coll), o->inplace ? FOLD_IN_PLACE : b->send[0],
+        has_out ? b->recv[0] : NULL, pc->count, o->dtype, &segment);
+    char algorithm[PERF_NAME_LEN];
+    snprintf(algorithm, sizeof(algorithm), "%s%s%s", selected ? selected : pc->requested,
+             pc->codec ? "+" : "", pc->codec ? pc->codec : "");
     pc->mismatches = 0;
     if (status == FOLD_OK && env->opts->check) {
         status = check_case(env, b, pc, algorithm);

@@ -8,6 +8,7 @@
 #include "guard.h"
 #include "log.h"
 #include "codec/reduce_kernel.h"
+#include "coll/select_online.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -103,14 +104,24 @@ static int reduction_run(fold_coll_t coll, const void *sendbuf, void *recvbuf, s
             FOLD_OK) {
         return status;
     }
+    fold_online_key_t *timed;
+    if ((status = fold_online_before(comm, &call, &choice, &timed)) != FOLD_OK) {
+        return status;
+    }
     fold_exec_args_t args;
     if ((status = fold_coll_plan(comm, &call, &choice, &args)) != FOLD_OK) {
         return status;
     }
-    if (blocking) {
-        return fold_exec_run(comm, &args);
+    if (!blocking) {
+        return fold_exec_start(comm, &args, req_p);
     }
-    return fold_exec_start(comm, &args, req_p);
+    double start = timed != NULL ? fold_util_time_now() : 0;
+    status = fold_exec_run(comm, &args);
+    if (timed != NULL && status == FOLD_OK) {
+        /* In us: the model's unit. */
+        status = fold_online_after(comm, timed, (fold_util_time_now() - start) * 1e6);
+    }
+    return status;
 }
 
 /* Starts a reduction, or runs it to the end when `blocking`; *req_p is NULL when
@@ -328,6 +339,10 @@ static int selected(fold_comm_h comm, const char *collective, size_t count, fold
         return FOLD_ERR_INVALID_ARG;
     }
     int status = fold_select_placed(comm, coll, count, dtype, FOLD_OP_SUM, in, out, choice);
+    /* What the calls agreed on, where they tried rivals (any root). */
+    if (status == FOLD_OK && !choice->memory) {
+        fold_online_agreed(comm, coll, count, dtype, FOLD_OP_SUM, -1, choice);
+    }
     fold_guard_leave(comm->ctx);
     return status;
 }

@@ -31,6 +31,8 @@ struct fold_comm {
     fold_wire_buf_t     wire_pool[FOLD_WIRE_POOL];
     fold_shape_t        shape;    /* nodes and ranks per node, for selection */
     fold_select_cache_t select;   /* the cost model's decisions */
+    struct fold_online *online;   /* what calls learned of them (select_online.h); NULL
+                                     until a blocking call had rivals to try */
     fold_node_t        *node;     /* NULL until a node-aware algorithm first runs
                                      (fold_comm_node) */
     int                 node_none;  /* its node state could not be had (no segment):

@@ -162,6 +162,14 @@ static const fold_util_config_field_t config_fields[] = {
      "last 16 translations) or assoc (128 sets x 8 ways), in front of every compressed "
      "map. Hits and misses are logged at debug level when a communicator is freed",
      FOLD_CONFIG_FIELD(rank_cache), FOLD_UTIL_CONFIG_ENUM(fold_rankcache_names)},
+    {"ONLINE", "8",
+     "N: where the cost model's pick for a blocking allreduce or reduce above 2 KiB has "
+     "rivals it predicts within 2x (at most 3, trials predicted at 20 ms in all at most), "
+     "the first calls with the same arguments try each for N calls, the ranks agree on "
+     "the fastest (the slowest rank's median, the first call of each left out) and it "
+     "serves those calls from then on: the model cannot see whether inputs are still in "
+     "another core's cache. 0: the model's pick always",
+     FOLD_CONFIG_FIELD(online), FOLD_UTIL_CONFIG_LONG(0, 16)},
     {"TRACE", "0",
      "N: log the step timeline of the N-th allreduce or reduce this process runs "
      "through a schedule (not the tiny-message path) when it finishes, whatever the "

@@ -17,6 +17,7 @@
 #include "hash.h"
 #include "log.h"
 #include "mem.h"
+#include "select_online.h"
 #include "codec/reduce_kernel.h"
 #include "util/size.h"
 
@@ -883,6 +884,7 @@ void fold_select_entry_install(fold_comm_t *comm, fold_coll_t coll, int k,
 
 void fold_select_cache_clear(fold_comm_t *comm)
 {
+    fold_online_free(comm);
     memo_free(&comm->select);
     memset(comm->select.entry, 0, sizeof(comm->select.entry));
     memset(comm->select.advice, -1, sizeof(comm->select.advice));
@@ -894,6 +896,7 @@ void fold_select_cache_clear(fold_comm_t *comm)
 
 void fold_select_cache_free(fold_comm_t *comm)
 {
+    fold_online_free(comm);
     fold_topo_free(comm->select.topo);
     fold_topo_free(comm->select.inter_topo);
     comm->select.topo = comm->select.inter_topo = NULL;
@@ -1011,8 +1014,12 @@ int fold_select_in_fold_memory(fold_comm_t *comm, fold_coll_t coll, size_t count
     return select_mapped(comm, coll, count, dtype, op, choice);
 }
 
-static int select_uncached(fold_comm_t *comm, fold_coll_t coll, size_t count, fold_dtype_t dtype,
-                           fold_op_t op, int mapped, fold_choice_t *choice)
+/* The algorithms the rules offer a call (with their rule's segments), after the
+ * shape, the segment's room, single copy's availability and the op's commutativity
+ * have taken out those that cannot run it; the same on every rank. Returns how many
+ * (at least one). */
+static int call_candidates(fold_comm_t *comm, fold_coll_t coll, size_t count, fold_dtype_t dtype,
+                           fold_op_t op, const fold_alg_t **cand, size_t *cand_seg)
 {
     fold_context_t *ctx = comm->ctx;
     size_t bytes = count * fold_dtype_size(dtype);
@@ -1037,27 +1044,26 @@ static int select_uncached(fold_comm_t *comm, fold_coll_t coll, size_t count, fo
      * dpml, so that what is reported (fold_selected_algorithm) is what runs.
      * shm_flat needs one node and every row in the segment; single copy one node
      * whose set-up found it allowed. */
-    const fold_alg_t *cand[FOLD_RULE_MAX_ALGS];
-    size_t cand_seg[FOLD_RULE_MAX_ALGS];
+    const fold_alg_t *fit[FOLD_RULE_MAX_ALGS];
     size_t seg_elems = comm_shm_bytes(comm) / fold_dtype_size(dtype);
     for (int a = 0; a < nalgs; a++) {
-        cand[a] = algs[a];
-        if (cand[a] == &fold_alg_shm_flat &&
+        fit[a] = algs[a];
+        if (fit[a] == &fold_alg_shm_flat &&
             (comm->shape.nnodes > 1 || count * (size_t)comm->size > seg_elems)) {
-            cand[a] = &fold_alg_dpml;
+            fit[a] = &fold_alg_dpml;
         }
-        if ((cand[a]->flags & FOLD_ALG_SINGLE_COPY) &&
+        if ((fit[a]->flags & FOLD_ALG_SINGLE_COPY) &&
             (comm->shape.nnodes > 1 || !ctx->config.single_copy ||
              (comm->node != NULL && !comm->node->single_copy))) {
-            cand[a] = &fold_alg_dpml;
+            fit[a] = &fold_alg_dpml;
         }
     }
     /* A non-commutative op keeps only the candidates that keep the rank order. */
     int ncand = 0, ordered_only = !fold_op_is_commutative(op);
     for (int a = 0; a < nalgs; a++) {
-        if ((!ordered_only || (cand[a]->flags & FOLD_ALG_ORDERED)) && !(cand[a]->flags & skip)) {
+        if ((!ordered_only || (fit[a]->flags & FOLD_ALG_ORDERED)) && !(fit[a]->flags & skip)) {
             cand_seg[ncand] = segs[a];
-            cand[ncand++]   = cand[a];
+            cand[ncand++]   = fit[a];
         }
     }
     if (ncand == 0) {
@@ -1067,14 +1073,73 @@ static int select_uncached(fold_comm_t *comm, fold_coll_t coll, size_t count, fo
         fold_debug("%s: %s does not keep the rank order a non-commutative op needs; using %s",
                    fold_coll_name(coll), algs[0]->name, cand[0]->name);
     }
+    return ncand;
+}
+
+static int select_uncached(fold_comm_t *comm, fold_coll_t coll, size_t count, fold_dtype_t dtype,
+                           fold_op_t op, int mapped, fold_choice_t *choice)
+{
+    const fold_alg_t *cand[FOLD_RULE_MAX_ALGS];
+    size_t cand_seg[FOLD_RULE_MAX_ALGS];
+    int ncand = call_candidates(comm, coll, count, dtype, op, cand, cand_seg);
     /* The model decides between several candidates, and the leaders and segment of a
      * node-aware one even when it is the only candidate. */
     if (ncand > 1 || (cand[0]->flags & FOLD_ALG_NODE_AWARE)) {
-        return model_pick(comm, coll, bytes, cand, cand_seg, ncand, mapped, choice);
+        return model_pick(comm, coll, count * fold_dtype_size(dtype), cand, cand_seg, ncand,
+                          mapped, choice);
     }
     memset(choice, 0, sizeof(*choice));
     choice->alg       = cand[0];
     choice->seg_bytes = cand_seg[0];
     choice->memory    = mapped;
     return FOLD_OK;
+}
+
+int fold_select_alternatives(fold_comm_t *comm, fold_coll_t coll, size_t count,
+                             fold_dtype_t dtype, fold_op_t op, const fold_choice_t *picked,
+                             double spread, fold_choice_t *alts, double *alt_us, int max)
+{
+    const fold_alg_t *cand[FOLD_RULE_MAX_ALGS];
+    size_t cand_seg[FOLD_RULE_MAX_ALGS];
+    int ncand = call_candidates(comm, coll, count, dtype, op, cand, cand_seg);
+    if (max < 1 || (ncand < 2 && !(cand[0]->flags & FOLD_ALG_NODE_AWARE)) ||
+        fold_select_topos(comm) != FOLD_OK) {
+        return 0;
+    }
+    /* At the size the decision was made for, as model_pick does. */
+    size_t at = (size_t)1 << fold_select_class(count * fold_dtype_size(dtype));
+    alts[0]   = *picked;
+    alt_us[0] = fold_select_predict(comm, comm->select.topo, coll, picked, at);
+    int n = 1;
+    for (int a = 0; a < ncand; a++) {
+        fold_choice_t c;
+        double bound = alt_us[0] * spread;
+        if (cand[a] == picked->alg) {
+            continue;
+        }
+        double us = fold_select_evaluate_below(comm, coll, cand[a], cand_seg[a], at, bound, &c);
+        int dup = 0;
+        for (int i = 0; i < n; i++) {
+            dup |= alts[i].alg == c.alg;
+        }
+        if (!(us < bound) || dup) {
+            continue;
+        }
+        /* Kept in order of predicted time after the pick; the slowest fall off. */
+        int i = n;
+        while (i > 1 && us < alt_us[i - 1]) {
+            i--;
+        }
+        if (i >= max) {
+            continue;
+        }
+        for (int j = n < max ? n : max - 1; j > i; j--) {
+            alts[j]   = alts[j - 1];
+            alt_us[j] = alt_us[j - 1];
+        }
+        alts[i]   = c;
+        alt_us[i] = us;
+        n += n < max;
+    }
+    return n;
 }

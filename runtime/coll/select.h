@@ -230,6 +230,13 @@ double fold_select_evaluate(fold_comm_t *comm, fold_coll_t coll, const fold_alg_
 double fold_select_evaluate_below(fold_comm_t *comm, fold_coll_t coll, const fold_alg_t *alg,
                                   size_t seg_bytes, size_t bytes, double bound,
                                   fold_choice_t *choice);
+/* The model's pick for a call (picked) first, then up to max - 1 other algorithms the
+ * rules offer it whose best configuration the model predicts below spread times the
+ * pick's, fastest first, with their predictions in alt_us; returns how many (0 where
+ * the model has no say). The same on every rank (select_online.h). */
+int  fold_select_alternatives(fold_comm_t *comm, fold_coll_t coll, size_t count,
+                              fold_dtype_t dtype, fold_op_t op, const fold_choice_t *picked,
+                              double spread, fold_choice_t *alts, double *alt_us, int max);
 void fold_select_cache_free(fold_comm_t *comm);
 /* Tests only: nonzero makes selection ask the model as it did before its fast
  * paths (every candidate replayed to the end with fold_model_predict, nothing

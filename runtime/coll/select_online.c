@@ -1,0 +1,189 @@
+/*
+ * Online refinement of the model's pick (select_online.h): the trials of each set of
+ * call arguments and the agreement that ends them.
+ */
+#include "select_online.h"
+#include "comm.h"
+#include "log.h"
+#include "node/node.h"
+
+#include <fold/fold_status.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+double fold_online_median(const float *us, int n)
+{
+    float v[FOLD_ONLINE_MAX_TRIALS];
+    int first = n > 1, m = n - first;
+    memcpy(v, us + first, (size_t)m * sizeof(*v));
+    for (int i = 1; i < m; i++) {   /* insertion sort: at most 15 values */
+        float x = v[i];
+        int j = i;
+        for (; j > 0 && v[j - 1] > x; j--) {
+            v[j] = v[j - 1];
+        }
+        v[j] = x;
+    }
+    return m % 2 ? v[m / 2] : 0.5 * ((double)v[m / 2 - 1] + (double)v[m / 2]);
+}
+
+int fold_online_best(const double *score, int n, double margin)
+{
+    int best = 0;
+    for (int i = 1; i < n; i++) {
+        if (score[i] < score[best]) {
+            best = i;
+        }
+    }
+    return best != 0 && score[best] < score[0] * (1.0 - margin) ? best : 0;
+}
+
+/* Whether k holds these arguments; root -1 matches any. */
+static int matches(const fold_online_key_t *k, fold_coll_t coll, size_t count,
+                   fold_dtype_t dtype, fold_op_t op, int root)
+{
+    return k->coll == coll && k->count == count && k->dtype == dtype && k->op == op &&
+           (root < 0 || k->root == root);
+}
+
+static fold_online_key_t *find(fold_online_t *o, fold_coll_t coll, size_t count,
+                               fold_dtype_t dtype, fold_op_t op, int root)
+{
+    for (int i = 0; o != NULL && i < o->nkeys; i++) {
+        if (matches(&o->key[i], coll, count, dtype, op, root)) {
+            return &o->key[i];
+        }
+    }
+    return NULL;
+}
+
+/* A new key for the call's arguments: its candidates, or OFF where there is nothing
+ * to try or trying would cost too much. NULL when the table is full. */
+static fold_online_key_t *add(fold_comm_t *comm, const fold_call_t *call,
+                              const fold_choice_t *picked)
+{
+    fold_online_t *o = comm->online;
+    if (o == NULL && (o = comm->online = calloc(1, sizeof(*o))) == NULL) {
+        return NULL;
+    }
+    if (o->nkeys == FOLD_ONLINE_KEYS) {
+        return NULL;
+    }
+    fold_online_key_t *k = &o->key[o->nkeys++];
+    *k = (fold_online_key_t){.used = 1, .state = FOLD_ONLINE_OFF, .coll = call->coll,
+                             .count = call->count, .dtype = call->dtype, .op = call->op,
+                             .root = call->root};
+    k->ncand = fold_select_alternatives(comm, call->coll, call->count, call->dtype, call->op,
+                                        picked, FOLD_ONLINE_SPREAD, k->cand, k->pred_us,
+                                        FOLD_ONLINE_MAX_CAND);
+    long trials = comm->ctx->config.online;
+    double cost = 0;
+    for (int i = 0; i < k->ncand; i++) {
+        cost += k->pred_us[i] * (double)trials;
+    }
+    if (k->ncand > 1 && cost <= FOLD_ONLINE_BUDGET_US) {
+        k->state = FOLD_ONLINE_TRYING;
+    }
+    return k;
+}
+
+int fold_online_before(fold_comm_t *comm, const fold_call_t *call, fold_choice_t *choice,
+                       fold_online_key_t **timed)
+{
+    *timed = NULL;
+    if (comm->ctx->config.online <= 0 || call->coll > FOLD_COLL_REDUCE || choice->memory ||
+        call->count * fold_dtype_size(call->dtype) <= FOLD_FAST_MAX_BYTES) {
+        return FOLD_OK;
+    }
+    fold_online_key_t *k = find(comm->online, call->coll, call->count, call->dtype, call->op,
+                                call->root);
+    if (k == NULL && call->blocking) {
+        k = add(comm, call, choice);
+    }
+    if (k == NULL || k->state == FOLD_ONLINE_OFF) {
+        return FOLD_OK;
+    }
+    if (k->state == FOLD_ONLINE_DECIDED) {
+        *choice = k->cand[k->pick];
+        return FOLD_OK;
+    }
+    /* Trying: a non-blocking call takes the model's pick and is not counted. */
+    if (call->blocking) {
+        *choice = k->cand[k->calls / (int)comm->ctx->config.online];
+        *timed  = k;
+    }
+    return FOLD_OK;
+}
+
+static void log_decision(const fold_comm_t *comm, const fold_online_key_t *k,
+                         const double *score, int trials)
+{
+    char line[512];
+    size_t at = 0;
+    for (int i = 0; i < k->ncand && at < sizeof(line); i++) {
+        char name[96];
+        fold_select_format_alg(k->cand[i].alg, k->cand[i].seg_bytes, name, sizeof(name));
+        at += (size_t)snprintf(line + at, sizeof(line) - at,
+                               "%s%s (leaders %d) %.2f us (model %.2f)", i ? ", " : "", name,
+                               k->cand[i].leaders, score[i], k->pred_us[i]);
+    }
+    char pick[96];
+    fold_select_format_alg(k->cand[k->pick].alg, k->cand[k->pick].seg_bytes, pick,
+                           sizeof(pick));
+    fold_debug("comm %u: %s of %zu %s (%s, root %d): tried %s, the slowest rank's median of "
+               "%d calls each: %s from now on",
+               comm->id, fold_coll_name(k->coll), k->count, fold_dtype_name(k->dtype),
+               fold_op_name(k->op), k->root, line, trials > 1 ? trials - 1 : 1, pick);
+}
+
+int fold_online_after(fold_comm_t *comm, fold_online_key_t *k, double us)
+{
+    const int trials = (int)comm->ctx->config.online;
+    k->us[k->calls / trials][k->calls % trials] = (float)us;
+    if (++k->calls < k->ncand * trials) {
+        return FOLD_OK;
+    }
+    /* The last trial: every rank's medians to every rank, the slowest rank's decides. */
+    float mine[FOLD_ONLINE_MAX_CAND] = {0};
+    for (int i = 0; i < k->ncand; i++) {
+        mine[i] = (float)fold_online_median(k->us[i], trials);
+    }
+    float *all = malloc((size_t)comm->size * sizeof(mine));
+    int status = all == NULL ? FOLD_ERR_NO_MEMORY
+                             : fold_comm_allgather(comm, mine, all, sizeof(mine));
+    if (status != FOLD_OK) {
+        free(all);
+        k->state = FOLD_ONLINE_OFF;
+        return status;
+    }
+    double score[FOLD_ONLINE_MAX_CAND] = {0};
+    for (int r = 0; r < comm->size; r++) {
+        for (int i = 0; i < k->ncand; i++) {
+            double v = all[(size_t)r * FOLD_ONLINE_MAX_CAND + (size_t)i];
+            score[i] = v > score[i] ? v : score[i];
+        }
+    }
+    free(all);
+    k->pick  = fold_online_best(score, k->ncand, FOLD_ONLINE_MARGIN);
+    k->state = FOLD_ONLINE_DECIDED;
+    log_decision(comm, k, score, trials);
+    return FOLD_OK;
+}
+
+int fold_online_agreed(const fold_comm_t *comm, fold_coll_t coll, size_t count,
+                       fold_dtype_t dtype, fold_op_t op, int root, fold_choice_t *choice)
+{
+    const fold_online_key_t *k = find(comm->online, coll, count, dtype, op, root);
+    if (k == NULL || k->state != FOLD_ONLINE_DECIDED) {
+        return 0;
+    }
+    *choice = k->cand[k->pick];
+    return 1;
+}
+
+void fold_online_free(fold_comm_t *comm)
+{
+    free(comm->online);
+    comm->online = NULL;
+}

@@ -1,0 +1,84 @@
+/*
+ * Online refinement of the cost model's pick (FOLD_ONLINE), after STAR-MPI (Faraj,
+ * Yuan, Lowenthal, "STAR-MPI: self tuned adaptive routines for MPI collective
+ * operations", ICS 2006): where the model predicts rivals within
+ * FOLD_ONLINE_SPREAD of its pick for a blocking call, the first calls with the same
+ * arguments try each candidate for FOLD_ONLINE calls in turn, every rank times
+ * them, one allgather gives every rank every rank's medians, and the candidate
+ * whose slowest rank's median is least serves those calls from then on.
+ *
+ * The model prices data a core has just written (the application computed its
+ * input); whether a peer's input is instead still in the reader's cache from the
+ * call before (a loop over the same buffers, as the OSU benchmarks run) decides
+ * between single copy and the segment by up to 1.6x either way on one node, and
+ * only the calls themselves can tell.
+ *
+ * Every decision depends only on what every rank shares: the call's arguments
+ * (collective, count, datatype, op, root), the sequence of blocking calls with
+ * those arguments, and the agreed medians. Non-blocking calls take the model's
+ * pick, or the agreed one, and are never timed.
+ */
+#ifndef FOLD_SELECT_ONLINE_H
+#define FOLD_SELECT_ONLINE_H
+
+#include "exec.h"
+#include "select.h"
+
+#define FOLD_ONLINE_MAX_CAND   4      /* the pick and up to three rivals */
+#define FOLD_ONLINE_MAX_TRIALS 16     /* FOLD_ONLINE's largest value */
+#define FOLD_ONLINE_KEYS       64     /* argument sets one communicator tries */
+#define FOLD_ONLINE_SPREAD     2.0    /* rivals predicted within this of the pick */
+#define FOLD_ONLINE_MARGIN     0.05   /* a rival must beat the pick by this much */
+#define FOLD_ONLINE_BUDGET_US  20000.0  /* the trials' predicted time, at most */
+
+typedef enum {
+    FOLD_ONLINE_TRYING,
+    FOLD_ONLINE_DECIDED,
+    FOLD_ONLINE_OFF,      /* nothing to try, or too costly to */
+} fold_online_state_t;
+
+/* One set of call arguments and what its calls learned. */
+typedef struct fold_online_key {
+    int           used;
+    int           state;          /* fold_online_state_t */
+    fold_coll_t   coll;
+    size_t        count;
+    fold_dtype_t  dtype;
+    fold_op_t     op;
+    int           root;
+    int           ncand;
+    int           calls;          /* blocking calls timed so far */
+    int           pick;           /* the agreed candidate, once DECIDED */
+    fold_choice_t cand[FOLD_ONLINE_MAX_CAND];
+    double        pred_us[FOLD_ONLINE_MAX_CAND];
+    float         us[FOLD_ONLINE_MAX_CAND][FOLD_ONLINE_MAX_TRIALS];
+} fold_online_key_t;
+
+typedef struct fold_online {
+    fold_online_key_t key[FOLD_ONLINE_KEYS];
+    int               nkeys;
+} fold_online_t;
+
+/* Before a call: *choice (the model's pick) becomes the candidate this call tries, or
+ * the agreed one; *timed is set to the key whose trial this call is (time it and
+ * hand the time to fold_online_after), else NULL. */
+int  fold_online_before(fold_comm_t *comm, const fold_call_t *call, fold_choice_t *choice,
+                        fold_online_key_t **timed);
+/* After a timed call that succeeded: records its time; after a key's last trial,
+ * the agreement (collective over comm: every rank reaches it at the same call). */
+int  fold_online_after(fold_comm_t *comm, fold_online_key_t *key, double us);
+/* The agreed candidate for these arguments (root -1: any root), if any
+ * (fold_selected_algorithm). */
+int  fold_online_agreed(const fold_comm_t *comm, fold_coll_t coll, size_t count,
+                        fold_dtype_t dtype, fold_op_t op, int root, fold_choice_t *choice);
+void fold_online_free(fold_comm_t *comm);
+
+/* The parts without a communicator, for the tests: */
+/* The median of the n times after the first (the first call of a candidate pays
+ * its first-use costs); n == 1: that one. */
+double fold_online_median(const float *us, int n);
+/* The candidate with the least score; a rival only where it beats candidate 0 (the
+ * model's pick) by more than `margin` of its score. */
+int    fold_online_best(const double *score, int n, double margin);
+
+#endif

@@ -1,0 +1,172 @@
+/*
+ * FOLD_ONLINE (coll/select_online.c): the first blocking calls with the same
+ * arguments try the model's pick and its close rivals in turn, the ranks agree on
+ * the fastest, and it serves those calls from then on. Checked: the median and the
+ * pick alone; then ranks as threads on one node, every result against the exact sum,
+ * every rank agreeing on one algorithm, non-blocking calls during the trials left
+ * out of them, each set of arguments tried apart, and FOLD_ONLINE=0 trying nothing.
+ */
+#include "coll/select_online.h"
+#include "loopback_harness.h"
+
+#include <criterion/criterion.h>
+#include <fold/fold.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define RANKS 3
+#define COUNT (16 * 1024)   /* 64 KiB of float32: the node-aware algorithms are close */
+_Static_assert(FOLD_ONLINE_MAX_CAND * 3 <= 13, "13 calls of 3 trials decide any candidates");
+
+Test(select_online, median_leaves_out_the_first_call)
+{
+    const float odd[] = {900, 3, 1, 2};        /* 1, 2, 3 after the first */
+    const float even[] = {900, 4, 1, 3, 2};    /* 1, 2, 3, 4 */
+    const float one[] = {7};
+    cr_expect_float_eq(fold_online_median(odd, 4), 2.0, 1e-9);
+    cr_expect_float_eq(fold_online_median(even, 5), 2.5, 1e-9);
+    cr_expect_float_eq(fold_online_median(one, 1), 7.0, 1e-9);
+}
+
+Test(select_online, a_rival_must_beat_the_pick_by_the_margin)
+{
+    const double close[] = {10.0, 9.8, 11.0};   /* 2% better: within the margin */
+    const double clear[] = {10.0, 9.0, 8.0};    /* the least wins */
+    const double worse[] = {10.0, 12.0};
+    cr_expect_eq(fold_online_best(close, 3, 0.05), 0);
+    cr_expect_eq(fold_online_best(clear, 3, 0.05), 2);
+    cr_expect_eq(fold_online_best(worse, 2, 0.05), 0);
+    cr_expect_eq(fold_online_best(close, 1, 0.05), 0);
+}
+
+typedef struct seen {
+    int         calls;                 /* blocking calls per rank */
+    const char *agreed[RANKS];         /* fold_selected_algorithm after the calls */
+    int         state[RANKS];
+    int         ncand[RANKS];
+    int         keys[RANKS];
+    char        wrong[RANKS][160];
+} seen_t;
+
+/* Rank r's element i: small integers, so every sum is exact in float32. */
+static float input_of(int r, size_t i)
+{
+    return (float)((i * 7 + (size_t)r * 13) % 97);
+}
+
+static int check_sum(const float *out, int size, const char *what, char *wrong, size_t len)
+{
+    for (size_t i = 0; i < COUNT; i++) {
+        float want = 0;
+        for (int r = 0; r < size; r++) {
+            want += input_of(r, i);
+        }
+        if (out[i] != want) {
+            snprintf(wrong, len, "%s: element %zu is %g, not %g", what, i, out[i], want);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static int loop_of_calls(fold_context_t *ctx, int rank, int size, void *arg)
+{
+    seen_t *s = arg;
+    fold_comm_t *w = ctx->world;
+    float *in = malloc(COUNT * sizeof(float)), *out = malloc(COUNT * sizeof(float));
+    int bad = in == NULL || out == NULL;
+    for (size_t i = 0; !bad && i < COUNT; i++) {
+        in[i] = input_of(rank, i);
+    }
+    for (int c = 0; !bad && c < s->calls; c++) {
+        memset(out, 0, COUNT * sizeof(float));
+        bad = fold_allreduce(in, out, COUNT, FOLD_FLOAT32, FOLD_OP_SUM, w) != FOLD_OK ||
+              check_sum(out, size, "allreduce", s->wrong[rank], sizeof(s->wrong[rank]));
+        /* A non-blocking call amid the trials: served, never counted. */
+        if (!bad && c == 1) {
+            fold_request_h req;
+            memset(out, 0, COUNT * sizeof(float));
+            bad = fold_iallreduce(in, out, COUNT, FOLD_FLOAT32, FOLD_OP_SUM, w, &req) !=
+                      FOLD_OK ||
+                  fold_wait(req) != FOLD_OK || fold_request_free(req) != FOLD_OK ||
+                  check_sum(out, size, "iallreduce", s->wrong[rank], sizeof(s->wrong[rank]));
+        }
+        /* Other arguments (a reduce to the last rank) are tried apart. */
+        if (!bad && c % 3 == 0) {
+            memset(out, 0, COUNT * sizeof(float));
+            bad = fold_reduce(in, out, COUNT, FOLD_FLOAT32, FOLD_OP_SUM, size - 1, w) !=
+                      FOLD_OK ||
+                  (rank == size - 1 &&
+                   check_sum(out, size, "reduce", s->wrong[rank], sizeof(s->wrong[rank])));
+        }
+    }
+    s->agreed[rank] = bad ? NULL : fold_selected_algorithm(w, "allreduce", COUNT, FOLD_FLOAT32);
+    const fold_online_key_t *k = w->online ? &w->online->key[0] : NULL;
+    s->keys[rank]  = w->online ? w->online->nkeys : 0;
+    s->state[rank] = k ? k->state : -1;
+    s->ncand[rank] = k ? k->ncand : 0;
+    free(in);
+    free(out);
+    return bad;
+}
+
+static char *run(const char *online, int calls, seen_t *s)
+{
+    setenv("FOLD_ONLINE", online, 1);
+    setenv("FOLD_LOG_LEVEL", "debug", 1);
+    memset(s, 0, sizeof(*s));
+    s->calls = calls;
+    int result;
+    char *log = lh_run_logged(RANKS, loop_of_calls, s, &result);
+    unsetenv("FOLD_ONLINE");
+    unsetenv("FOLD_LOG_LEVEL");
+    for (int r = 0; r < RANKS; r++) {
+        cr_expect_str_empty(s->wrong[r], "rank %d: %s", r, s->wrong[r]);
+    }
+    cr_assert_eq(result, 0, "FOLD_ONLINE=%s: a call failed", online);
+    return log;
+}
+
+static int occurrences(const char *text, const char *what)
+{
+    int n = 0;
+    for (const char *p = text; p != NULL && (p = strstr(p, what)) != NULL; p += strlen(what)) {
+        n++;
+    }
+    return n;
+}
+
+Test(select_online, the_ranks_try_the_rivals_and_agree_on_one)
+{
+    seen_t s;
+    /* 3 trials of at most 4 candidates: 13 allreduce calls decide; the 5 reduces do
+     * not (2 candidates would need 6). */
+    char *log = run("3", 13, &s);
+    for (int r = 0; r < RANKS; r++) {
+        cr_expect_geq(s.ncand[r], 2, "rank %d: the model saw no rival at 64 KiB on %d ranks "
+                      "(nothing was tried)", r, RANKS);
+        cr_expect_eq(s.state[r], FOLD_ONLINE_DECIDED, "rank %d: allreduce not decided", r);
+        cr_expect_eq(s.keys[r], 2, "rank %d: %d argument sets, not allreduce and reduce", r,
+                     s.keys[r]);
+        cr_assert_not_null(s.agreed[r]);
+        cr_expect_str_eq(s.agreed[r], s.agreed[0], "rank %d runs %s, rank 0 %s", r,
+                         s.agreed[r], s.agreed[0]);
+    }
+    cr_expect_eq(occurrences(log, "allreduce of 16384 float32 (sum, root 0): tried"), RANKS,
+                 "every rank logs the allreduce's decision once:\n%s", log);
+    cr_expect_eq(occurrences(log, "reduce of 16384 float32 (sum, root 2): tried"), 0,
+                 "5 reduce calls cannot have decided:\n%s", log);
+    free(log);
+}
+
+Test(select_online, zero_tries_nothing)
+{
+    seen_t s;
+    char *log = run("0", 10, &s);
+    for (int r = 0; r < RANKS; r++) {
+        cr_expect_eq(s.keys[r], 0, "rank %d kept %d argument sets", r, s.keys[r]);
+        cr_expect_str_eq(s.agreed[r], s.agreed[0]);
+    }
+    cr_expect_eq(occurrences(log, "from now on"), 0, "%s", log);
+    free(log);
+}
