@@ -578,7 +578,7 @@ static const perf_option_t perf_option_table[] = {
     {{"check", 0, NULL, "check every result against an independently computed reference; a "
      "mismatch fails the run"}, opt_check},
     {{"compare", 0, "KIND", "mpi: time the MPI library's MPI_Allreduce / MPI_Reduce on the same "
-     "buffers, interleaved with fold; mpi-apart: the same, but per size all of fold's "
+     "buffers, in turns of 8 calls with fold; mpi-apart: the same, but per size all of fold's "
      "timed iterations, then all of MPI's, each block after an MPI_Barrier (across "
      "nodes, where one library's bytes still queued in a link would delay the other's "
      "next call); none (default)"}, opt_compare},
@@ -625,8 +625,9 @@ static const char perf_help_notes[] =
     "  can beat it, since the probe streams from memory.\n"
     "\n"
     "MPI beside fold (--compare mpi; needs a build with MPI and an MPI launcher)\n"
-    "  Every iteration runs fold and MPI on the same buffers, alternating which one goes\n"
-    "  first, so that drift affects both alike. mpi_median_us is MPI's median over the same\n"
+    "  fold and MPI run on the same buffers, taking turns of 8 calls each (which one goes\n"
+    "  first alternates), so that drift affects both alike while each library finds the\n"
+    "  caches as its own calls left them. mpi_median_us is MPI's median over the same\n"
     "  per-iteration maxima; speedup = mpi_median_us / median_us (above 1: fold is faster).\n"
     "  Across nodes use --compare mpi-apart: a library whose sends complete before the\n"
     "  bytes reach the receiver leaves them queued in the link, and the other's next call\n"
