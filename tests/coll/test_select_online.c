@@ -8,6 +8,8 @@
  */
 #include "coll/select_online.h"
 #include "loopback_harness.h"
+#include "test_reduced.h"
+#include "virtual_shape.h"
 
 #include <criterion/criterion.h>
 #include <fold/fold.h>
@@ -37,6 +39,55 @@ Test(select_online, a_rival_must_beat_the_pick_by_the_margin)
     cr_expect_eq(fold_online_best(clear, 3, 0.05), 2);
     cr_expect_eq(fold_online_best(worse, 2, 0.05), 0);
     cr_expect_eq(fold_online_best(close, 1, 0.05), 0);
+}
+
+/* The candidates: the model's pick first, then distinct algorithms predicted within
+ * the spread, fastest first; on shapes this machine cannot run. */
+Test(select_online, rivals_are_distinct_close_and_in_order)
+{
+    static const int shapes[][2] = {{1, 2}, {1, 8}, {4, 16}, {8, 64}};
+    static const size_t sizes[] = {16384, 262144, 4194304};
+    /* Under the sanitizers the large shapes' replays take most of a minute. */
+    size_t nshapes = fold_test_reduced() ? 2 : sizeof(shapes) / sizeof(shapes[0]);
+    for (size_t sh = 0; sh < nshapes; sh++) {
+        fold_context_t *ctx = virtual_ctx(shapes[sh][0], shapes[sh][1]);
+        for (int coll = FOLD_COLL_ALLREDUCE; coll <= FOLD_COLL_REDUCE; coll++) {
+            for (size_t z = 0; z < sizeof(sizes) / sizeof(sizes[0]); z++) {
+                size_t count = sizes[z] / 4;
+                fold_choice_t pick, alts[FOLD_ONLINE_MAX_CAND];
+                double us[FOLD_ONLINE_MAX_CAND];
+                cr_assert_eq(fold_select(ctx->world, coll, count, FOLD_FLOAT32, FOLD_OP_SUM,
+                                         &pick), FOLD_OK);
+                int n = fold_select_alternatives(ctx->world, coll, count, FOLD_FLOAT32,
+                                                 FOLD_OP_SUM, &pick, 2.0, alts, us,
+                                                 FOLD_ONLINE_MAX_CAND);
+                cr_assert(n >= 1 && n <= FOLD_ONLINE_MAX_CAND, "%d candidates", n);
+                cr_expect(alts[0].alg == pick.alg && alts[0].leaders == pick.leaders &&
+                              alts[0].seg_bytes == pick.seg_bytes,
+                          "%dx%d %zu B: the pick comes first", shapes[sh][0], shapes[sh][1],
+                          sizes[z]);
+                for (int i = 1; i < n; i++) {
+                    cr_expect_lt(us[i], 2.0 * us[0], "%dx%d %zu B: %s at %g us, pick %g",
+                                 shapes[sh][0], shapes[sh][1], sizes[z], alts[i].alg->name,
+                                 us[i], us[0]);
+                    cr_expect(i == 1 || us[i] >= us[i - 1], "not in order of time");
+                    for (int j = 0; j < i; j++) {
+                        cr_expect_neq(alts[i].alg, alts[j].alg, "%s twice", alts[i].alg->name);
+                    }
+                    /* Each rival at its best: what selection predicts for that choice. */
+                    cr_expect_float_eq(us[i], fold_select_predict(ctx->world,
+                                                                  ctx->world->select.topo,
+                                                                  coll, &alts[i], sizes[z]),
+                                       1e-6 * us[i], "%s", alts[i].alg->name);
+                }
+                /* A spread of 1 leaves the pick alone. */
+                cr_expect_eq(fold_select_alternatives(ctx->world, coll, count, FOLD_FLOAT32,
+                                                      FOLD_OP_SUM, &pick, 1.0, alts, us,
+                                                      FOLD_ONLINE_MAX_CAND), 1);
+            }
+        }
+        fold_context_free_virtual(ctx);
+    }
 }
 
 typedef struct seen {
