@@ -50,8 +50,16 @@ static int matches(const fold_online_key_t *k, fold_coll_t coll, size_t count,
 static fold_online_key_t *find(fold_online_t *o, fold_coll_t coll, size_t count,
                                fold_dtype_t dtype, fold_op_t op, int root)
 {
-    for (int i = 0; o != NULL && i < o->nkeys; i++) {
+    if (o == NULL) {
+        return NULL;
+    }
+    /* A loop of identical calls finds its key first. */
+    if (o->nkeys > 0 && matches(&o->key[o->last], coll, count, dtype, op, root)) {
+        return &o->key[o->last];
+    }
+    for (int i = 0; i < o->nkeys; i++) {
         if (matches(&o->key[i], coll, count, dtype, op, root)) {
+            o->last = i;
             return &o->key[i];
         }
     }
@@ -70,6 +78,7 @@ static fold_online_key_t *add(fold_comm_t *comm, const fold_call_t *call,
     if (o->nkeys == FOLD_ONLINE_KEYS) {
         return NULL;
     }
+    o->last = o->nkeys;
     fold_online_key_t *k = &o->key[o->nkeys++];
     *k = (fold_online_key_t){.used = 1, .state = FOLD_ONLINE_OFF, .coll = call->coll,
                              .count = call->count, .dtype = call->dtype, .op = call->op,

@@ -57,6 +57,7 @@ typedef struct fold_online_key {
 typedef struct fold_online {
     fold_online_key_t key[FOLD_ONLINE_KEYS];
     int               nkeys;
+    int               last;   /* the key found last */
 } fold_online_t;
 
 /* Before a call: *choice (the model's pick) becomes the candidate this call tries, or
