@@ -244,17 +244,17 @@ static int timed_turns(const perf_env_t *env, const perf_buffers_t *b, perf_case
     return status;
 }
 
-/* --compare mpi-apart: fold's timed iterations, then MPI's, each block after an
+/* --compare mpi-apart: fold's iterations [0, n), then MPI's, each block after an
  * MPI_Barrier, so that neither waits behind bytes the other left in a link. */
 static int timed_apart(const perf_env_t *env, const perf_buffers_t *b, perf_case_t *pc,
-                       double *fold_us, double *mpi_us)
+                       long n, double *fold_us, double *mpi_us)
 {
     int status = FOLD_OK;
     for (int block = RUN_FOLD; block <= RUN_MPI && status == FOLD_OK; block++) {
         if (perf_mpi_barrier() != 0) {
             return report_failure(env, pc, "MPI", "MPI_Barrier failed");
         }
-        for (long it = 0; status == FOLD_OK && it < pc->iterations; it++) {
+        for (long it = 0; status == FOLD_OK && it < n; it++) {
             status = iteration_of(env, b, pc, it, block,
                                   block == RUN_MPI ? &mpi_us[it] : &fold_us[it]);
         }
@@ -392,14 +392,9 @@ static int run_case(perf_env_t *env, const perf_buffers_t *b, perf_case_t *pc,
      * calls will. */
     const int apart = pc->with_mpi && env->opts->compare_apart;
     double *fold_w = warmup_us + nw, *mpi_w = warmup_us + 2 * nw;
-    for (int block = RUN_FOLD; apart && block <= RUN_MPI; block++) {
-        for (long it = 0; status == FOLD_OK && it < nw; it++) {
-            status = iteration_of(env, b, pc, it, block,
-                                  block == RUN_MPI ? &mpi_w[it] : &fold_w[it]);
-        }
-    }
-    if (!apart && status == FOLD_OK) {
-        status = timed_turns(env, b, pc, nw, fold_w, mpi_w);
+    if (status == FOLD_OK) {
+        status = apart ? timed_apart(env, b, pc, nw, fold_w, mpi_w)
+                       : timed_turns(env, b, pc, nw, fold_w, mpi_w);
     }
     for (long it = 0; it < nw; it++) {
         warmup_us[it] = fold_w[it] + mpi_w[it];
@@ -414,7 +409,7 @@ static int run_case(perf_env_t *env, const perf_buffers_t *b, perf_case_t *pc,
         mpi_us[it] = 0;
     }
     if (status == FOLD_OK) {
-        status = apart ? timed_apart(env, b, pc, fold_us, mpi_us)
+        status = apart ? timed_apart(env, b, pc, pc->iterations, fold_us, mpi_us)
                        : timed_turns(env, b, pc, pc->iterations, fold_us, mpi_us);
     }
     /* What selection picked for these very buffers (fold memory may change it), asked

@@ -1110,10 +1110,10 @@ int fold_select_alternatives(fold_comm_t *comm, fold_coll_t coll, size_t count,
     size_t at = (size_t)1 << fold_select_class(count * fold_dtype_size(dtype));
     alts[0]   = *picked;
     alt_us[0] = fold_select_predict(comm, comm->select.topo, coll, picked, at);
+    const double bound = alt_us[0] * spread;
     int n = 1;
-    for (int a = 0; a < ncand; a++) {
+    for (int a = 0; a < ncand && max > 1; a++) {
         fold_choice_t c;
-        double bound = alt_us[0] * spread;
         if (cand[a] == picked->alg) {
             continue;
         }
@@ -1122,24 +1122,18 @@ int fold_select_alternatives(fold_comm_t *comm, fold_coll_t coll, size_t count,
         for (int i = 0; i < n; i++) {
             dup |= alts[i].alg == c.alg;
         }
-        if (!(us < bound) || dup) {
+        if (!(us < bound) || dup || (n == max && !(us < alt_us[n - 1]))) {
             continue;
         }
-        /* Kept in order of predicted time after the pick; the slowest fall off. */
-        int i = n;
-        while (i > 1 && us < alt_us[i - 1]) {
-            i--;
-        }
-        if (i >= max) {
-            continue;
-        }
-        for (int j = n < max ? n : max - 1; j > i; j--) {
-            alts[j]   = alts[j - 1];
-            alt_us[j] = alt_us[j - 1];
+        /* Kept in order of predicted time after the pick; when full, the slowest
+         * rival makes room. */
+        int i = n < max ? n++ : max - 1;
+        for (; i > 1 && us < alt_us[i - 1]; i--) {
+            alts[i]   = alts[i - 1];
+            alt_us[i] = alt_us[i - 1];
         }
         alts[i]   = c;
         alt_us[i] = us;
-        n += n < max;
     }
     return n;
 }

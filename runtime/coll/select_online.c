@@ -80,7 +80,7 @@ static fold_online_key_t *add(fold_comm_t *comm, const fold_call_t *call,
     }
     o->last = o->nkeys;
     fold_online_key_t *k = &o->key[o->nkeys++];
-    *k = (fold_online_key_t){.used = 1, .state = FOLD_ONLINE_OFF, .coll = call->coll,
+    *k = (fold_online_key_t){.state = FOLD_ONLINE_OFF, .coll = call->coll,
                              .count = call->count, .dtype = call->dtype, .op = call->op,
                              .root = call->root};
     k->ncand = fold_select_alternatives(comm, call->coll, call->count, call->dtype, call->op,
@@ -101,7 +101,7 @@ int fold_online_before(fold_comm_t *comm, const fold_call_t *call, fold_choice_t
                        fold_online_key_t **timed)
 {
     *timed = NULL;
-    if (comm->ctx->config.online <= 0 || call->coll > FOLD_COLL_REDUCE || choice->memory ||
+    if (comm->ctx->config.online <= 0 || choice->memory ||
         call->count * fold_dtype_size(call->dtype) <= FOLD_FAST_MAX_BYTES) {
         return FOLD_OK;
     }

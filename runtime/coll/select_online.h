@@ -39,7 +39,6 @@ typedef enum {
 
 /* One set of call arguments and what its calls learned. */
 typedef struct fold_online_key {
-    int           used;
     int           state;          /* fold_online_state_t */
     fold_coll_t   coll;
     size_t        count;
