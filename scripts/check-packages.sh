@@ -44,9 +44,12 @@ dpkg -i "${debs[@]}" >/dev/null
 
 . "$(dirname "$0")/consumer.sh"
 build_consumer "$work/consumer"
-ldd "$work/consumer/build/consumer" | grep -Eq "libfold.so.0 => (/usr)?/lib/libfold.so.0 " ||
+# ldd's output is taken whole first: under pipefail, grep -q leaving early could end
+# ldd with SIGPIPE and fail the check on a consumer that is right (seen once in CI).
+libs=$(ldd "$work/consumer/build/consumer")
+grep -Eq "libfold.so.0 => (/usr)?/lib/libfold.so.0 " <<<"$libs" ||
     { echo "check-packages: the consumer does not use the installed libfold.so.0:" >&2
-      ldd "$work/consumer/build/consumer" >&2; exit 1; }
+      echo "$libs" >&2; exit 1; }
 /usr/bin/fold_info -v | head -1
 
 # The installed shim, preloaded into a plain MPI program, serves its MPI_Allreduce.
