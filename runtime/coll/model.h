@@ -81,6 +81,10 @@ void fold_model_defaults(fold_model_params_t *p);
  * the segment's copy rates instead of the kernel's (cma_gbs, cma_us). */
 void fold_model_mapped(const fold_model_params_t *p, fold_model_params_t *mapped);
 
+/* The parameters of a blocking shm_flat call on the node's tiny-message path
+ * (node/fast.c): the schedule's steps without the executor's overhead. */
+void fold_model_tiny(const fold_model_params_t *p, fold_model_params_t *tiny);
+
 /* Sets one parameter by name ("flag_us", "inter_gbs", ... as in the struct), value
  * with the size syntax of util/size.h for byte counts. FOLD_ERR_NOT_FOUND for
  * an unknown name, FOLD_ERR_INVALID_ARG for a bad value (times must be plain

@@ -223,11 +223,22 @@ typedef struct memo_key {
     const fold_topo_t *topo;
     const fold_alg_t  *alg;
     const fold_alg_t  *inter;
-    int                what;   /* MEMO_TIME or MEMO_STEPS */
-    int                mapped; /* priced for buffers in fold memory (fold_model_mapped) */
+    int                what;    /* MEMO_TIME or MEMO_STEPS */
+    int                pricing; /* PRICE_* bits: the parameters it was priced with */
     int                coll, leaders, root_weight, depth;
     size_t             count, seg_count, shm_count;
 } memo_key_t;
+
+/* Which parameters a replay takes: the context's, or derived from them. */
+enum {
+    PRICE_MAPPED = 1,   /* buffers in fold memory on every rank (fold_model_mapped) */
+    PRICE_TINY   = 2    /* shm_flat's tiny-message path (fold_model_tiny) */
+};
+
+static int pricing_of(const fold_choice_t *choice)
+{
+    return (choice->memory ? PRICE_MAPPED : 0) | (choice->fast ? PRICE_TINY : 0);
+}
 
 enum {
     MEMO_TIME,    /* a replay: the model's time for count elements */
@@ -276,7 +287,7 @@ static void memo_free(fold_select_cache_t *c)
 }
 
 static memo_key_t memo_key(const fold_topo_t *topo, const fold_model_query_t *q, int what,
-                           int mapped)
+                           int pricing)
 {
     memo_key_t k;
     memset(&k, 0, sizeof(k));   /* padding too: keys compare with memcmp */
@@ -284,7 +295,7 @@ static memo_key_t memo_key(const fold_topo_t *topo, const fold_model_query_t *q,
     k.alg         = q->alg;
     k.inter       = q->proto.inter;
     k.what        = what;
-    k.mapped      = mapped;
+    k.pricing     = pricing;
     k.coll        = (int)q->proto.coll;
     k.leaders     = q->proto.leaders;
     k.root_weight = q->proto.root_weight;
@@ -417,24 +428,28 @@ static size_t rank0_steps(fold_comm_t *comm, const fold_topo_t *topo,
 /* The model's time for `bytes`, or, where that is at least cutoff, possibly only a
  * lower bound of it that is itself at least cutoff (*exact = 0). */
 static double predict_at(fold_comm_t *comm, const fold_topo_t *topo, fold_model_query_t *q,
-                         size_t seg_bytes, size_t bytes, int mapped, double cutoff, int *exact)
+                         size_t seg_bytes, size_t bytes, int pricing, double cutoff, int *exact)
 {
     const fold_context_t *ctx = comm->ctx;
     q->proto.count     = bytes / MODEL_ESIZE ? bytes / MODEL_ESIZE : 1;
     q->proto.seg_count = fold_select_seg_count(ctx, seg_bytes, q->proto.count * MODEL_ESIZE,
                                                MODEL_ESIZE);
-    fold_model_params_t mapped_params;
+    fold_model_params_t derived[2];
     const fold_model_params_t *params = &ctx->model;
-    if (mapped) {
-        fold_model_mapped(&ctx->model, &mapped_params);
-        params = &mapped_params;
+    if (pricing & PRICE_MAPPED) {
+        fold_model_mapped(params, &derived[0]);
+        params = &derived[0];
+    }
+    if (pricing & PRICE_TINY) {
+        fold_model_tiny(params, &derived[1]);
+        params = &derived[1];
     }
     fold_model_result_t res;
     if (fold_select_reference) {
         *exact = 1;
         return fold_model_predict(params, topo, q, &res) == FOLD_OK ? res.time_us : INFINITY;
     }
-    memo_key_t k = memo_key(topo, q, MEMO_TIME, mapped);
+    memo_key_t k = memo_key(topo, q, MEMO_TIME, pricing);
     memo_entry_t *e = memo_find(&comm->select, &k);
     if (e != NULL && (e->exact || e->us >= cutoff)) {
         *exact = e->exact;
@@ -498,6 +513,11 @@ static double extrapolation_cutoff(double bound, double half, size_t at, size_t 
 #define MODEL_MIN_EXTRAP   (64 * 1024)
 #define MODEL_STEP_LIMIT   (16 * MODEL_STEP_BUDGET)
 
+size_t fold_select_tiny_limit(const fold_comm_t *comm)
+{
+    return comm->shape.nnodes == 1 && !comm->node_none ? fold_node_fast_limit(comm->size) : 0;
+}
+
 /* Data bytes of the communicator's node segment: what its set-up agreed on, or
  * FOLD_SHM_SIZE before (and on virtual communicators, which have none). */
 static size_t comm_shm_bytes(const fold_comm_t *comm)
@@ -548,13 +568,14 @@ static double predict_below(fold_comm_t *comm, const fold_topo_t *topo, fold_col
     }
     int exact;
     if (at == bytes) {
-        return predict_at(comm, topo, &q, seg, at, choice->memory, bound, &exact);
+        return predict_at(comm, topo, &q, seg, at, pricing_of(choice), bound, &exact);
     }
     /* The smaller size first: it bounds where the larger may stop. A lower bound of
      * t extrapolates to a lower bound of the result, the extrapolation being
      * non-decreasing in t. */
-    double half = predict_at(comm, topo, &q, seg, at / 2, choice->memory, INFINITY, &exact);
-    double t = predict_at(comm, topo, &q, seg, at, choice->memory,
+    double half = predict_at(comm, topo, &q, seg, at / 2, pricing_of(choice), INFINITY,
+                             &exact);
+    double t = predict_at(comm, topo, &q, seg, at, pricing_of(choice),
                           extrapolation_cutoff(bound, half, at, bytes), &exact);
     return extrapolate(t, half, at, bytes);
 }
@@ -664,7 +685,9 @@ static double evaluate_below(fold_comm_t *comm, fold_coll_t coll, const fold_alg
                              size_t seg_bytes, size_t bytes, int mapped, double bound,
                              fold_choice_t *choice)
 {
-    *choice = (fold_choice_t){.alg = alg, .seg_bytes = seg_bytes, .memory = mapped};
+    const int fast = alg == &fold_alg_shm_flat && bytes < fold_select_tiny_limit(comm);
+    *choice = (fold_choice_t){.alg = alg, .seg_bytes = seg_bytes, .memory = mapped,
+                              .fast = fast};
     if (!(alg->flags & FOLD_ALG_NODE_AWARE)) {
         return predict_below(comm, comm->select.topo, coll, choice, bytes, bound);
     }
@@ -672,7 +695,8 @@ static double evaluate_below(fold_comm_t *comm, fold_coll_t coll, const fold_alg
     /* The question: the algorithm, the size and the segment a rule fixed (bytes). */
     fold_model_query_t key_q = {.alg = alg,
                                 .proto = {.coll = coll, .count = bytes, .seg_count = seg_bytes}};
-    memo_key_t k = memo_key(comm->select.topo, &key_q, MEMO_EVAL, mapped);
+    memo_key_t k = memo_key(comm->select.topo, &key_q, MEMO_EVAL,
+                            mapped ? PRICE_MAPPED : 0);   /* fast follows from the key */
     memo_entry_t *e = NULL;
     if (fold_select_reference) {
         bound = INFINITY;
@@ -703,8 +727,8 @@ static double evaluate_below(fold_comm_t *comm, fold_coll_t coll, const fold_alg
         for (int w = 0; w < nweights && (w == 0 || leaders[i] > 1); w++) {
             for (int g = 0; g < nsegs; g++) {
                 fold_choice_t c = {.alg = alg, .leaders = leaders[i], .inter = inter[g],
-                                   .root_weight = weights[w], .seg_bytes = segs[g],
-                                   .memory = mapped};
+                                   .root_weight = weights[w], .fast = fast,
+                                   .seg_bytes = segs[g], .memory = mapped};
                 double us = predict_below(comm, comm->select.topo, coll, &c, bytes,
                                           best_us < bound ? best_us : bound);
                 if (us < best_us || (i == 0 && w == 0 && g == 0)) {
@@ -938,7 +962,7 @@ int fold_select(fold_comm_t *comm, fold_coll_t coll, size_t count, fold_dtype_t 
     }
     int status = select_uncached(comm, coll, count, dtype, op, 0, choice);
     choice->fast = choice->alg == &fold_alg_shm_flat &&
-                   count * fold_dtype_size(dtype) <= FOLD_FAST_MAX_BYTES;
+                   count * fold_dtype_size(dtype) < fold_select_tiny_limit(comm);
     if (status == FOLD_OK) {
         memo_keep(m, count, dtype, op, choice);
     }

@@ -89,7 +89,8 @@ typedef struct fold_choice {
     int               leaders;
     const fold_alg_t *inter;
     int               root_weight;   /* fold_coll_args_t's, chosen by the model */
-    int               fast;
+    int               fast;          /* shm_flat below the tiny limit: a blocking call
+                                        takes the node's tiny-message path */
     size_t            seg_bytes;     /* 0: FOLD_SEGMENT_SIZE, or the default */
     int               memory;        /* 1: chosen for buffers in fold memory on every
                                         rank, where that changed the algorithm
@@ -212,6 +213,10 @@ const fold_tune_rule_t *fold_select_find_rule(const fold_context_t *ctx, fold_co
                                               size_t bytes, const fold_shape_t *shape,
                                               unsigned skip_flags);
 int    fold_select_class(size_t bytes);              /* power-of-two size class */
+/* Blocking shm_flat calls of fewer bytes take the node's tiny-message path on this
+ * communicator (one node, node/fast.c), 0 where none; a power of two, so a size class
+ * lies wholly below it or not at all. */
+size_t fold_select_tiny_limit(const struct fold_comm *comm);
 int    fold_select_topos(fold_comm_t *comm);         /* the model's view of comm */
 /* The predicted time of `bytes` with choice's algorithm, leaders, flat algorithm between
  * nodes and root weight. */

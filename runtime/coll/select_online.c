@@ -101,8 +101,8 @@ int fold_online_before(fold_comm_t *comm, const fold_call_t *call, fold_choice_t
                        fold_online_key_t **timed)
 {
     *timed = NULL;
-    if (comm->ctx->config.online <= 0 || choice->memory ||
-        call->count * fold_dtype_size(call->dtype) <= FOLD_FAST_MAX_BYTES) {
+    if (comm->ctx->config.online <= 0 || choice->memory || choice->fast ||
+        call->count * fold_dtype_size(call->dtype) <= FOLD_ONLINE_MIN_BYTES) {
         return FOLD_OK;
     }
     fold_online_key_t *k = find(comm->online, call->coll, call->count, call->dtype, call->op,

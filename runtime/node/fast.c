@@ -1,12 +1,13 @@
 /*
- * The tiny-message fast path of shm_flat: a blocking allreduce or reduce of at most
- * FOLD_FAST_MAX_BYTES on a communicator that lives on one node runs here, outside
- * the executor, in a few hundred nanoseconds. Same protocol as the schedule
- * (coll/alg_shm_flat.c), cut to the bone:
+ * The tiny-message fast path of shm_flat: a blocking allreduce or reduce of fewer
+ * bytes than the node's limit (fold_node_fast_limit: 64 KiB for 2 ranks) on a
+ * communicator that lives on one node runs here, outside the executor, in a few
+ * hundred nanoseconds. Same protocol as the schedule (coll/alg_shm_flat.c), cut to
+ * the bone:
  *
  *   region (end of the node segment), per local rank l, S = FOLD_FAST_SLOTS:
  *     slot[l][0 .. S-1]   16 lines of | seq (8 B) | call (8 B) | 48 B of data |,
- *                         then a tail of 2 KiB
+ *                         then a tail of the limit's bytes
  *     done[l]             | seq of the last call l finished reading |
  *
  *   A row of up to 768 B goes 48 B a line, each line with its seq; a longer one
@@ -61,19 +62,44 @@
 #define LINED_LINES 16   /* rows of at most this many lines carry a seq in every line */
 #define LINED_MAX   (LINED_LINES * LINE_DATA)
 #define DONE_EVERY (FOLD_FAST_SLOTS / 2)       /* calls between stores of `done` */
+_Static_assert(LINED_MAX <= sizeof(((fold_node_t *)0)->fast_row), "a lined row fits fast_row");
 
-/* A slot's fingerprint carries the low bits of the call's position among the node's
- * calls (node.h) where a packed count's high bits would be, which are zero here: a
- * rank whose calls on the node went on without meeting the others' (a reduce's
- * non-root, node/resync.c) reads another call's input as a mismatch, never folds it. */
-#define POS_SHIFT 56
-#define POS_BITS  (UINT64_C(0xff) << POS_SHIFT)
-_Static_assert(FOLD_FAST_MAX_BYTES < (1u << (POS_SHIFT - 44)),
-               "a tiny call's count leaves the packed count's top bits free");
+/* The ranks' tails share this many bytes of the segment: 64 KiB rows for 2 ranks,
+ * 16 KiB for 8, 4 KiB from 32 on; never below 4 KiB (the 2 KiB the path took before,
+ * and their size class). With 2 ranks a 32 KiB reduce took 2.5 us here, against 4.3
+ * by single copy: the path is worth its megabyte. */
+#define TAILS_BUDGET ((size_t)1 << 20)
+#define LIMIT_MIN    ((size_t)4096)
 
-static inline uint64_t at_position(uint64_t pos)
+/* What a slot's first line says the poster was asked to do, in 64 bits: the packed
+ * fingerprint's flags, datatype and op (fingerprint.h), then the root in 12 bits (a
+ * rank of one node), the count in 20 and the low 8 bits of the call's position among
+ * the node's calls (node.h): a rank whose calls on the node went on without meeting
+ * the others' (a reduce's non-root, node/resync.c) reads another call's input as a
+ * mismatch, never folds it. */
+#define ROOT_SHIFT  24
+#define COUNT_SHIFT 36
+#define POS_SHIFT   56
+#define LOW_BITS    ((UINT64_C(1) << ROOT_SHIFT) - 1)
+_Static_assert(FOLD_FAST_MAX_RANKS <= (1 << (COUNT_SHIFT - ROOT_SHIFT)), "a root fits");
+_Static_assert(FOLD_FAST_MAX_BYTES <= (1 << (POS_SHIFT - COUNT_SHIFT)), "a count fits");
+
+static uint64_t call_word(const fold_fingerprint_t *f, uint64_t pos)
 {
-    return (pos & 0xff) << POS_SHIFT;
+    fold_fingerprint_t low = *f;
+    low.root  = 0;
+    low.count = 0;
+    return (fold_fingerprint_pack(&low) & LOW_BITS) | (uint64_t)f->root << ROOT_SHIFT |
+           (uint64_t)f->count << COUNT_SHIFT | (pos & 0xff) << POS_SHIFT;
+}
+
+static fold_fingerprint_t call_of(uint64_t word)
+{
+    fold_fingerprint_t f = fold_fingerprint_unpack(word & LOW_BITS);
+    f.root  = (int)(word >> ROOT_SHIFT & 0xfff);
+    f.count = (size_t)(word >> COUNT_SHIFT & 0xfffff);
+    f.call  = word >> POS_SHIFT;
+    return f;
 }
 
 typedef struct fast_line {
@@ -83,29 +109,56 @@ typedef struct fast_line {
 } fast_line_t;
 _Static_assert(sizeof(fast_line_t) == 64, "a line of the tiny path is a cache line");
 
+/* A rank's part of the region: FOLD_FAST_SLOTS slots of `limit` bytes of tail each,
+ * then its done line. Its size depends on the node's ranks (fold_node_fast_limit). */
 typedef struct fast_slot {
     fast_line_t line[LINED_LINES];
-    char        tail[FOLD_FAST_MAX_BYTES];   /* a longer row's data */
+    char        tail[];   /* a longer row's data */
 } fast_slot_t;
-_Static_assert(FOLD_FAST_MAX_BYTES % 64 == 0, "the tail is whole lines");
 
-typedef struct fast_rank {
-    fast_slot_t      slot[FOLD_FAST_SLOTS];
+typedef struct fast_done {
     _Atomic uint64_t done;
     char             pad[64 - sizeof(uint64_t)];
-} fast_rank_t;
+} fast_done_t;
+
+size_t fold_node_fast_limit(int local_size)
+{
+    if (local_size < 1 || local_size > FOLD_FAST_MAX_RANKS) {
+        return 0;
+    }
+    size_t limit = FOLD_FAST_MAX_BYTES;
+    while (limit > LIMIT_MIN && (size_t)local_size * FOLD_FAST_SLOTS * limit > TAILS_BUDGET) {
+        limit /= 2;
+    }
+    return limit;
+}
+
+static size_t slot_bytes(size_t limit)
+{
+    return sizeof(fast_slot_t) + limit;
+}
+
+static size_t rank_bytes(size_t limit)
+{
+    return FOLD_FAST_SLOTS * slot_bytes(limit) + sizeof(fast_done_t);
+}
 
 size_t fold_node_fast_region_bytes(int local_size)
 {
-    return (size_t)local_size * sizeof(fast_rank_t);
+    return (size_t)local_size * rank_bytes(fold_node_fast_limit(local_size));
 }
 
-static fast_rank_t *region(const fold_node_t *node, int local)
+/* Local rank `local`'s slot b, and its done word. */
+static fast_slot_t *slot_of(const fold_node_t *node, int local, int b)
 {
-    const fold_shm_seg_t *seg = &node->seg;
-    char *base = seg->data + seg->data_size - fold_node_peer_region_bytes(seg->local_size) -
-                 fold_node_fast_region_bytes(seg->local_size);
-    return (fast_rank_t *)base + local;
+    return (fast_slot_t *)(node->fast_region + (size_t)local * rank_bytes(node->fast_limit) +
+                           (size_t)b * slot_bytes(node->fast_limit));
+}
+
+static _Atomic uint64_t *done_of(const fold_node_t *node, int local)
+{
+    return &((fast_done_t *)(node->fast_region +
+                             (size_t)(local + 1) * rank_bytes(node->fast_limit)) - 1)->done;
 }
 
 /* Call k is over for this rank: it read all it will of calls <= k. Said every
@@ -114,10 +167,10 @@ static fast_rank_t *region(const fold_node_t *node, int local)
  * each store. A rank reusing a slot needs done >= k - S of its readers, and done
  * lags at most DONE_EVERY - 1 < S calls behind what they finished, so the rank
  * furthest behind can always go on: nobody waits for good. */
-static void finish(fast_rank_t *me, uint64_t k)
+static void finish(_Atomic uint64_t *done, uint64_t k)
 {
     if (k % DONE_EVERY == 0) {
-        atomic_store_explicit(&me->done, k, memory_order_release);
+        atomic_store_explicit(done, k, memory_order_release);
     }
 }
 
@@ -229,13 +282,17 @@ static int wait_for(fold_node_t *node, const fold_node_call_t *call, _Atomic uin
     }
 }
 
-void fold_node_fast_prefault(fold_node_t *node)
+void fold_node_fast_init(fold_node_t *node)
 {
+    const fold_shm_seg_t *seg = &node->seg;
+    size_t len = fold_node_fast_region_bytes(seg->local_size);
+    char *start = seg->data + seg->data_size - fold_node_peer_region_bytes(seg->local_size) -
+                  len;
+    node->fast_region = start;
+    node->fast_limit  = fold_node_fast_limit(seg->local_size);
     /* The region's pages mapped writable now rather than faulted in by the first tiny
      * calls (1-3 us each, on the writer and on each reader). Only this region: mapping
      * the whole segment at set-up costs ~4 ms per communicator (mp_shm_budget's churn). */
-    char *start = (char *)region(node, 0);
-    size_t len = fold_node_fast_region_bytes(node->seg.local_size);
     uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
     char *first = (char *)((uintptr_t)start & ~(page - 1));
 #ifdef MADV_POPULATE_WRITE
@@ -251,19 +308,19 @@ void fold_node_fast_prefault(fold_node_t *node)
 
 int fold_node_fast_eligible(const fold_node_t *node, size_t bytes)
 {
-    return bytes <= FOLD_FAST_MAX_BYTES && node != NULL && node->seg.base != NULL &&
+    return node != NULL && bytes < node->fast_limit && node->fast_region != NULL &&
            !node->broken && node->topo->nnodes == 1 && node->seg.local_size == node->comm_size;
 }
 
 int fold_node_fast_peer_ahead(const fold_node_t *node, int local, fold_fingerprint_t *theirs)
 {
     const uint64_t next = node->fast_calls + 1;
-    const fast_slot_t *slot = &region(node, local)->slot[next % FOLD_FAST_SLOTS];
-    if (atomic_load_explicit(&slot->line[0].seq, memory_order_acquire) != next) {
+    const fast_slot_t *slot = slot_of(node, local, (int)(next % FOLD_FAST_SLOTS));
+    if (node->fast_region == NULL ||
+        atomic_load_explicit(&slot->line[0].seq, memory_order_acquire) != next) {
         return 0;
     }
-    *theirs = fold_fingerprint_unpack(slot->line[0].call & ~POS_BITS);
-    theirs->call = slot->line[0].call >> POS_SHIFT;
+    *theirs = call_of(slot->line[0].call);
     return 1;
 }
 
@@ -271,11 +328,10 @@ int fold_node_fast_seqs_sane(const fold_node_t *node)
 {
     const uint64_t most = node->fast_calls + FOLD_FAST_SLOTS;   /* peers run ahead */
     for (int l = 0; l < node->seg.local_size; l++) {
-        const fast_rank_t *rank = region(node, l);
         for (int b = 0; b < FOLD_FAST_SLOTS; b++) {
+            const fast_slot_t *slot = slot_of(node, l, b);
             for (int j = 0; j < LINED_LINES; j++) {
-                if (atomic_load_explicit(&rank->slot[b].line[j].seq, memory_order_acquire) >
-                    most) {
+                if (atomic_load_explicit(&slot->line[j].seq, memory_order_acquire) > most) {
                     return 0;
                 }
             }
@@ -291,7 +347,7 @@ void fold_node_fast_skip(fold_node_t *node, uint64_t calls)
     }
     node->fast_calls   = calls;
     node->fast_saw_all = 0;   /* it saw nobody's input of the last one */
-    atomic_store_explicit(&region(node, node->local_rank)->done, calls, memory_order_release);
+    atomic_store_explicit(done_of(node, node->local_rank), calls, memory_order_release);
 }
 
 /* A lined row's data into a contiguous buffer. Whole lines are copies of a constant
@@ -343,10 +399,10 @@ static const void *row_of(const fast_slot_t *slot, size_t bytes, void *buf)
 /* Call k failed midway: this rank reads nothing more of it. A mismatch asks the
  * node's ranks to bring their counters into step (the others may have run this call
  * on a node schedule); anything else breaks the node. */
-static int give_up(fold_node_t *node, fast_rank_t *me, uint64_t k, int status)
+static int give_up(fold_node_t *node, uint64_t k, int status)
 {
     node->fast_saw_all = 0;
-    finish(me, k);
+    finish(done_of(node, node->local_rank), k);
     fold_node_abandon(node, node->fast_pos + k, 0, status);
     return status;
 }
@@ -361,8 +417,7 @@ int fold_node_fast_reduction(fold_node_t *node, const fold_node_call_t *call)
     const int folds = allreduce || me_rank == root;
     const uint64_t k = ++node->fast_calls;
     const int b = (int)(k % FOLD_FAST_SLOTS);
-    fast_rank_t *const all = region(node, 0);   /* once: it costs two calls */
-    fast_rank_t *me = &all[node->local_rank];
+    _Atomic uint64_t *my_done = done_of(node, node->local_rank);
     int status = FOLD_OK;
 
     /* 1. Nobody still reads what this slot held two calls ago. */
@@ -372,7 +427,7 @@ int fold_node_fast_reduction(fold_node_t *node, const fold_node_call_t *call)
         !(readers >= 0 && readers == node->fast_done_rank && node->fast_done_seen >= reused)) {
         for (int r = 0; r < size && status == FOLD_OK; r++) {
             if (r != me_rank && (readers < 0 || readers == r)) {
-                _Atomic uint64_t *done = &all[topo->local_of[r]].done;
+                _Atomic uint64_t *done = done_of(node, topo->local_of[r]);
                 status = wait_for(node, call, done, NULL, 0, 0, reused, r, "reading of call",
                                   NULL);
                 /* A root usually is a call ahead: remember, and skip the next look. */
@@ -381,7 +436,7 @@ int fold_node_fast_reduction(fold_node_t *node, const fold_node_call_t *call)
             }
         }
         if (status != FOLD_OK) {
-            return give_up(node, me, k, status);
+            return give_up(node, k, status);
         }
     }
     node->fast_readers[b] = allreduce ? -1 : root;
@@ -391,13 +446,13 @@ int fold_node_fast_reduction(fold_node_t *node, const fold_node_call_t *call)
     const fold_fingerprint_t mine = {
         .allreduce = allreduce, .count = count, .dtype = call->dtype, .op = call->op,
         .root = allreduce ? 0 : root};   /* in place or not gives the same result here */
-    const uint64_t mine_bits = fold_fingerprint_pack(&mine) | at_position(node->fast_pos + k);
+    const uint64_t mine_bits = call_word(&mine, node->fast_pos + k);
     const size_t lines = seq_lines(bytes);
-    fast_slot_t *mine_slot = &me->slot[b];
+    fast_slot_t *mine_slot = slot_of(node, node->local_rank, b);
     mine_slot->line[0].call = mine_bits;
     post(mine_slot, allreduce || me_rank != root ? call->in : NULL, bytes, k);
     if (!folds) {
-        finish(me, k);   /* it read nothing of call k */
+        finish(my_done, k);   /* it read nothing of call k */
         return FOLD_OK;
     }
     /* In place, rows before this rank's fold over IN first: keep it (a contiguous
@@ -414,18 +469,18 @@ int fold_node_fast_reduction(fold_node_t *node, const fold_node_call_t *call)
 
     /* 3. Fold everyone's. */
     for (int r = 0; r < size; r++) {
-        const fast_slot_t *slot = &all[topo->local_of[r]].slot[b];
+        const fast_slot_t *slot = slot_of(node, topo->local_of[r], b);
         if (r != me_rank &&
             (status = wait_for(node, call, NULL, slot, lines, mine_bits, k, r, "input of call",
                                &mine)) != FOLD_OK) {
-            return give_up(node, me, k, status);
+            return give_up(node, k, status);
         }
     }
     /* The posts say what each rank was asked: fold nothing if they differ. */
     for (int r = 0; r < size; r++) {
-        uint64_t theirs = all[topo->local_of[r]].slot[b].line[0].call;
+        uint64_t theirs = slot_of(node, topo->local_of[r], b)->line[0].call;
         if (r != me_rank && theirs != mine_bits) {
-            fold_fingerprint_t f = fold_fingerprint_unpack(theirs & ~POS_BITS);
+            fold_fingerprint_t f = call_of(theirs);
             char line[256] = "";
             if (fold_fingerprint_diff(&f, r, &mine, me_rank, line, sizeof(line)) == 0) {
                 snprintf(line, sizeof(line), "rank %d posted the input of another call (an "
@@ -433,17 +488,17 @@ int fold_node_fast_reduction(fold_node_t *node, const fold_node_call_t *call)
             }
             fold_error("%s on comm %u call %llu: %s", call->coll_name, node->comm_id,
                        (unsigned long long)k, line);
-            return give_up(node, me, k, FOLD_ERR_MISMATCH);
+            return give_up(node, k, FOLD_ERR_MISMATCH);
         }
     }
     /* Rank order: a lined first row gathered straight into OUT (OWN is IN or a copy,
      * never OUT unless this is rank 0). */
     const void *acc = own;
     if (me_rank != 0) {
-        acc = row_of(&all[topo->local_of[0]].slot[b], bytes, call->out);
+        acc = row_of(slot_of(node, topo->local_of[0], b), bytes, call->out);
     }
     for (int r = 1; r < size; r++) {
-        const void *row = r == me_rank ? own : row_of(&all[topo->local_of[r]].slot[b],
+        const void *row = r == me_rank ? own : row_of(slot_of(node, topo->local_of[r], b),
                                                       bytes, node->fast_row);
         status = fold_reduce_local(call->op, call->dtype, acc, row, call->out, count, 1,
                                    call->thread_threshold);
@@ -452,15 +507,18 @@ int fold_node_fast_reduction(fold_node_t *node, const fold_node_call_t *call)
         }
         acc = call->out;
     }
-    finish(me, k);
+    finish(my_done, k);
     /* The others' next slots, which ranks that run ahead have already filled: their
-     * lines cross now, while the caller computes, rather than in the next call. */
+     * lines cross now, while the caller computes, rather than in the next call. Not a
+     * tail an allreduce's peers fill only after this call: pulling its lines here
+     * made the poster take them back (8 KiB: 4.3 us instead of 2.6). */
     for (int r = 0; r < size; r++) {
-        const fast_slot_t *next = &all[topo->local_of[r]].slot[(b + 1) % FOLD_FAST_SLOTS];
+        const fast_slot_t *next = slot_of(node, topo->local_of[r], (b + 1) % FOLD_FAST_SLOTS);
         for (size_t j = 0; r != me_rank && j < lines; j++) {
             __builtin_prefetch(&next->line[j]);
         }
-        for (size_t at = 0; r != me_rank && bytes > LINED_MAX && at < bytes; at += 64) {
+        for (size_t at = 0; r != me_rank && !allreduce && bytes > LINED_MAX && at < bytes;
+             at += 64) {
             __builtin_prefetch(next->tail + at);
         }
     }

@@ -28,9 +28,10 @@
 #include <pthread.h>
 #include <stdint.h>
 
-/* fast.c: blocking shm_flat calls of at most this many bytes on one node, with
- * this many slots per rank (calls a rank may run ahead of its readers). */
-#define FOLD_FAST_MAX_BYTES 2048
+/* fast.c: blocking shm_flat calls of fewer bytes than a node's limit (a power of two,
+ * at most FOLD_FAST_MAX_BYTES: fold_node_fast_limit) on one node, with this many slots
+ * per rank (calls a rank may run ahead of its readers). */
+#define FOLD_FAST_MAX_BYTES 65536
 #define FOLD_FAST_SLOTS     8
 
 /* One node-aware call waiting for, or holding, the node's turn (turns.c). */
@@ -90,13 +91,15 @@ typedef struct fold_node {
     size_t            shm_size;     /* the FOLD_SHM_SIZE it was made for */
     /* shm_flat's tiny-message fast path (fast.c) */
     uint64_t          fast_calls;       /* calls so far */
+    size_t            fast_limit;       /* calls of fewer bytes take it (0: none) */
+    char             *fast_region;      /* its first rank's slots (NULL: no segment) */
     int               fast_readers[FOLD_FAST_SLOTS];  /* who reads each slot's data: -1
                                                          all, else the root */
     int               fast_saw_all;     /* the last call waited for every rank's input */
     int               fast_done_rank;   /* the rank whose `done` was read last ... */
     uint64_t          fast_done_seen;   /* ... and the value it had */
     _Alignas(16) char fast_own[FOLD_FAST_MAX_BYTES];  /* an in-place input kept */
-    _Alignas(16) char fast_row[FOLD_FAST_MAX_BYTES];  /* a peer's row, made contiguous */
+    _Alignas(16) char fast_row[1024];  /* a peer's lined row, made contiguous */
 } fold_node_t;
 
 /* An allgather over the communicator: `bytes` from every rank into all[rank]. */
@@ -330,16 +333,21 @@ typedef struct fold_node_call {
     size_t       thread_threshold;
 } fold_node_call_t;
 
+/* Calls of fewer bytes take the fast path on a node of local_size ranks: a power of two
+ * from 4 KiB to FOLD_FAST_MAX_BYTES (2 ranks), smaller as ranks are added (their slots
+ * share a budget; a flat gather of many rows is no fast path), 0 past
+ * FOLD_FAST_MAX_RANKS. */
+#define FOLD_FAST_MAX_RANKS 4096
+size_t fold_node_fast_limit(int local_size);
 /* Bytes of segment the fast path lays out past the node-aware schedules' area. */
 size_t fold_node_fast_region_bytes(int local_size);
-/* Maps the tiny-message region's pages at set-up (setup.c). */
-void   fold_node_fast_prefault(fold_node_t *node);
+/* Lays out the tiny-message region and maps its pages at set-up (setup.c). */
+void   fold_node_fast_init(fold_node_t *node);
 /* Whether a call of `bytes` can take the fast path on this node. */
 int    fold_node_fast_eligible(const fold_node_t *node, size_t bytes);
 int    fold_node_fast_reduction(fold_node_t *node, const fold_node_call_t *call);
 /* Whether local rank `local` has posted a tiny-message call this rank has not made:
- * 1 and what it was asked to do (its count only below 2^20, which is all it takes),
- * its `call` the low 8 bits of the call's position. */
+ * 1 and what it was asked to do, its `call` the low 8 bits of the call's position. */
 int    fold_node_fast_peer_ahead(const fold_node_t *node, int local,
                                  struct fold_fingerprint *theirs);
 /* Moves this rank's tiny-message count up to `calls` without taking part (the calls

@@ -453,7 +453,7 @@ int fold_node_create(const fold_node_params_t *params, fold_node_t **node_p, cha
     }
     fold_node_resync_init(node);
     if (node->seg.base != NULL) {
-        fold_node_fast_prefault(node);
+        fold_node_fast_init(node);
     }
     if (node->single_copy && node->seg.base != NULL &&
         (status = fold_node_xmap_create(node)) != FOLD_OK) {

@@ -16,7 +16,7 @@
 #include <time.h>
 
 #define TINY 16     /* 64 B: the tiny-message path under shm_flat */
-#define MID  4096   /* 16 KiB: a node schedule */
+#define MID  16384  /* 64 KiB: a node schedule (above the tiny path's 32 KiB) */
 
 static int rank, size, failures;
 
@@ -169,8 +169,8 @@ int main(void)
     }
     fold_config_set(ctx, "ALLREDUCE_ALG", "shm_flat");
     fold_config_set(ctx, "REDUCE_ALG", "shm_flat");
-    paths(w, "the last rank tiny, the others 1024", size - 1, 1024, TINY, 0, in, out);
-    paths(w, "the last rank 1024, the others tiny", size - 1, TINY, 1024, 0, in, out);
+    paths(w, "the last rank tiny, the others a node schedule", size - 1, MID, TINY, 0, in, out);
+    paths(w, "the last rank on a node schedule, the others tiny", size - 1, TINY, MID, 0, in, out);
     paths(w, "rank 0 nonblocking, the others blocking", 0, TINY, TINY, 1, in, out);
     free(in);
     free(out);

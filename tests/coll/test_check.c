@@ -285,7 +285,7 @@ static int sched_rank(fold_context_t *ctx, int rank, int size, void *arg)
     const sched_case_t *c = arg;
     fold_comm_h w = fold_comm_world(ctx);
     fold_config_set(ctx, "ALLREDUCE_ALG", c->alg);
-    enum { MID = 2048 };   /* 8 KiB, half of it 4 KiB: past the tiny-message path */
+    enum { MID = 16384 };   /* 64 KiB, half of it 32 KiB: past the tiny-message path */
     float in[MID], out[MID];
     for (int i = 0; i < MID; i++) {
         in[i] = (float)rank;
@@ -350,7 +350,7 @@ Test(check, matching_calls_pass)
 }
 
 /* Calls that take different paths on a node never meet in the same slots or flags:
- * one rank on the tiny-message path (a blocking call of at most 2 KiB), the other on
+ * one rank on the tiny-message path (a blocking call below 32 KiB), the other on
  * the node's schedules (a larger call, or a nonblocking one). Each looks for the
  * other on the other path while it waits, so both fail at once with
  * FOLD_ERR_MISMATCH, not after FOLD_TIMEOUT. */
@@ -361,7 +361,7 @@ static int path_rank(fold_context_t *ctx, int rank, int size, void *arg)
     (void)size;
     const path_mistake_t *m = arg;
     fold_comm_h w = fold_comm_world(ctx);
-    enum { MID = 2048 };
+    enum { MID = 16384 };   /* 64 KiB: past the tiny-message path */
     float in[MID], out[MID];
     for (int i = 0; i < MID; i++) {
         in[i] = (float)rank;
@@ -369,7 +369,7 @@ static int path_rank(fold_context_t *ctx, int rank, int size, void *arg)
     double t0 = fold_util_time_now();
     int st;
     if (rank == 1 && *m == PATH_COUNT) {
-        st = fold_allreduce(in, out, MID, FOLD_FLOAT32, FOLD_OP_SUM, w);   /* 8 KiB */
+        st = fold_allreduce(in, out, MID, FOLD_FLOAT32, FOLD_OP_SUM, w);   /* 64 KiB */
     } else if (rank == 1) {
         fold_request_h req;
         st = fold_iallreduce(in, out, 16, FOLD_FLOAT32, FOLD_OP_SUM, w, &req);
@@ -398,8 +398,8 @@ Test(check, different_paths_meet)
     }
     char *text = stderr_redirected();
     /* Said by whichever rank notices first, each in its own words ("rank 1 passed
-     * count 2048, rank 0 passed 16" or "rank 0 passed count 16, rank 1 passed 2048"). */
-    cr_expect(strstr(text, "passed count 2048") != NULL || strstr(text, "passed 2048") != NULL,
+     * count 16384, rank 0 passed 16" or "rank 0 passed count 16, rank 1 passed 16384"). */
+    cr_expect(strstr(text, "passed count 16384") != NULL || strstr(text, "passed 16384") != NULL,
               "log:\n%s", text);
     cr_expect(strstr(text, "nonblocking") != NULL, "log:\n%s", text);
     free(text);
@@ -412,7 +412,7 @@ static int mixed_rank(fold_context_t *ctx, int rank, int size, void *arg)
 {
     (void)arg;
     fold_comm_h w = fold_comm_world(ctx);
-    enum { MID = 2048 };
+    enum { MID = 16384 };   /* 64 KiB: past the tiny-message path */
     float in[MID], out[MID];
     for (int i = 0; i < MID; i++) {
         in[i] = (float)(rank + 1);

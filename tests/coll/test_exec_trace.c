@@ -15,12 +15,13 @@ static int three_allreduces(fold_context_t *ctx, int rank, int size, void *arg)
 {
     (void)size;
     int bad = fold_config_set(ctx, "TRACE", (const char *)arg) != FOLD_OK;
-    int in[1000], out[1000];
-    for (int i = 0; i < 1000; i++) {
+    enum { N = 16384 };   /* 64 KiB: a schedule, above the tiny-message path */
+    int in[N], out[N];
+    for (int i = 0; i < N; i++) {
         in[i] = rank + i;
     }
     for (int call = 0; call < 3; call++) {
-        bad |= fold_allreduce(in, out, 1000, FOLD_INT32, FOLD_OP_SUM,
+        bad |= fold_allreduce(in, out, N, FOLD_INT32, FOLD_OP_SUM,
                               fold_comm_world(ctx)) != FOLD_OK;
         bad |= out[7] != 3 * 7 + 3;
     }

@@ -31,7 +31,7 @@
 #include <time.h>
 
 #define TINY 16     /* 64 B: the tiny-message path where shm_flat is chosen */
-#define MID  4096   /* 16 KiB: a node schedule */
+#define MID  16384  /* 64 KiB: a node schedule (above the tiny path's 32 KiB) */
 #define MAX_RANKS 5
 
 typedef enum mistake { COUNT, DTYPE, OP, ROOT } mistake_t;
@@ -266,7 +266,7 @@ Test(resync, same_path_node_schedules)
         }
     }
     char *text = stderr_redirected();
-    cr_expect(strstr(text, "passed count 2048") != NULL, "log:\n%.4000s", text);
+    cr_expect(strstr(text, "passed count 8192") != NULL, "log:\n%.4000s", text);
     free(text);
 }
 
@@ -281,7 +281,7 @@ Test(resync, different_paths)
             resync_case_t c = {.alg = "shm_flat", .rounds = 2};
             for (int r = 0; r < size; r++) {
                 int tiny = reduce ? r != 0 : (r == size - 1) == culprit_tiny;
-                c.bad[r] = (bad_call_t){.reduce = reduce, .count = tiny ? TINY : 1024,
+                c.bad[r] = (bad_call_t){.reduce = reduce, .count = tiny ? TINY : MID,
                                         .dtype = FOLD_FLOAT32, .op = FOLD_OP_SUM};
             }
             cr_expect_eq(lh_run(size, resync_rank, &c), 0, "%d ranks, %s", size,

@@ -7,11 +7,13 @@
  *       bit 6 allreduce (else a reduce to local rank 0)
  *   1   u64 tiny-message calls this rank made      9   u64 its node-aware epoch
  *   17  u32 schedule bytes the creator recorded    21  u32 the mapping's size
- *   25  u16 elements (uint32) of the tiny call
+ *   25  u16 elements (uint32) of the tiny call, below the node's limit
  *   27  64 bytes: the segment header
- *   91  the words at the end of the data area: the resync region (request word,
- *       records), the tiny-message slots (sequence numbers, fingerprints, data,
- *       `done`) and the single-copy lines
+ *   91  patches of the words at the end of the data area -- the resync region
+ *       (request word, records), the tiny-message slots (sequence numbers,
+ *       fingerprints, data, `done`) and the single-copy lines -- each
+ *       | u32 offset from their start | u16 length | length bytes |, clipped to them
+ *       (the slots of 8 ranks take 2.2 MB, nearly all zeros)
  *
  * The mapping is a heap block of exactly its size, so ASan sees any access outside.
  * A header fold_shm_check_header accepts must give flags and data inside it;
@@ -33,7 +35,7 @@
 
 #define PREFIX     27
 #define HDR        64
-#define MAX_MAP    (1u << 18)
+#define MAX_MAP    (1u << 22)   /* 2 ranks' tiny-message slots: 1.1 MB */
 
 static void fail(const char *what)
 {
@@ -159,8 +161,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t extra = fold_node_resync_region_bytes(local_size) +
                    fold_node_fast_region_bytes(local_size) +
                    fold_node_peer_region_bytes(local_size);
-    size_t words = size - PREFIX - HDR < extra ? size - PREFIX - HDR : extra;
-    memcpy(seg.data + seg.data_size - extra, data + PREFIX + HDR, words);
+    char *words = seg.data + seg.data_size - extra;
+    for (size_t at = PREFIX + HDR; at + 6 <= size;) {
+        size_t off = get(data + at, 4), len = get(data + at + 4, 2);
+        at += 6;
+        len = len < size - at ? len : size - at;
+        if (off < extra) {
+            memcpy(words + off, data + at, len < extra - off ? len : extra - off);
+        }
+        at += len;
+    }
 
     fold_node_t node;
     memset(&node, 0, sizeof(node));
@@ -174,7 +184,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     node.epoch = get(data + 9, 8);
     node.fast_pos = node.epoch;
     fold_node_resync_init(&node);
-    size_t count = get(data + 25, 2) % (FOLD_FAST_MAX_BYTES / 4 + 1);
+    fold_node_fast_init(&node);
+    size_t count = get(data + 25, 2) % (node.fast_limit / 4);   /* below the limit */
     run_readers(&node, data, count);
     free(map);
     return 0;

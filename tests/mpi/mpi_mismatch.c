@@ -6,7 +6,7 @@
  *                  others with MPI_ERR_ARG;
  *   default        (no FOLD_CHECK, the checks where ranks meet) each mistake --
  *                  a count on the tiny-message path (64 vs 32), across its border
- *                  (1024 vs 256: one rank there, the others on a node schedule), a
+ *                  (N vs 256: one rank there, the others on a node schedule), a
  *                  large one (N vs N/2), a datatype, an op, a root -- must fail on
  *                  every rank that gets a result (a reduce's other ranks may return
  *                  success) with MPI_ERR_ARG or MPI_ERR_TRUNCATE (a rank that compared
@@ -24,7 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define N 4096
+#define N 16384   /* 64 KiB of floats: above the tiny-message path */
 
 static int rank, size, failures, checked;
 
@@ -99,11 +99,11 @@ int main(int argc, char **argv)
         expect_mismatch(MPI_Allreduce(in, out, last ? 32 : 64, MPI_FLOAT, MPI_SUM,
                                       MPI_COMM_WORLD), "count 64 vs 32");
         expect_correct_call("a tiny count mismatch");
-        expect_mismatch(MPI_Allreduce(in, out, last ? 256 : 1024, MPI_FLOAT, MPI_SUM,
-                                      MPI_COMM_WORLD), "count 1024 vs 256");
+        expect_mismatch(MPI_Allreduce(in, out, last ? 256 : N, MPI_FLOAT, MPI_SUM,
+                                      MPI_COMM_WORLD), "count N vs 256");
         expect_correct_call("a count mismatch across the tiny-message path's border");
-        expect_mismatch(MPI_Allreduce(in, out, last ? 1024 : 256, MPI_FLOAT, MPI_SUM,
-                                      MPI_COMM_WORLD), "count 256 vs 1024");
+        expect_mismatch(MPI_Allreduce(in, out, last ? N : 256, MPI_FLOAT, MPI_SUM,
+                                      MPI_COMM_WORLD), "count 256 vs N");
         expect_correct_call("a count mismatch across the border, the other way");
     }
     expect_mismatch(MPI_Allreduce(in, out, last ? N / 2 : N, MPI_FLOAT, MPI_SUM,

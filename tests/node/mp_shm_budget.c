@@ -185,8 +185,8 @@ static void reuse(fold_context_h ctx, fold_comm_h world, int n, float *in, float
             count_members(comm, k);
         } else {
             reduce_on(world, comm, k, SMALL, 1, in, out);
-            reduce_on(world, comm, k, 4096, 1, in, out);
-            int node = reduce_on(world, comm, k, k % 3 == 0 ? BIG : 16384, 1, in, out);
+            reduce_on(world, comm, k, 16384, 1, in, out);   /* above the tiny path */
+            int node = reduce_on(world, comm, k, k % 3 == 0 ? BIG : 65536, 1, in, out);
             first = first < 0 ? node : first;
         }
         fold_comm_free(&comm);

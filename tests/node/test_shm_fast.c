@@ -3,9 +3,10 @@
  * one node: a long random sequence of blocking allreduces and reduces (random
  * roots, counts, datatypes with pair and complex types among them, in place or
  * not, a non-commutative op in between, which takes an ordered algorithm) that
- * exercises slot reuse across call kinds, checked against the independent
- * reference; the calls must really have taken the fast path. A rank that never
- * comes makes the others time out naming it.
+ * exercises slot reuse across call kinds and row lengths (lined rows, and tails up to
+ * the node's limit), checked against the independent reference; the calls must really
+ * have taken the fast path. A rank that never comes makes the others time out naming
+ * it. The limit's border: one element less takes the path, the limit itself a schedule.
  */
 #include <criterion/criterion.h>
 
@@ -13,6 +14,7 @@
 #include "loopback_harness.h"
 #include "stderr_capture.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,7 +57,9 @@ static void make_calls(fast_run_t *run, int size)
             c->dt = combos[pick].dt;
             c->op = combos[pick].op;
         }
-        c->count = 1 + (size_t)(rand_r(&seed) % (FOLD_FAST_MAX_BYTES / fold_dtype_size(c->dt)));
+        /* Half the rows short (lined, or a short tail), half up to the limit. */
+        size_t most = (k % 2 ? fold_node_fast_limit(size) - 1 : 2048) / fold_dtype_size(c->dt);
+        c->count = 1 + (size_t)rand_r(&seed) % most;
     }
 }
 
@@ -163,3 +167,75 @@ Test(shm_fast, absent_rank_times_out)
     EXPECT_LOG_HAS(log, "its flags are out of step, so this communicator cannot use it again");
     free(log);
 }
+
+/* The node's limit: 64 KiB for 2 ranks, halved as ranks are added down to 4 KiB
+ * (their tails share one budget), a power of two, none past FOLD_FAST_MAX_RANKS;
+ * the region holds every rank's slots with tails of the limit. */
+Test(shm_fast, limit_by_ranks)
+{
+    cr_expect_eq(fold_node_fast_limit(1), 65536);
+    cr_expect_eq(fold_node_fast_limit(2), 65536);
+    cr_expect_eq(fold_node_fast_limit(3), 32768);
+    cr_expect_eq(fold_node_fast_limit(4), 32768);
+    cr_expect_eq(fold_node_fast_limit(8), 16384);
+    cr_expect_eq(fold_node_fast_limit(9), 8192);
+    cr_expect_eq(fold_node_fast_limit(32), 4096);
+    cr_expect_eq(fold_node_fast_limit(64), 4096);
+    cr_expect_eq(fold_node_fast_limit(FOLD_FAST_MAX_RANKS), 4096);
+    cr_expect_eq(fold_node_fast_limit(FOLD_FAST_MAX_RANKS + 1), 0);
+    cr_expect_eq(fold_node_fast_limit(0), 0);
+    for (int n = 1; n <= 256; n++) {
+        size_t limit = fold_node_fast_limit(n);
+        cr_expect(limit >= 4096 && limit <= FOLD_FAST_MAX_BYTES && (limit & (limit - 1)) == 0,
+                  "%d ranks: %zu", n, limit);
+        cr_expect_geq(fold_node_fast_region_bytes(n), (size_t)n * FOLD_FAST_SLOTS * limit);
+        cr_expect(n == 1 || fold_node_fast_limit(n) <= fold_node_fast_limit(n - 1));
+    }
+}
+
+/* Rows at the border, every rank's input different: the largest count below the
+ * limit takes the path (and reads right: the tail holds the limit's bytes less one
+ * element), the limit itself runs the schedule. */
+static int border_rank(fold_context_t *ctx, int rank, int size, void *arg)
+{
+    (void)arg;
+    fold_comm_h w = fold_comm_world(ctx);
+    fold_comm_t *comm = fold_comm_world(ctx);
+    fold_config_set(ctx, "ALLREDUCE_ALG", "shm_flat");
+    fold_config_set(ctx, "REDUCE_ALG", "shm_flat");
+    const size_t limit = fold_node_fast_limit(size);
+    const size_t n = limit / sizeof(uint8_t);
+    uint8_t *in = malloc(n), *out = malloc(n);
+    int bad = in == NULL || out == NULL;
+    for (int pass = 0; pass < 4 && !bad; pass++) {
+        const size_t count = pass % 2 == 0 ? n - 1 : n;   /* below, then at the limit */
+        const int reduce = pass >= 2;
+        for (size_t i = 0; i < count; i++) {
+            in[i] = (uint8_t)(i * 7 + (size_t)rank * 13 + (size_t)pass);
+        }
+        uint64_t before = comm->node != NULL ? comm->node->fast_calls : 0;
+        memset(out, 0xee, n);
+        int st = reduce ? fold_reduce(in, out, count, FOLD_UINT8, FOLD_OP_SUM, size - 1, w)
+                        : fold_allreduce(in, out, count, FOLD_UINT8, FOLD_OP_SUM, w);
+        bad |= st != FOLD_OK;
+        for (size_t i = 0; i < count && !bad && (!reduce || rank == size - 1); i++) {
+            unsigned want = 0;
+            for (int r = 0; r < size; r++) {
+                want += (unsigned)(uint8_t)(i * 7 + (size_t)r * 13 + (size_t)pass);
+            }
+            bad |= out[i] != (uint8_t)want;
+        }
+        uint64_t fast = comm->node != NULL ? comm->node->fast_calls - before : 0;
+        if (fast != (count < limit ? 1u : 0u)) {
+            fprintf(stderr, "rank %d: %zu bytes took the fast path %llu times\n", rank, count,
+                    (unsigned long long)fast);
+            bad = 1;
+        }
+    }
+    free(in);
+    free(out);
+    return bad;
+}
+
+Test(shm_fast, limit_border_2) { cr_expect_eq(lh_run(2, border_rank, NULL), 0); }
+Test(shm_fast, limit_border_9) { cr_expect_eq(lh_run(9, border_rank, NULL), 0); }
