@@ -490,3 +490,49 @@ Test(select_shapes, single_copy_reduce_weighs_the_root_by_the_cost_of_writing_ba
     cr_expect_eq(a.root_weight, 0);
     fold_context_free_virtual(ctx);
 }
+
+/* Blocking shm_flat calls below the node's tiny limit run without the executor: the
+ * model prices them so (fold_model_tiny), on one node only, and a choice says so. */
+Test(select_shapes, tiny_path_below_the_node_limit_priced_without_executor_steps)
+{
+    fold_context_t *two = virtual_ctx(1, 2), *sixteen = virtual_ctx(1, 16);
+    fold_context_t *nodes = virtual_ctx(2, 2);
+    cr_expect_eq(fold_select_tiny_limit(two->world), 65536);
+    cr_expect_eq(fold_select_tiny_limit(sixteen->world), 8192);
+    cr_expect_eq(fold_select_tiny_limit(nodes->world), 0, "none across nodes");
+    fold_choice_t c;
+    cr_assert_eq(fold_select_topos(two->world), FOLD_OK);
+    cr_assert_eq(fold_select_topos(sixteen->world), FOLD_OK);
+    cr_assert_eq(fold_select_topos(nodes->world), FOLD_OK);
+    for (size_t bytes = 8; bytes <= 65536; bytes *= 8) {
+        double us = fold_select_evaluate(two->world, FOLD_COLL_ALLREDUCE, &fold_alg_shm_flat,
+                                         bytes, &c);
+        cr_expect_eq(c.fast, bytes < 65536, "%zu B", bytes);
+        fold_choice_t scheduled = c;
+        scheduled.fast = 0;
+        double sched_us = fold_select_predict(two->world, two->world->select.topo,
+                                              FOLD_COLL_ALLREDUCE, &scheduled, bytes);
+        cr_expect(c.fast ? us < sched_us : us == sched_us, "%zu B: %g us, scheduled %g",
+                  bytes, us, sched_us);
+    }
+    fold_select_evaluate(sixteen->world, FOLD_COLL_REDUCE, &fold_alg_shm_flat, 8192, &c);
+    cr_expect_eq(c.fast, 0, "16 ranks: 8 KiB is at the limit");
+    fold_select_evaluate(nodes->world, FOLD_COLL_REDUCE, &fold_alg_shm_flat, 64, &c);
+    cr_expect_eq(c.fast, 0);
+    fold_context_free_virtual(two);
+    fold_context_free_virtual(sixteen);
+    fold_context_free_virtual(nodes);
+
+    /* An executor that costs 5 us a step: below the limit the tiny path wins whatever
+     * the other algorithms' data costs; at the limit shm_flat pays its steps too. */
+    setenv("FOLD_MODEL", "step_us=5", 1);
+    fold_context_t *slow = virtual_ctx(1, 2);
+    unsetenv("FOLD_MODEL");
+    for (int coll = FOLD_COLL_ALLREDUCE; coll <= FOLD_COLL_REDUCE; coll++) {
+        fold_choice_t tiny = choose(slow, coll, 16384, FOLD_OP_SUM);
+        cr_expect(tiny.alg == &fold_alg_shm_flat && tiny.fast, "%s 16 KiB: %s (fast %d)",
+                  fold_coll_name(coll), tiny.alg->name, tiny.fast);
+        cr_expect_eq(choose(slow, coll, 65536, FOLD_OP_SUM).fast, 0);
+    }
+    fold_context_free_virtual(slow);
+}
