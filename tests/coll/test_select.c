@@ -515,6 +515,21 @@ Test(select_shapes, tiny_path_below_the_node_limit_priced_without_executor_steps
         cr_expect(c.fast ? us < sched_us : us == sched_us, "%zu B: %g us, scheduled %g",
                   bytes, us, sched_us);
     }
+    /* The tiny path polls every row's lines at once: 64 rows of 8 B are no 64 stream
+     * starts (move_us each), and a 64-rank node serves them itself rather than leave
+     * them to a flat algorithm's six rounds. */
+    fold_context_t *wide = virtual_ctx(1, 64);
+    int serve = -1;
+    const char *source = NULL;
+    for (int coll = FOLD_COLL_ALLREDUCE; coll <= FOLD_COLL_REDUCE; coll++) {
+        fold_choice_t w = choose(wide, coll, 8, FOLD_OP_SUM);
+        cr_expect(w.alg == &fold_alg_shm_flat && w.fast, "1x64 %s 8 B: %s (fast %d)",
+                  fold_coll_name(coll), w.alg->name, w.fast);
+        cr_assert_eq(fold_serve_advice(wide->world, fold_coll_name(coll), 8, &serve, &source),
+                     FOLD_OK);
+        cr_expect_eq(serve, 1, "1x64 %s 8 B: fold serves", fold_coll_name(coll));
+    }
+    fold_context_free_virtual(wide);
     fold_select_evaluate(sixteen->world, FOLD_COLL_REDUCE, &fold_alg_shm_flat, 8192, &c);
     cr_expect_eq(c.fast, 0, "16 ranks: 8 KiB is at the limit");
     fold_select_evaluate(nodes->world, FOLD_COLL_REDUCE, &fold_alg_shm_flat, 64, &c);
