@@ -314,10 +314,12 @@ int fold_node_fast_eligible(const fold_node_t *node, size_t bytes)
 
 int fold_node_fast_peer_ahead(const fold_node_t *node, int local, fold_fingerprint_t *theirs)
 {
+    if (node->fast_region == NULL) {
+        return 0;
+    }
     const uint64_t next = node->fast_calls + 1;
     const fast_slot_t *slot = slot_of(node, local, (int)(next % FOLD_FAST_SLOTS));
-    if (node->fast_region == NULL ||
-        atomic_load_explicit(&slot->line[0].seq, memory_order_acquire) != next) {
+    if (atomic_load_explicit(&slot->line[0].seq, memory_order_acquire) != next) {
         return 0;
     }
     *theirs = call_of(slot->line[0].call);

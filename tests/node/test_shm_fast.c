@@ -199,12 +199,10 @@ Test(shm_fast, limit_by_ranks)
 static int border_rank(fold_context_t *ctx, int rank, int size, void *arg)
 {
     (void)arg;
-    fold_comm_h w = fold_comm_world(ctx);
-    fold_comm_t *comm = fold_comm_world(ctx);
+    fold_comm_t *w = fold_comm_world(ctx);
     fold_config_set(ctx, "ALLREDUCE_ALG", "shm_flat");
     fold_config_set(ctx, "REDUCE_ALG", "shm_flat");
-    const size_t limit = fold_node_fast_limit(size);
-    const size_t n = limit / sizeof(uint8_t);
+    const size_t limit = fold_node_fast_limit(size), n = limit;   /* uint8 elements */
     uint8_t *in = malloc(n), *out = malloc(n);
     int bad = in == NULL || out == NULL;
     for (int pass = 0; pass < 4 && !bad; pass++) {
@@ -213,7 +211,7 @@ static int border_rank(fold_context_t *ctx, int rank, int size, void *arg)
         for (size_t i = 0; i < count; i++) {
             in[i] = (uint8_t)(i * 7 + (size_t)rank * 13 + (size_t)pass);
         }
-        uint64_t before = comm->node != NULL ? comm->node->fast_calls : 0;
+        uint64_t before = w->node != NULL ? w->node->fast_calls : 0;
         memset(out, 0xee, n);
         int st = reduce ? fold_reduce(in, out, count, FOLD_UINT8, FOLD_OP_SUM, size - 1, w)
                         : fold_allreduce(in, out, count, FOLD_UINT8, FOLD_OP_SUM, w);
@@ -225,7 +223,7 @@ static int border_rank(fold_context_t *ctx, int rank, int size, void *arg)
             }
             bad |= out[i] != (uint8_t)want;
         }
-        uint64_t fast = comm->node != NULL ? comm->node->fast_calls - before : 0;
+        uint64_t fast = w->node != NULL ? w->node->fast_calls - before : 0;
         if (fast != (count < limit ? 1u : 0u)) {
             fprintf(stderr, "rank %d: %zu bytes took the fast path %llu times\n", rank, count,
                     (unsigned long long)fast);
