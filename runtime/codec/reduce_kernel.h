@@ -28,6 +28,16 @@ int fold_reduce_local_shared(fold_op_t op, fold_dtype_t dtype, const void *left,
  * (each element is read before it is written), not overlap them otherwise. */
 int fold_reduce_local_shared_also(fold_op_t op, fold_dtype_t dtype, const void *left,
                                   const void *right, void *dst, void *also, size_t count);
+/* dst = rows[0] op rows[1] op ... op rows[nrows-1] (nrows >= 2), left to right, the
+ * bits of nrows-1 chained fold_reduce_local calls, single-threaded: block by block
+ * through an L1 block, each block of dst written once (by memcpy's string stores, or
+ * streamed for FOLD_ROWS_STREAM), never read, and copied into `also` too (NULL:
+ * not). A private dst of one block (FOLD_ROWS_PRIVATE) is itself the block. dst and
+ * also may each be rows[0] exactly, not overlap a row otherwise. A node leader's
+ * fold of its node's rows. */
+enum { FOLD_ROWS_PRIVATE, FOLD_ROWS_SHARED, FOLD_ROWS_STREAM };
+int fold_reduce_local_rows(fold_op_t op, fold_dtype_t dtype, const void *const *rows, int nrows,
+                           void *dst, void *also, size_t count, int how);
 /* memcpy into such memory, in pieces small enough for the string stores. */
 void fold_copy_shared(void *dst, const void *src, size_t bytes);
 /* The same, single-threaded, with the result written by

@@ -63,6 +63,7 @@ typedef struct dpml_plan {
     int    root_local;          /* reduce: the root's local index here, or -1 */
     int    inner_inplace;
     int   *peers;               /* node -> its leader of my_part */
+    fold_ref_t *rows;           /* a leader's operands: IN, then the other rows' slots */
     inner_sched_t inner[INNER_CACHE];
     int    ninner;
     size_t inner_tmp;           /* TMP of one inner operation in flight */
@@ -263,21 +264,33 @@ static void lead(dpml_plan_t *p, size_t k)
                                     FOLD_FLAG_COPIED, copied, res, pc);
             }
         }
+        /* One wait for every other row's slot j, one fold of them (sched.h). */
+        int n = 0;
         for (int i = 0; i < p->ppn; i++) {
             if (i != p->local) {
-                fold_sched_shm_wait(p->s, rank_of(p, i), i, FOLD_FLAG_WRITTEN, k + 1,
-                                    slot(p, k, i, j, 0), pc);
+                p->rows[1 + n++] = slot(p, k, i, j, 0);
             }
+        }
+        if (n == 1) {
+            int other = 1 - p->local;
+            fold_sched_shm_wait(p->s, rank_of(p, other), other, FOLD_FLAG_WRITTEN, k + 1,
+                                p->rows[1], pc);
+        } else {
+            fold_sched_shm_wait_all(p->s, FOLD_FLAG_WRITTEN, k + 1, p->rows + 1, n, pc);
         }
     }
     for (int t = 0; t < q; t++) {
         size_t so = fold_block_offset(pc, q, t), sc = fold_block_count(pc, q, t);
         fold_ref_t acc = fold_ref_in(off + so), dst = fold_ref_add(res, so);
-        for (int i = 0; p->shm && i < p->ppn; i++) {
-            if (i != p->local) {
-                fold_sched_reduce(p->s, acc, slot(p, k, i, j, so), dst, sc);
-                acc = dst;
+        if (p->shm) {
+            p->rows[0] = acc;
+            for (int i = 0, n = 1; i < p->ppn; i++) {
+                if (i != p->local) {
+                    p->rows[n++] = slot(p, k, i, j, so);
+                }
             }
+            fold_sched_reduce_rows(p->s, p->rows, p->ppn, dst, sc);
+            acc = dst;
         }
         exchange(p, k, t, acc, dst, sc);
         if (p->shm) {
@@ -339,6 +352,10 @@ static int plan_init(dpml_plan_t *p, const fold_coll_args_t *args, fold_sched_t 
     p->root_local = (!p->allreduce && t->node_of[args->root] == p->node)
                         ? t->local_of[args->root] : -1;
     p->inner_inplace = p->shm ? 1 : (p->has_out ? args->inplace : 0);
+    if (p->shm && p->my_part >= 0 &&
+        (p->rows = malloc((size_t)p->ppn * sizeof(*p->rows))) == NULL) {
+        return FOLD_ERR_NO_MEMORY;
+    }
     if (p->my_part >= 0 && t->nnodes > 1) {
         p->peers = malloc((size_t)t->nnodes * sizeof(int));
         if (p->peers == NULL) {
@@ -357,6 +374,7 @@ static void plan_cleanup(dpml_plan_t *p)
         fold_sched_cleanup(&p->inner[i].sched);
     }
     free(p->peers);
+    free(p->rows);
 }
 
 int fold_dpml_build(const fold_coll_args_t *args, fold_sched_t *s, int pipelined)

@@ -30,6 +30,7 @@
 #include "node/topo.h"
 
 #include <fold/fold_status.h>
+#include <stdlib.h>
 
 static fold_ref_t row_of(const fold_topo_t *t, int rank, size_t n)
 {
@@ -58,6 +59,11 @@ static int shm_flat_build(const fold_coll_args_t *args, fold_sched_t *s)
         return s->status;
     }
     /* Rank r's row is SHM[l * n, (l + 1) * n), l its local index. */
+    fold_ref_t *rows = folds ? malloc(2 * (size_t)p * sizeof(*rows)) : NULL;
+    if (folds && rows == NULL) {
+        return FOLD_ERR_NO_MEMORY;
+    }
+    fold_ref_t *others = rows != NULL ? rows + p : NULL;
     const size_t whole = n * (size_t)p;
     fold_sched_shm_wait(s, -1, -1, FOLD_FLAG_DONE, 0, fold_ref_shm(0), whole);
     /* In place, OUT is IN: the fold overwrites it before reaching this rank's turn,
@@ -74,21 +80,26 @@ static int shm_flat_build(const fold_coll_args_t *args, fold_sched_t *s)
         if (!folds) {
             continue;
         }
-        for (int r = 0; r < p; r++) {
-            if (r != me) {
-                fold_sched_shm_wait(s, r, t->local_of[r], FOLD_FLAG_WRITTEN, k,
-                                    fold_ref_add(row_of(t, r, n), at), c);
-            }
-        }
+        /* Every row in rank order, this rank's own input in its place; one wait for
+         * the others' rows and one fold of them all (sched.h). */
         const fold_ref_t own = fold_ref_add(args->inplace ? row_of(t, me, n) : fold_ref_in(0),
                                             at);
-        fold_ref_t acc = me == 0 ? own : fold_ref_add(row_of(t, 0, n), at);
-        for (int r = 1; r < p; r++) {
-            fold_ref_t next = r == me ? own : fold_ref_add(row_of(t, r, n), at);
-            fold_sched_reduce(s, acc, next, fold_ref_add(fold_ref_out(0), at), c);
-            acc = fold_ref_add(fold_ref_out(0), at);
+        int nothers = 0;
+        for (int r = 0; r < p; r++) {
+            rows[r] = r == me ? own : fold_ref_add(row_of(t, r, n), at);
+            if (r != me) {
+                others[nothers++] = rows[r];
+            }
         }
+        if (p == 2) {
+            fold_sched_shm_wait(s, 1 - me, t->local_of[1 - me], FOLD_FLAG_WRITTEN, k,
+                                others[0], c);
+        } else {
+            fold_sched_shm_wait_all(s, FOLD_FLAG_WRITTEN, k, others, nothers, c);
+        }
+        fold_sched_reduce_rows(s, rows, p, fold_ref_add(fold_ref_out(0), at), c);
     }
+    free(rows);
     fold_sched_shm_post(s, FOLD_FLAG_DONE, FOLD_SHM_CALL_DONE, fold_ref_shm(0), whole);
     return s->status;
 }

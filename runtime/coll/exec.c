@@ -585,6 +585,40 @@ static int reduce_dense_along(const fold_request_t *req, uint32_t i)
     return status;
 }
 
+/* A fold of many rows (sched.h, fold_sched_reduce_rows), in groups of at most
+ * ROWS_AT_ONCE operands, each group after the first folding onto the result so far:
+ * left to right still, and no allocation whatever the node's size. One thread: a
+ * node whose ranks each fold their share has no core idle. */
+#define ROWS_AT_ONCE 128
+
+static int reduce_rows(const fold_request_t *req, uint32_t i)
+{
+    const fold_sched_t *s = req->sched;
+    const fold_step_t *st = &s->steps[i];
+    const void *rows[ROWS_AT_ONCE];
+    void *dst = step_ptr(req, st->dst);
+    const int stream = req->stream_out && req->plan->steps[i].final_out;
+    const uint32_t along = req->plan->steps[i].copy_along;
+    void *also = along != FOLD_STEP_NONE ? step_ptr(req, s->steps[along].dst) : NULL;
+    uint32_t k = 0;
+    int status = FOLD_OK;
+    while (k < st->nops && status == FOLD_OK) {
+        int n = 0;
+        if (k > 0) {
+            rows[n++] = dst;   /* the groups before */
+        }
+        while (n < ROWS_AT_ONCE && k < st->nops) {
+            rows[n++] = step_ptr(req, s->ops[st->ops_off + k++]);
+        }
+        const int last = k == st->nops;
+        const int how = stream && last ? FOLD_ROWS_STREAM
+                      : st->dst.buf == FOLD_BUF_SHM ? FOLD_ROWS_SHARED : FOLD_ROWS_PRIVATE;
+        status = fold_reduce_local_rows(req->op, req->dtype, rows, n, dst, last ? also : NULL,
+                                        st->count, how);
+    }
+    return status;
+}
+
 static void step_done(fold_request_t *req, uint32_t i);
 
 /* A flag post runs as soon as it is ready instead of joining the queue: it costs a
@@ -865,6 +899,12 @@ static int start_step(fold_request_t *req, uint32_t i)
             if (status != FOLD_OK) {
                 return request_fail(req, status, i, "the local reduction failed");
             }
+        }
+        step_done(req, i);
+        return FOLD_OK;
+    case FOLD_STEP_REDUCE_ROWS:
+        if ((status = reduce_rows(req, i)) != FOLD_OK) {
+            return request_fail(req, status, i, "the local reduction failed");
         }
         step_done(req, i);
         return FOLD_OK;

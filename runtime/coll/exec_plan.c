@@ -60,20 +60,25 @@ static int overlaps(const fold_sched_t *s, fold_ref_t a, size_t na, fold_ref_t b
 /* Whether step st reads the range [r, r + n). */
 static int reads_range(const fold_sched_t *s, const fold_step_t *st, fold_ref_t r, size_t n)
 {
-    switch (st->kind) {
-    case FOLD_STEP_SEND:
-    case FOLD_STEP_COPY:
-        return overlaps(s, st->src, st->count, r, n);
-    case FOLD_STEP_REDUCE:
-        return overlaps(s, st->src, st->count, r, n) || overlaps(s, st->src2, st->count, r, n);
-    default:
+    if (st->kind == FOLD_STEP_PEER_READ || st->kind == FOLD_STEP_PEER_WRITE) {
         return 0;
     }
+    for (int k = 0; k < fold_step_nreads(st); k++) {
+        if (overlaps(s, fold_step_read(s, st, k), st->count, r, n)) {
+            return 1;
+        }
+    }
+    return 0;
 }
 
 static int writes_range(const fold_sched_t *s, const fold_step_t *st, fold_ref_t r, size_t n)
 {
-    return st->kind != FOLD_STEP_SEND && overlaps(s, st->dst, st->count, r, n);
+    for (int k = 0; k < fold_step_nwrites(st); k++) {
+        if (overlaps(s, fold_step_write(s, st, k), st->count, r, n)) {
+            return 1;
+        }
+    }
+    return 0;
 }
 
 static int is_successor(const fold_sched_t *s, uint32_t from, uint32_t to)
@@ -271,7 +276,8 @@ static int plan_final_results(fold_wire_plan_t *plan, const fold_sched_t *s)
     }
     for (size_t i = s->nsteps; i-- > 0;) {
         const fold_step_t *st = &s->steps[i];
-        if ((st->kind == FOLD_STEP_REDUCE || st->kind == FOLD_STEP_COPY) &&
+        if ((st->kind == FOLD_STEP_REDUCE || st->kind == FOLD_STEP_REDUCE_ROWS ||
+             st->kind == FOLD_STEP_COPY) &&
             alias_of(s, st->dst.buf) == FOLD_BUF_OUT && st->count > 0) {
             int read_later = 0;
             for (size_t k = 0; k < nread && !read_later; k++) {
@@ -279,15 +285,9 @@ static int plan_final_results(fold_wire_plan_t *plan, const fold_sched_t *s)
             }
             plan->steps[i].final_out = !read_later;
         }
-        fold_ref_t srcs[2] = {st->src, st->src2};
-        int nsrc = st->kind == FOLD_STEP_REDUCE ? 2
-                 : st->kind == FOLD_STEP_SEND || st->kind == FOLD_STEP_COPY ||
-                           st->kind == FOLD_STEP_PEER_WRITE
-                     ? 1
-                     : 0;
-        for (int k = 0; k < nsrc; k++) {
+        for (int k = 0; k < fold_step_nreads(st); k++) {
             size_t lo, hi;
-            if (!reads_out(s, srcs[k], st->count, &lo, &hi)) {
+            if (!reads_out(s, fold_step_read(s, st, k), st->count, &lo, &hi)) {
                 continue;
             }
             if (nread == cap) {
@@ -321,11 +321,11 @@ static int copies_along(const fold_sched_t *s, uint32_t r, uint32_t c)
     }
     /* An operand in OUT may be the copy's very range (in place: the fold reads each
      * element before it writes the same one), not another part of it. */
-    if ((overlaps(s, cp->dst, cp->count, red->src, red->count) &&
-         !same_range(s, cp->dst, red->src)) ||
-        (overlaps(s, cp->dst, cp->count, red->src2, red->count) &&
-         !same_range(s, cp->dst, red->src2))) {
-        return 0;
+    for (int k = 0; k < fold_step_nreads(red); k++) {
+        fold_ref_t op = fold_step_read(s, red, k);
+        if (overlaps(s, cp->dst, cp->count, op, red->count) && !same_range(s, cp->dst, op)) {
+            return 0;
+        }
     }
     /* Every step c waits for is r or a post right after it: a step that read or
      * wrote c's destination, or wrote its source, in between would be another (a
@@ -341,7 +341,8 @@ static int copies_along(const fold_sched_t *s, uint32_t r, uint32_t c)
 uint32_t fold_plan_copy_along(const fold_sched_t *s, uint32_t r)
 {
     const fold_step_t *red = &s->steps[r];
-    if (red->kind != FOLD_STEP_REDUCE || red->dst.buf != FOLD_BUF_SHM || red->count == 0) {
+    if ((red->kind != FOLD_STEP_REDUCE && red->kind != FOLD_STEP_REDUCE_ROWS) ||
+        red->dst.buf != FOLD_BUF_SHM || red->count == 0) {
         return FOLD_STEP_NONE;
     }
     /* The copy follows r directly, or a post of r's range does. */

@@ -66,6 +66,9 @@ static void describe(const fold_step_t *st, size_t esize, char *buf, size_t len)
         snprintf(buf, len, "%zu B %s + %s -> %s", bytes, buf_name(st->src.buf),
                  buf_name(st->src2.buf), buf_name(st->dst.buf));
         break;
+    case FOLD_STEP_REDUCE_ROWS:
+        snprintf(buf, len, "%u x %zu B -> %s", st->nops, bytes, buf_name(st->dst.buf));
+        break;
     case FOLD_STEP_COPY:
         snprintf(buf, len, "%zu B %s -> %s", bytes, buf_name(st->src.buf),
                  buf_name(st->dst.buf));

@@ -535,6 +535,14 @@ static void prog_note_footprint(model_prog_t *g, int rank, const fold_sched_t *s
     for (size_t i = 0; i < s->nsteps; i++) {
         const fold_step_t *st = &s->steps[i];
         switch (st->kind) {
+        case FOLD_STEP_REDUCE_ROWS:
+            for (uint32_t k = 0; k < st->nops; k++) {
+                note_extent(ext, s->ops[st->ops_off + k], st->count);
+                shm_touch_note(&touch, s->ops[st->ops_off + k], st->count);
+            }
+            note_extent(ext, st->dst, st->count);
+            shm_touch_note(&touch, st->dst, st->count);
+            break;
         case FOLD_STEP_REDUCE:
             note_extent(ext, st->src2, st->count);
             shm_touch_note(&touch, st->src2, st->count);
@@ -561,15 +569,29 @@ static void prog_note_footprint(model_prog_t *g, int rank, const fold_sched_t *s
     g->has_out[rank]    = (uint8_t)(s->has_out != 0);
 }
 
-/* How a copy or reduction touches the node segment (model_step_t.shm_access). */
-static uint8_t shm_access_of(const fold_step_t *st)
+static int is_fold(int kind)
 {
-    if (st->kind != FOLD_STEP_COPY && st->kind != FOLD_STEP_REDUCE) {
+    return kind == FOLD_STEP_REDUCE || kind == FOLD_STEP_REDUCE_ROWS;
+}
+
+/* How a copy or reduction touches the node segment (model_step_t.shm_access). */
+static uint8_t shm_access_of(const fold_sched_t *s, const fold_step_t *st)
+{
+    if (st->kind != FOLD_STEP_COPY && !is_fold(st->kind)) {
         return 0;
     }
-    int reads = st->src.buf == FOLD_BUF_SHM ||
-                (st->kind == FOLD_STEP_REDUCE && st->src2.buf == FOLD_BUF_SHM);
+    int reads = 0;
+    for (int k = 0; k < fold_step_nreads(st) && !reads; k++) {
+        reads = fold_step_read(s, st, k).buf == FOLD_BUF_SHM;
+    }
     return (uint8_t)((reads ? SHM_READS : 0) | (st->dst.buf == FOLD_BUF_SHM ? SHM_WRITES : 0));
+}
+
+/* A step's bytes: a fold of n rows does the work of n - 1 reductions. */
+static uint64_t amount_of(const fold_step_t *st, size_t esize)
+{
+    uint64_t bytes = (uint64_t)st->count * (uint64_t)esize;
+    return st->kind == FOLD_STEP_REDUCE_ROWS ? bytes * (st->nops - 1) : bytes;
 }
 
 /* Appends rank `rank`'s finalized schedule; ranks come in order 0, 1, ... */
@@ -595,7 +617,7 @@ static int prog_append(model_prog_t *g, int rank, const fold_sched_t *s, size_t 
         const int shm = st->kind == FOLD_STEP_SHM_POST || st->kind == FOLD_STEP_SHM_WAIT;
         model_step_t *to = &g->steps[base + i];
         *to = (model_step_t){
-            .amount   = shm ? st->value : (uint64_t)st->count * (uint64_t)esize,
+            .amount   = shm ? st->value : amount_of(st, esize),
             .peer     = st->kind == FOLD_STEP_SHM_WAIT ? st->local : st->peer,
             .npred    = st->npred,
             .link     = st->seq,
@@ -603,7 +625,7 @@ static int prog_append(model_prog_t *g, int rank, const fold_sched_t *s, size_t 
             .kind     = st->kind,
             .flag     = st->flag,
             .state    = STEP_WAITING,
-            .shm_access = shm_access_of(st),
+            .shm_access = shm_access_of(s, st),
         };
         /* The executor's soft waits (exec_plan.h) are no edges of the schedule:
          * it drops them when the message an answer derives from arrives dense, as
@@ -675,7 +697,7 @@ static int prog_check(const model_prog_t *g, const fold_topo_t *topo)
             int shm = st->kind == FOLD_STEP_SHM_POST || st->kind == FOLD_STEP_SHM_WAIT;
             if ((msg && (st->peer < 0 || st->peer >= g->size)) ||
                 (st->kind == FOLD_STEP_SHM_WAIT && (st->peer < -1 || st->peer >= ppn)) ||
-                (shm && st->flag >= FOLD_SHM_NFLAGS) || st->kind > FOLD_STEP_PEER_WRITE) {
+                (shm && st->flag >= FOLD_SHM_NFLAGS) || st->kind > FOLD_STEP_REDUCE_ROWS) {
                 char what[160];
                 describe_step(g, r, gi, what, sizeof(what));
                 fold_error("model: %s names a rank, local rank or flag that does not exist "
@@ -904,7 +926,7 @@ static cpu_floor_t cpu_floor_of(const fold_model_params_t *p)
 static double step_cpu_floor(const cpu_floor_t *f, const model_step_t *st)
 {
     double cost = st->kind == FOLD_STEP_COPY   ? f->move_us + (double)st->amount * f->copy
-                : st->kind == FOLD_STEP_REDUCE ? f->move_us + (double)st->amount * f->reduce
+                : is_fold(st->kind)            ? f->move_us + (double)st->amount * f->reduce
                                                : 0;
     return st->kind == FOLD_STEP_SHM_POST ? 0 : f->step_us + cost;
 }
@@ -1411,7 +1433,8 @@ static double local_cost(const model_sim_t *m, int rank, const model_step_t *st)
     double per_byte;
     switch (st->kind) {
     case FOLD_STEP_COPY:   per_byte = m->copy_us[rank]; break;
-    case FOLD_STEP_REDUCE: per_byte = m->reduce_us[rank]; break;
+    case FOLD_STEP_REDUCE:
+    case FOLD_STEP_REDUCE_ROWS: per_byte = m->reduce_us[rank]; break;
     case FOLD_STEP_PEER_READ:
     case FOLD_STEP_PEER_WRITE:
         /* The kernel pins the pages and copies on this rank's CPU. */
@@ -1430,7 +1453,7 @@ static double local_cost(const model_sim_t *m, int rank, const model_step_t *st)
      * cores apart: 3.9-4.6 us per 128 KiB where the model said 6.8); costing the
      * folds at the copy rate made it look faster than dpml from 512 KiB, where it is
      * 8-23% slower with the cores sharing an L3. */
-    if (st->kind == FOLD_STEP_REDUCE && st->shm_access) {
+    if (is_fold(st->kind) && st->shm_access) {
         per_byte = max2(per_byte, (st->shm_access & SHM_WRITES) != 0 ? m->shm_reduce_us
                                                                     : m->fold_us[rank]);
     } else if (st->shm_access) {
@@ -1667,8 +1690,8 @@ static void sim_result(const model_sim_t *m, fold_model_result_t *res)
 /* A finalized schedule kept for the ranks of its shape (fold_sched_same_shape). */
 typedef struct shape_rep {
     uint64_t     hash;
-    fold_sched_t sched;     /* steps and successors only */
-    size_t       steps_cap, succ_cap;
+    fold_sched_t sched;     /* steps, successors and operands only */
+    size_t       steps_cap, succ_cap, ops_cap;
 } shape_rep_t;
 
 /* Shapes kept per prediction, and their steps at most (26 MB): a whole node's ranks
@@ -1694,6 +1717,7 @@ static void build_space_free(build_space_t *b)
     for (size_t i = 0; i < b->reps_cap; i++) {
         free(b->reps[i].sched.steps);
         free(b->reps[i].sched.succ);
+        free(b->reps[i].sched.ops);
     }
     free(b->reps);
     memset(b, 0, sizeof(*b));
@@ -1731,13 +1755,19 @@ static void shape_keep(build_space_t *b, const fold_sched_t *s, uint64_t hash)
     if (grow_cap((void **)&r->sched.steps, &r->steps_cap, s->nsteps ? s->nsteps : 1,
                  sizeof(*s->steps)) != FOLD_OK ||
         grow_cap((void **)&r->sched.succ, &r->succ_cap, s->nsucc ? s->nsucc : 1,
-                 sizeof(*s->succ)) != FOLD_OK) {
+                 sizeof(*s->succ)) != FOLD_OK ||
+        grow_cap((void **)&r->sched.ops, &r->ops_cap, s->nops ? s->nops : 1,
+                 sizeof(*s->ops)) != FOLD_OK) {
         return;
     }
     memcpy(r->sched.steps, s->steps, s->nsteps * sizeof(*s->steps));
     memcpy(r->sched.succ, s->succ, s->nsucc * sizeof(*s->succ));
+    if (s->nops > 0) {
+        memcpy(r->sched.ops, s->ops, s->nops * sizeof(*s->ops));
+    }
     r->sched.nsteps  = s->nsteps;
     r->sched.nsucc   = s->nsucc;
+    r->sched.nops    = s->nops;
     r->sched.inplace = s->inplace;
     r->sched.uses_tl = s->uses_tl;
     r->sched.status  = FOLD_OK;

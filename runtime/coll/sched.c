@@ -20,6 +20,7 @@ void fold_sched_cleanup(fold_sched_t *s)
 {
     free(s->steps);
     free(s->succ);
+    free(s->ops);
     memset(s, 0, sizeof(*s));
 }
 
@@ -27,12 +28,15 @@ void fold_sched_reset(fold_sched_t *s, const fold_coll_args_t *args)
 {
     fold_step_t *steps = s->steps;
     uint32_t *succ = s->succ;
-    size_t cap = s->cap, succ_cap = s->succ_cap;
+    fold_ref_t *ops = s->ops;
+    size_t cap = s->cap, succ_cap = s->succ_cap, ops_cap = s->ops_cap;
     fold_sched_init(s, args);
     s->steps    = steps;
     s->cap      = cap;
     s->succ     = succ;
     s->succ_cap = succ_cap;
+    s->ops      = ops;
+    s->ops_cap  = ops_cap;
 }
 
 void fold_sched_count_only(fold_sched_t *s)
@@ -162,6 +166,99 @@ void fold_sched_reduce(fold_sched_t *s, fold_ref_t left, fold_ref_t right, fold_
     }
 }
 
+/* Whether a and b, count elements each, share memory (in place, IN is OUT). */
+static int refs_overlap(const fold_sched_t *s, fold_ref_t a, fold_ref_t b, size_t count)
+{
+    int same_buf = a.buf == b.buf || (s->inplace && is_user_buf(a) && is_user_buf(b));
+    return same_buf && a.off < b.off + count && b.off < a.off + count;
+}
+
+/* Keeps step st's n operands or ranges in the schedule's side array. */
+static void store_ops(fold_sched_t *s, fold_step_t *st, const fold_ref_t *ops, int n)
+{
+    st->nops = (uint32_t)n;
+    if (s->count_only) {
+        return;
+    }
+    if (s->nops + (size_t)n > s->ops_cap) {
+        size_t cap = s->ops_cap ? 2 * s->ops_cap : 64;
+        while (cap < s->nops + (size_t)n) {
+            cap *= 2;
+        }
+        fold_ref_t *grown = realloc(s->ops, cap * sizeof(*grown));
+        if (grown == NULL) {
+            s->status = FOLD_ERR_NO_MEMORY;
+            return;
+        }
+        s->ops     = grown;
+        s->ops_cap = cap;
+    }
+    st->ops_off = (uint32_t)s->nops;
+    memcpy(s->ops + s->nops, ops, (size_t)n * sizeof(*ops));
+    s->nops += (size_t)n;
+}
+
+void fold_sched_reduce_rows(fold_sched_t *s, const fold_ref_t *ops, int nops, fold_ref_t dst,
+                            size_t count)
+{
+    if (nops < 1) {
+        s->status = s->status == FOLD_OK ? FOLD_ERR_INVALID_ARG : s->status;
+        return;
+    }
+    if (nops == 1 || nops == 2) {
+        if (nops == 1) {
+            fold_sched_copy(s, ops[0], dst, count);
+        } else {
+            fold_sched_reduce(s, ops[0], ops[1], dst, count);
+        }
+        return;
+    }
+    if (count == 0) {
+        return;
+    }
+    for (int k = 0; k < nops; k++) {
+        if (refs_overlap(s, ops[k], dst, count) && (k > 0 || ops[k].off != dst.off)) {
+            s->status = s->status == FOLD_OK ? FOLD_ERR_INVALID_ARG : s->status;
+            return;   /* builder bug: a later block or group would read what it wrote */
+        }
+    }
+    fold_step_t *st = sched_append(s, FOLD_STEP_REDUCE_ROWS, count);
+    if (st == NULL) {
+        return;
+    }
+    st->dst = dst;
+    sched_note_ref(s, dst, count);
+    for (int k = 0; k < nops; k++) {
+        sched_note_ref(s, ops[k], count);
+    }
+    store_ops(s, st, ops, nops);
+}
+
+int fold_step_nreads(const fold_step_t *st)
+{
+    switch (st->kind) {
+    case FOLD_STEP_SEND:
+    case FOLD_STEP_COPY:
+    case FOLD_STEP_PEER_READ:
+    case FOLD_STEP_PEER_WRITE:
+        return 1;
+    case FOLD_STEP_REDUCE:
+        return 2;
+    case FOLD_STEP_REDUCE_ROWS:
+        return (int)st->nops;
+    default:
+        return 0;
+    }
+}
+
+fold_ref_t fold_step_read(const fold_sched_t *s, const fold_step_t *st, int k)
+{
+    if (st->kind == FOLD_STEP_REDUCE_ROWS) {
+        return s->ops[st->ops_off + (uint32_t)k];
+    }
+    return k == 0 ? st->src : st->src2;
+}
+
 void fold_sched_shm_post(fold_sched_t *s, int flag, uint64_t value, fold_ref_t range,
                          size_t count)
 {
@@ -192,6 +289,43 @@ void fold_sched_shm_wait(fold_sched_t *s, int peer, int local, int flag, uint64_
         s->uses_shm = 1;
         sched_note_ref(s, range, count);
     }
+}
+
+void fold_sched_shm_wait_all(fold_sched_t *s, int flag, uint64_t value,
+                             const fold_ref_t *ranges, int n, size_t count)
+{
+    if (n <= 1 || count == 0) {
+        if (n == 1) {
+            fold_sched_shm_wait(s, -1, -1, flag, value, ranges[0], count);
+        }
+        return;
+    }
+    fold_step_t *st = sched_append(s, FOLD_STEP_SHM_WAIT, count);
+    if (st != NULL) {
+        st->local = -1;
+        st->flag  = (uint8_t)flag;
+        st->value = value;
+        st->dst   = ranges[0];
+        s->uses_shm = 1;
+        for (int k = 0; k < n; k++) {
+            sched_note_ref(s, ranges[k], count);
+        }
+        store_ops(s, st, ranges, n);
+    }
+}
+
+int fold_step_nwrites(const fold_step_t *st)
+{
+    if (st->count == 0 || st->kind == FOLD_STEP_SEND) {
+        return 0;
+    }
+    return st->kind == FOLD_STEP_SHM_WAIT && st->nops > 0 ? (int)st->nops : 1;
+}
+
+fold_ref_t fold_step_write(const fold_sched_t *s, const fold_step_t *st, int k)
+{
+    return st->kind == FOLD_STEP_SHM_WAIT && st->nops > 0 ? s->ops[st->ops_off + (uint32_t)k]
+                                                         : st->dst;
 }
 
 void fold_sched_peer_publish(fold_sched_t *s, int flag, size_t count)
@@ -346,12 +480,6 @@ typedef struct access {
 /* Besides the buffers, a post writes its flag: posts to one flag stay in order. */
 #define ACCESS_FLAG FOLD_BUF_COUNT
 
-typedef struct step_access {
-    access_t reads[2];
-    access_t writes[2];
-    int      nreads, nwrites;
-} step_access_t;
-
 /* The buffer identity used for conflicts: in place, IN and OUT are one memory. */
 static uint8_t alias_buf(const fold_sched_t *s, uint8_t buf)
 {
@@ -361,35 +489,6 @@ static uint8_t alias_buf(const fold_sched_t *s, uint8_t buf)
 static access_t range_of(const fold_sched_t *s, fold_ref_t r, size_t count)
 {
     return (access_t){alias_buf(s, r.buf), r.off, r.off + count};
-}
-
-static void step_accesses(const fold_sched_t *s, const fold_step_t *st, step_access_t *a)
-{
-    a->nreads = a->nwrites = 0;
-    if (st->kind == FOLD_STEP_SHM_POST) {
-        a->writes[a->nwrites++] = (access_t){ACCESS_FLAG, st->flag, st->flag + 1u};
-    }
-    if (st->count == 0) {
-        return;
-    }
-    switch (st->kind) {
-    case FOLD_STEP_SEND:
-        a->reads[a->nreads++] = range_of(s, st->src, st->count);
-        break;
-    case FOLD_STEP_REDUCE:
-        a->reads[a->nreads++] = range_of(s, st->src2, st->count);
-        /* fall through */
-    case FOLD_STEP_COPY:
-    case FOLD_STEP_PEER_READ:
-    case FOLD_STEP_PEER_WRITE:
-        a->reads[a->nreads++] = range_of(s, st->src, st->count);
-        /* fall through */
-    case FOLD_STEP_RECV:
-    case FOLD_STEP_SHM_POST:
-    case FOLD_STEP_SHM_WAIT:
-        a->writes[a->nwrites++] = range_of(s, st->dst, st->count);
-        break;
-    }
 }
 
 /*
@@ -722,19 +821,33 @@ int fold_sched_finalize_with(fold_sched_t *s, fold_sched_scratch_t *x)
     }
     uint32_t *counts = m.counts;
     for (size_t j = 0; j < n && m.status == FOLD_OK; j++) {
-        step_access_t a;
-        step_accesses(s, &s->steps[j], &a);
-        for (int k = 0; k < a.nreads; k++) {
-            collect(&m, &a.reads[k], 0, (uint32_t)j);
+        /* Besides its buffers, a post writes its flag: posts to one flag keep order. */
+        const fold_step_t *st = &s->steps[j];
+        const int nreads = st->count > 0 ? fold_step_nreads(st) : 0;
+        const int nwrites = fold_step_nwrites(st);
+        const access_t flag = {ACCESS_FLAG, st->flag, st->flag + 1u};
+        const int posts = st->kind == FOLD_STEP_SHM_POST;
+        for (int k = 0; k < nreads; k++) {
+            access_t a = range_of(s, fold_step_read(s, st, k), st->count);
+            collect(&m, &a, 0, (uint32_t)j);
         }
-        for (int k = 0; k < a.nwrites; k++) {
-            collect(&m, &a.writes[k], 1, (uint32_t)j);
+        if (posts) {
+            collect(&m, &flag, 1, (uint32_t)j);
         }
-        for (int k = 0; k < a.nreads; k++) {
-            record_read(&m, &a.reads[k], (uint32_t)j);
+        for (int k = 0; k < nwrites; k++) {
+            access_t a = range_of(s, fold_step_write(s, st, k), st->count);
+            collect(&m, &a, 1, (uint32_t)j);
         }
-        for (int k = 0; k < a.nwrites; k++) {
-            record_write(&m, &a.writes[k], (uint32_t)j);
+        for (int k = 0; k < nreads; k++) {
+            access_t a = range_of(s, fold_step_read(s, st, k), st->count);
+            record_read(&m, &a, (uint32_t)j);
+        }
+        if (posts) {
+            record_write(&m, &flag, (uint32_t)j);
+        }
+        for (int k = 0; k < nwrites; k++) {
+            access_t a = range_of(s, fold_step_write(s, st, k), st->count);
+            record_write(&m, &a, (uint32_t)j);
         }
     }
     if ((status = m.status) != FOLD_OK) {
@@ -796,11 +909,23 @@ static int same_ref(fold_ref_t a, fold_ref_t b)
     return a.buf == b.buf && a.off == b.off;
 }
 
-static int same_step_shape(const fold_step_t *a, const fold_step_t *b)
+static int same_step_shape(const fold_sched_t *sa, const fold_step_t *a,
+                           const fold_sched_t *sb, const fold_step_t *b)
 {
     if (a->kind != b->kind || a->count != b->count || !same_ref(a->dst, b->dst) ||
         (a->kind == FOLD_STEP_SHM_POST && a->flag != b->flag)) {
         return 0;
+    }
+    if (a->nops != 0 || b->nops != 0) {   /* reduce rows, waits over ranges */
+        if (a->nops != b->nops || !same_ref(a->src, b->src)) {
+            return 0;
+        }
+        for (uint32_t k = 0; k < a->nops; k++) {
+            if (!same_ref(sa->ops[a->ops_off + k], sb->ops[b->ops_off + k])) {
+                return 0;
+            }
+        }
+        return 1;
     }
     if (a->kind == FOLD_STEP_REDUCE) {
         return (same_ref(a->src, b->src) && same_ref(a->src2, b->src2)) ||
@@ -835,6 +960,9 @@ uint64_t fold_sched_shape_hash(const fold_sched_t *s)
                                                    ? (uint64_t)st->flag << 48 : 0) ^
                        (uint64_t)st->count);
         h = mix(mix(mix(h, ref_word(st->dst)), a), b);
+        for (uint32_t k = 0; k < st->nops; k++) {
+            h = mix(h, ref_word(s->ops[st->ops_off + k]));
+        }
     }
     return h;
 }
@@ -845,7 +973,7 @@ int fold_sched_same_shape(const fold_sched_t *a, const fold_sched_t *b)
         return 0;
     }
     for (size_t i = 0; i < a->nsteps; i++) {
-        if (!same_step_shape(&a->steps[i], &b->steps[i])) {
+        if (!same_step_shape(a, &a->steps[i], b, &b->steps[i])) {
             return 0;
         }
     }
@@ -882,9 +1010,10 @@ int fold_sched_finalize_like(fold_sched_t *s, const fold_sched_t *like)
 
 const char *fold_step_kind_name(int kind)
 {
-    static const char *const names[] = {"send", "recv", "reduce", "copy", "shm post",
-                                        "shm wait", "peer read", "peer write"};
-    return (kind >= 0 && kind <= FOLD_STEP_PEER_WRITE) ? names[kind] : "unknown";
+    static const char *const names[] = {"send",      "recv",      "reduce",     "copy",
+                                        "shm post",  "shm wait",  "peer read",  "peer write",
+                                        "reduce rows"};
+    return (kind >= 0 && kind <= FOLD_STEP_REDUCE_ROWS) ? names[kind] : "unknown";
 }
 
 const char *fold_flag_name(int flag)

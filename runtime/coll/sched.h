@@ -84,7 +84,8 @@ static inline fold_ref_t fold_ref_add(fold_ref_t r, size_t n) { r.off += n; retu
 
 typedef enum fold_step_kind {
     FOLD_STEP_SEND, FOLD_STEP_RECV, FOLD_STEP_REDUCE, FOLD_STEP_COPY,
-    FOLD_STEP_SHM_POST, FOLD_STEP_SHM_WAIT, FOLD_STEP_PEER_READ, FOLD_STEP_PEER_WRITE
+    FOLD_STEP_SHM_POST, FOLD_STEP_SHM_WAIT, FOLD_STEP_PEER_READ, FOLD_STEP_PEER_WRITE,
+    FOLD_STEP_REDUCE_ROWS   /* dst = ops[0] op ops[1] op ... op ops[n-1]: one step */
 } fold_step_kind_t;
 
 #define FOLD_STEP_NONE UINT32_MAX
@@ -99,6 +100,8 @@ typedef struct fold_step {
                              every other (shm wait only) */
     uint64_t   value;     /* shm post/wait: flag value within the call */
     uint32_t   seq;       /* message number within (peer, direction), set by finalize */
+    uint32_t   nops;      /* reduce rows: operands, ops[ops_off .. ops_off + nops);
+                             shm wait over ranges: the ranges it guards (else 0) */
     size_t     count;     /* elements */
     fold_ref_t src;       /* send: data; copy: source; reduce: left (lower-rank) operand */
     fold_ref_t src2;      /* reduce: right operand */
@@ -106,6 +109,7 @@ typedef struct fold_step {
     uint32_t   npred;     /* steps this one waits for (set by finalize) */
     uint32_t   succ_off;  /* its successors: succ[succ_off .. succ_off + nsucc) */
     uint32_t   nsucc;
+    uint32_t   ops_off;   /* reduce rows: where its operands start in the schedule's ops */
 } fold_step_t;
 
 typedef enum fold_coll {
@@ -141,6 +145,9 @@ typedef struct fold_sched {
     uint32_t    *succ;
     size_t       nsucc;
     size_t       succ_cap;
+    fold_ref_t  *ops;         /* reduce rows' operands, in order; waits' ranges */
+    size_t       nops;
+    size_t       ops_cap;
     size_t       tmp_count;   /* scratch elements used */
     size_t       shm_count;   /* node segment elements used */
     int          uses_shm;    /* references SHM or has shm steps */
@@ -170,6 +177,26 @@ void fold_sched_copy(fold_sched_t *s, fold_ref_t src, fold_ref_t dst, size_t cou
 /* dst = left op right; left holds the lower ranks' contribution. */
 void fold_sched_reduce(fold_sched_t *s, fold_ref_t left, fold_ref_t right, fold_ref_t dst,
                        size_t count);
+
+/*
+ * dst = ops[0] op ops[1] op ... op ops[nops-1], left to right, as nops-1 reductions
+ * chained through dst would compute it, bit for bit, but in one step: the executor
+ * folds block by block with the accumulator in L1 and writes dst once, and pays
+ * its per-step cost once. A node leader folding 63 rows paid it 63 times. dst may
+ * be ops[0] exactly and overlap no other operand. Two operands make a plain
+ * reduction, one a copy.
+ */
+void fold_sched_reduce_rows(fold_sched_t *s, const fold_ref_t *ops, int nops, fold_ref_t dst,
+                            size_t count);
+
+/* What step st reads: its k-th operand, k < fold_step_nreads(st) (sends, copies and
+ * peer writes read src; reductions src then src2; reduce rows their ops). */
+int        fold_step_nreads(const fold_step_t *st);
+fold_ref_t fold_step_read(const fold_sched_t *s, const fold_step_t *st, int k);
+/* What it writes (every step but a send: dst; a wait over ranges: its ranges).
+ * A post also writes its flag, which is no buffer. */
+int        fold_step_nwrites(const fold_step_t *st);
+fold_ref_t fold_step_write(const fold_sched_t *s, const fold_step_t *st, int k);
 
 /* Zero-byte message, for synchronisation (barrier). */
 void fold_sched_signal(fold_sched_t *s, int peer);
@@ -204,6 +231,13 @@ void fold_sched_shm_post(fold_sched_t *s, int flag, uint64_t value, fold_ref_t r
  * count 0 guards nothing and is dropped. */
 void fold_sched_shm_wait(fold_sched_t *s, int peer, int local, int flag, uint64_t value,
                          fold_ref_t range, size_t count);
+/* One wait for the flag of every other local rank that guards n ranges of count
+ * elements each (kept like reduce rows' operands): the rows a leader folds, one
+ * per rank, which lie apart in the segment. A wait per row cost a node of 64 ranks
+ * 63 executor steps per fold; one wait over the whole span of the rows would order
+ * this rank's own next copy into its row after it, and lose the pipeline. */
+void fold_sched_shm_wait_all(fold_sched_t *s, int flag, uint64_t value,
+                             const fold_ref_t *ranges, int n, size_t count);
 
 /* Single copy (see the top). The first step of a schedule whose rank's buffers
  * others read or write: posts `flag` = 1 once the executor has published IN and OUT. */

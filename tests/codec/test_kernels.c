@@ -1145,3 +1145,92 @@ Test(stream, shared_reduction_also_copies_its_result)
     free(also);
     free(own);
 }
+
+/* The bits of fold_reduce_local chained row by row, into dst (which may be rows[0]). */
+static void chain_rows(fold_op_t op, fold_dtype_t dt, char *const *rows, int nrows, char *dst,
+                       size_t count)
+{
+    cr_assert_eq(fold_reduce_local(op, dt, rows[0], rows[1], dst, count, 1, SIZE_MAX), FOLD_OK);
+    for (int r = 2; r < nrows; r++) {
+        cr_assert_eq(fold_reduce_local(op, dt, dst, rows[r], dst, count, 1, SIZE_MAX), FOLD_OK);
+    }
+}
+
+/* A node leader's fold of many rows (fold_reduce_local_rows): the chain's bits for
+ * floats, halves and a non-commutative user op, below, at and across the L1 block's
+ * edge, into its own buffer, onto the first row, also copied, and streamed. */
+Test(stream, rows_fold_is_the_chain_bit_for_bit)
+{
+    op_probe_t probe;
+    fold_op_t user;
+    cr_assert_eq(fold_op_create(times_ten_plus, &probe, 0, &user), FOLD_OK);
+    const struct { fold_op_t op; fold_dtype_t dt; } pairs[] = {
+        {FOLD_OP_SUM, FOLD_FLOAT32}, {FOLD_OP_SUM, FOLD_FLOAT16}, {FOLD_OP_MAX, FOLD_FLOAT64},
+        {FOLD_OP_PROD, FOLD_INT64},  {user, FOLD_INT32},
+    };
+    static const size_t counts[] = {1, 7, 1024, 2048, 2049, 5000};
+    static const int nrows_of[] = {3, 5, 64};
+    const size_t max_bytes = 5000 * 8;
+    char *rows[64], *first = malloc(max_bytes), *want = malloc(max_bytes);
+    char *dst = malloc(max_bytes + 8), *also = malloc(max_bytes + 8);
+    cr_assert(first && want && dst && also);
+    uint64_t rng = 5;
+    for (int r = 0; r < 64; r++) {
+        rows[r] = malloc(max_bytes);
+        cr_assert_not_null(rows[r]);
+        for (size_t i = 0; i < max_bytes; i++) {
+            rows[r][i] = (char)(rng_next(&rng) >> 40);
+        }
+    }
+    for (size_t p = 0; p < sizeof(pairs) / sizeof(pairs[0]); p++) {
+        const size_t esize = fold_dtype_size(pairs[p].dt);
+        for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
+            for (size_t k = 0; k < sizeof(nrows_of) / sizeof(nrows_of[0]); k++) {
+                const size_t n = counts[c], bytes = n * esize;
+                const int nrows = nrows_of[k];
+                chain_rows(pairs[p].op, pairs[p].dt, rows, nrows, want, n);
+                for (int how = FOLD_ROWS_PRIVATE; how <= FOLD_ROWS_STREAM; how++) {
+                    for (int with_also = 0; with_also < 2; with_also++) {
+                        memset(dst, 0x5a, bytes + 8);
+                        memset(also, 0x5a, bytes + 8);
+                        cr_assert_eq(fold_reduce_local_rows(pairs[p].op, pairs[p].dt,
+                                                            (const void *const *)rows, nrows,
+                                                            dst, with_also ? also : NULL, n,
+                                                            how),
+                                     FOLD_OK);
+                        cr_assert(memcmp(dst, want, bytes) == 0,
+                                  "pair %zu, count %zu, %d rows, how %d", p, n, nrows, how);
+                        cr_assert(!with_also || memcmp(also, want, bytes) == 0,
+                                  "also: pair %zu, count %zu", p, n);
+                        cr_assert_eq((unsigned char)dst[bytes], 0x5a, "past the end, count %zu",
+                                     n);
+                    }
+                }
+                /* onto the first row */
+                char *onto[64];
+                memcpy(onto, rows, sizeof(onto));
+                onto[0] = first;
+                for (int how = FOLD_ROWS_PRIVATE; how <= FOLD_ROWS_SHARED; how++) {
+                    memcpy(first, rows[0], bytes);
+                    cr_assert_eq(fold_reduce_local_rows(pairs[p].op, pairs[p].dt,
+                                                        (const void *const *)onto, nrows,
+                                                        first, NULL, n, how),
+                                 FOLD_OK);
+                    cr_assert(memcmp(first, want, bytes) == 0,
+                              "in place: pair %zu, count %zu, how %d", p, n, how);
+                }
+            }
+        }
+    }
+    cr_expect_eq(fold_reduce_local_rows(FOLD_OP_SUM, FOLD_FLOAT32, (const void *const *)rows, 1,
+                                        dst, NULL, 4, 0),
+                 FOLD_ERR_INVALID_ARG);
+    for (int r = 0; r < 64; r++) {
+        free(rows[r]);
+    }
+    free(first);
+    free(want);
+    free(dst);
+    free(also);
+    cr_assert_eq(fold_op_free(user), FOLD_OK);
+}

@@ -274,6 +274,61 @@ Test(model_hand, a_copy_or_reduction_pays_its_start)
     cr_expect_float_eq(t[1], 6, EPS);
 }
 
+/* A fold of 5 rows of 4000 bytes each is the work of 4 reductions (4 x 1 us) in one
+ * step: one step_us and one move_us, where the 4 chained reductions pay 4 of each. */
+Test(model_hand, a_fold_of_many_rows_pays_one_start)
+{
+    int keys[1] = {0};
+    double t[2];
+    for (int chained = 0; chained < 2; chained++) {
+        fold_model_params_t p = round_params();
+        p.move_us = 0.5;
+        hand_t h;
+        hand_init(&h, 1, keys);
+        fold_ref_t rows[5];
+        for (int r = 0; r < 5; r++) {
+            rows[r] = fold_ref_tmp((size_t)r * 1000);
+        }
+        if (chained) {
+            fold_sched_reduce(&h.s[0], rows[0], rows[1], fold_ref_out(0), 1000);
+            for (int r = 2; r < 5; r++) {
+                fold_sched_reduce(&h.s[0], fold_ref_out(0), rows[r], fold_ref_out(0), 1000);
+            }
+        } else {
+            fold_sched_reduce_rows(&h.s[0], rows, 5, fold_ref_out(0), 1000);
+        }
+        t[chained] = hand_time(&h, &p);
+    }
+    cr_expect_float_eq(t[0], 1 + 0.5 + 4, EPS);
+    cr_expect_float_eq(t[1], 4 * (1 + 0.5 + 1), EPS);
+}
+
+/* One wait over the rows of three other ranks is met flag_us after the last of
+ * their posts; the fold after it starts then. */
+Test(model_hand, a_wait_over_ranges_waits_for_every_other_rank)
+{
+    int keys[4] = {0, 0, 0, 0};
+    fold_model_params_t p = round_params();
+    hand_t h;
+    hand_init(&h, 4, keys);
+    fold_ref_t rows[4];
+    for (int r = 0; r < 4; r++) {
+        rows[r] = fold_ref_shm((size_t)r * 1000);
+    }
+    for (int r = 1; r < 4; r++) {
+        /* rank r copies r times 4000 bytes (r x (1 + 2) us), then posts (1 us) */
+        for (int c = 0; c < r; c++) {
+            fold_sched_copy(&h.s[r], fold_ref_in(0), rows[r], 1000);
+        }
+        fold_sched_shm_post(&h.s[r], FOLD_FLAG_WRITTEN, 1, rows[r], 1000);
+    }
+    fold_sched_shm_wait_all(&h.s[0], FOLD_FLAG_WRITTEN, 1, rows + 1, 3, 1000);
+    fold_sched_reduce_rows(&h.s[0], rows + 1, 3, fold_ref_out(0), 1000);
+    /* rank 3 posts at 9 + 1 = 10, seen at 12; the fold: 1 + 2 x 1 us */
+    double t = hand_time(&h, &p);
+    cr_expect_float_eq(t, 12 + 3, EPS);
+}
+
 /* Rank 0 copies 4000 bytes into the segment at element 0 and again at `far`; rank 1
  * does nothing. The time it predicts. */
 static double segment_slots(size_t far)
