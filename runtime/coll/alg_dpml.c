@@ -92,21 +92,36 @@ static size_t part_count(const dpml_plan_t *p, size_t k, int j)
     return fold_block_count(chunk_count(p, k), p->lay.leaders, j);
 }
 
-static fold_ref_t slot(const dpml_plan_t *p, size_t k, int row, int part, size_t off)
-{
-    size_t stage = k % (size_t)p->lay.stages;
-    size_t cell  = (stage * (size_t)p->ppn + (size_t)row) * (size_t)p->lay.leaders + (size_t)part;
-    return fold_ref_shm(cell * p->lay.part_cap + off);
-}
+static int leader_of(const dpml_plan_t *p, int j);
 
 static size_t row_size(const dpml_plan_t *p)
 {
     return (size_t)p->lay.leaders * p->lay.part_cap;
 }
 
+/* A stage: the rows of the node's ranks, then (lay.results) the leaders' results. */
 static size_t stage_size(const dpml_plan_t *p)
 {
-    return (size_t)p->ppn * row_size(p);
+    return ((size_t)p->ppn + (size_t)p->lay.results) * row_size(p);
+}
+
+static fold_ref_t slot(const dpml_plan_t *p, size_t k, int row, int part, size_t off)
+{
+    size_t stage = k % (size_t)p->lay.stages;
+    size_t cell  = (size_t)row * (size_t)p->lay.leaders + (size_t)part;
+    return fold_ref_shm(stage * stage_size(p) + cell * p->lay.part_cap + off);
+}
+
+/* Where leader j publishes its result of chunk k: side by side with the others' in
+ * the stage's result row, as in the chunk (lay.results), else in its own row. */
+static fold_ref_t result_of(const dpml_plan_t *p, size_t k, int j, size_t off)
+{
+    if (!p->lay.results) {
+        return slot(p, k, leader_of(p, j), j, off);
+    }
+    size_t stage = k % (size_t)p->lay.stages;
+    return fold_ref_shm(stage * stage_size(p) + (size_t)p->ppn * row_size(p) +
+                        part_off(p, k, j) + off);
 }
 
 static int rank_of(const dpml_plan_t *p, int local)
@@ -206,7 +221,11 @@ static void copy_in(dpml_plan_t *p, size_t k)
      * finished with the slot's previous chunk. */
     if (!p->allreduce && k >= (size_t)p->lay.stages) {
         uint64_t prev_end = unit(p, k - (size_t)p->lay.stages, p->lay.subparts - 1);
-        for (int j = 0; j < l; j++) {
+        if (p->lay.results) {   /* every rank posts published (lead) */
+            fold_sched_shm_wait(p->s, -1, -1, FOLD_FLAG_PUBLISHED, prev_end,
+                                slot(p, k, p->local, 0, 0), row_size(p));
+        }
+        for (int j = 0; j < l && !p->lay.results; j++) {
             int lead = leader_of(p, j);
             if (lead != p->local) {
                 fold_sched_shm_wait(p->s, rank_of(p, lead), lead, FOLD_FLAG_PUBLISHED,
@@ -245,13 +264,18 @@ static void lead(dpml_plan_t *p, size_t k)
 {
     const int j = p->my_part, q = p->lay.subparts, stages = p->lay.stages;
     if (j < 0) {
+        if (p->lay.results) {
+            /* Nothing to publish: say so at once, so that one wait for every other
+             * rank's flag waits for the leaders (copy_out). */
+            fold_sched_shm_post(p->s, FOLD_FLAG_PUBLISHED, unit(p, k, q - 1), fold_ref_shm(0), 0);
+        }
         return;
     }
     const size_t off = chunk_off(p, k) + part_off(p, k, j), pc = part_count(p, k, j);
     /* Where the block's result goes: the published slot, or the caller's output
      * where nobody else reads it (the root of a reduce, a node of one rank). */
     int to_out = p->has_out && (!p->shm || !p->allreduce);
-    fold_ref_t res = to_out ? fold_ref_out(off) : p->shm ? slot(p, k, p->local, j, 0)
+    fold_ref_t res = to_out ? fold_ref_out(off) : p->shm ? result_of(p, k, j, 0)
                                                           : fold_ref_in(off);
     if (p->shm) {
         if (!to_out && k >= (size_t)stages) {
@@ -299,13 +323,36 @@ static void lead(dpml_plan_t *p, size_t k)
     }
 }
 
+/* The leaders' results side by side (lay.results, one sub-partition): this rank's
+ * own block first, which its fold copies along (exec_plan.h), then one wait for
+ * every other rank and the rest of the chunk in at most two copies. One wait and one
+ * copy per leader cost a 64-rank node 64 executor steps each. */
+static void copy_out_row(dpml_plan_t *p, size_t k)
+{
+    const int mine = p->my_part;
+    const size_t n = chunk_count(p, k), off = chunk_off(p, k);
+    const size_t lo = mine >= 0 ? part_off(p, k, mine) : n;
+    const size_t hi = mine >= 0 ? lo + part_count(p, k, mine) : n;
+    if (mine >= 0 && p->allreduce) {
+        fold_sched_copy(p->s, result_of(p, k, mine, 0), fold_ref_out(off + lo), hi - lo);
+    }
+    fold_sched_shm_wait(p->s, -1, -1, FOLD_FLAG_PUBLISHED, unit(p, k, 0), result_of(p, k, 0, 0),
+                        n);
+    fold_sched_copy(p->s, result_of(p, k, 0, 0), fold_ref_out(off), lo);
+    fold_sched_copy(p->s, fold_ref_add(result_of(p, k, 0, 0), hi), fold_ref_out(off + hi),
+                    n - hi);
+}
+
 static void copy_out(dpml_plan_t *p, size_t k)
 {
     const int q = p->lay.subparts;
     if (!p->shm || !p->has_out) {
         return;
     }
-    for (int j = 0; j < p->lay.leaders; j++) {
+    if (p->lay.results && q == 1) {
+        copy_out_row(p, k);
+    }
+    for (int j = 0; j < p->lay.leaders && !(p->lay.results && q == 1); j++) {
         int lead = leader_of(p, j);
         const size_t off = chunk_off(p, k) + part_off(p, k, j), pc = part_count(p, k, j);
         if (lead == p->local && !p->allreduce) {
@@ -313,7 +360,7 @@ static void copy_out(dpml_plan_t *p, size_t k)
         }
         for (int t = 0; t < q; t++) {
             size_t so = fold_block_offset(pc, q, t), sc = fold_block_count(pc, q, t);
-            fold_ref_t from = slot(p, k, lead, j, so);
+            fold_ref_t from = result_of(p, k, j, so);
             if (lead != p->local) {
                 fold_sched_shm_wait(p->s, rank_of(p, lead), lead, FOLD_FLAG_PUBLISHED,
                                     unit(p, k, t), from, sc);

@@ -16,18 +16,24 @@
  * each reduced, exchanged between nodes and published on its own.
  *
  * Segment of a node with ppn ranks: stage s, row i (local rank i), partition j is
- *   SHM[((s * ppn + i) * leaders + j) * part_cap ...], part_cap elements.
- * Row i is written by rank i only: its copies of the chunk for the other leaders,
- * and, where i leads partition j, the result of j in place of its own copy.
+ *   SHM[(s * R + i) * leaders * part_cap + j * part_cap ...], part_cap elements,
+ * R = ppn + results. Row i is written by rank i only: its copies of the chunk for
+ * the other leaders. Where i leads partition j, it publishes the result of j in
+ * place of its own copy; or, with `results` (three leaders or more), in the stage's
+ * row ppn, the result row, at j's offset within the chunk: there the leaders'
+ * results lie side by side as in the caller's buffer, and a rank copies a chunk out
+ * in one piece after one wait instead of one of each per leader.
  */
 typedef struct fold_dpml_layout {
     int    leaders;
     int    stages;
     int    subparts;
-    size_t part_cap;     /* elements; a multiple of 64 unless the segment is tiny */
+    size_t part_cap;     /* elements; leaders x part_cap a multiple of 64 unless the
+                            segment is tiny */
     size_t chunk_cap;    /* leaders * part_cap */
     size_t nchunks;
     int    uses_shm;     /* some node has more than one rank */
+    int    results;      /* 1: a stage ends with the result row (above) */
 } fold_dpml_layout_t;
 
 /* Pure function of args (and the variant); the same on every rank, since chunks

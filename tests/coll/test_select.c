@@ -374,16 +374,17 @@ Test(select_shapes, shim_advice_serves_node_aware_shapes)
     fold_context_free_virtual(ctx);
 }
 
-/* A node leader folds its node's rows in one step after one wait (sched.h): with a
- * step and a wait per row, a 64-rank node's leaders paid 63 executor steps each and
- * the model put a flat algorithm ahead from 2 to 128 KiB (allreduce 2 KiB 11.7 us
- * against 7.0), so the shim left those calls to MPI. */
+/* A node leader folds its node's rows in one step after one wait (sched.h), and a
+ * rank copies the leaders' results out in one piece (alg_dpml.h): with a step and
+ * a wait per row and per leader, the model put a flat algorithm ahead on 64 ranks
+ * per node from 2 to 128 KiB (allreduce 2 KiB 11.7 us against 7.0), so the shim
+ * left those calls to MPI. */
 Test(select_shapes, wide_nodes_are_served_by_node_aware_folds)
 {
     const int shapes[][2] = {{1, 64}, {4, 16}};
     for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++) {
         fold_context_t *ctx = virtual_ctx(shapes[i][0], shapes[i][1]);
-        for (size_t bytes = 512; bytes <= 8192; bytes *= 4) {
+        for (size_t bytes = 512; bytes <= 131072; bytes *= 4) {
             fold_choice_t c = choose(ctx, FOLD_COLL_ALLREDUCE, bytes, FOLD_OP_SUM);
             cr_expect(c.alg->flags & FOLD_ALG_NODE_AWARE, "%dx%d %zu B: %s", shapes[i][0],
                       shapes[i][1], bytes, c.alg->name);
@@ -410,12 +411,14 @@ Test(select_shapes, a_wide_node_leader_folds_its_rows_in_one_step)
     fold_sched_t s;
     fold_sched_init(&s, &a);
     cr_assert_eq(fold_alg_builder(&fold_alg_dpml, FOLD_COLL_ALLREDUCE)(&a, &s), FOLD_OK);
-    int rows = 0, reduces = 0, row_waits = 0;
+    int rows = 0, reduces = 0, row_waits = 0, result_waits = 0, copies_out = 0;
     for (size_t k = 0; k < s.nsteps; k++) {
         const fold_step_t *st = &s.steps[k];
         rows += st->kind == FOLD_STEP_REDUCE_ROWS;
         reduces += st->kind == FOLD_STEP_REDUCE;
         row_waits += st->kind == FOLD_STEP_SHM_WAIT && st->flag == FOLD_FLAG_WRITTEN;
+        result_waits += st->kind == FOLD_STEP_SHM_WAIT && st->flag == FOLD_FLAG_PUBLISHED;
+        copies_out += st->kind == FOLD_STEP_COPY && st->dst.buf == FOLD_BUF_OUT;
         if (st->kind == FOLD_STEP_REDUCE_ROWS) {
             cr_expect_eq(st->nops, 64);
         }
@@ -423,6 +426,24 @@ Test(select_shapes, a_wide_node_leader_folds_its_rows_in_one_step)
     cr_expect_eq(rows, 1);
     cr_expect_eq(reduces, 0);
     cr_expect_eq(row_waits, 1);
+    /* The 8 leaders' results side by side: its own block, one wait, the rest in at
+     * most two pieces (alg_dpml.h), not a wait and a copy per leader. */
+    cr_expect_eq(result_waits, 1);
+    cr_expect_leq(copies_out, 3);
+    fold_sched_cleanup(&s);
+    /* A rank that leads nothing says so at once, for that one wait. */
+    a.rank = 63;
+    cr_assert_lt(fold_topo_leader_index(a.topo, 63, 8), 0);
+    fold_sched_init(&s, &a);
+    cr_assert_eq(fold_alg_builder(&fold_alg_dpml, FOLD_COLL_ALLREDUCE)(&a, &s), FOLD_OK);
+    int posts = 0;
+    copies_out = 0;
+    for (size_t k = 0; k < s.nsteps; k++) {
+        posts += s.steps[k].kind == FOLD_STEP_SHM_POST && s.steps[k].flag == FOLD_FLAG_PUBLISHED;
+        copies_out += s.steps[k].kind == FOLD_STEP_COPY && s.steps[k].dst.buf == FOLD_BUF_OUT;
+    }
+    cr_expect_eq(posts, 1);
+    cr_expect_eq(copies_out, 1);
     fold_sched_cleanup(&s);
     fold_context_free_virtual(ctx);
 }

@@ -293,7 +293,8 @@ Test(shm_layout, chunks_fit_the_segment_and_cover_the_message)
                 cr_expect_lt((lay.nchunks - 1) * lay.chunk_cap, counts[c]);
                 cr_expect_leq((size_t)lay.stages * 3 * lay.chunk_cap, (size_t)1 << 20,
                               "the largest node's rows fit");
-                cr_expect_eq(lay.part_cap % 64, 0);
+                cr_expect_eq(lay.results, 0, "two leaders at most: no result row");
+                cr_expect_eq(lay.chunk_cap % 64, 0, "rows of whole lines");
                 cr_expect(lay.subparts >= 1 && lay.subparts <= 4);
                 cr_expect(pipelined || lay.subparts == 1);
                 cr_expect_geq(lay.stages, pipelined ? 4 : 2);
@@ -304,6 +305,32 @@ Test(shm_layout, chunks_fit_the_segment_and_cover_the_message)
     fold_coll_args_t a = layout_args(t, 1000, 2, 5);
     fold_dpml_layout_t lay;
     cr_expect_eq(fold_dpml_layout(&a, 0, &lay), FOLD_ERR_INVALID_ARG);
+    fold_topo_free(t);
+}
+
+/* Three leaders or more publish side by side in a result row at the end of each
+ * stage (alg_dpml.h), which the segment must hold too; a row of 64 parts is whole
+ * lines whatever the part (the parts of a wide node are not cut to 64 elements). */
+Test(shm_layout, wide_nodes_keep_a_result_row)
+{
+    int key[64] = {0}, pkg[64] = {0};
+    fold_topo_t *t;
+    cr_assert_eq(fold_topo_build(64, key, pkg, &t), FOLD_OK);
+    static const int leaders[] = {2, 3, 8, 64};
+    for (size_t i = 0; i < sizeof(leaders) / sizeof(leaders[0]); i++) {
+        fold_coll_args_t a = layout_args(t, (size_t)1 << 24, leaders[i], (size_t)1 << 20);
+        fold_dpml_layout_t lay;
+        cr_assert_eq(fold_dpml_layout(&a, 0, &lay), FOLD_OK);
+        cr_expect_eq(lay.results, leaders[i] >= 3, "%d leaders", leaders[i]);
+        cr_expect_leq((size_t)lay.stages * (64 + (size_t)lay.results) * lay.chunk_cap,
+                      (size_t)1 << 20, "%d leaders: rows and results fit", leaders[i]);
+        cr_expect_eq(lay.chunk_cap % 64, 0, "%d leaders", leaders[i]);
+    }
+    /* 1 Mi elements over 2 stages of 65 rows of 64 parts: 126 each, not 64. */
+    fold_coll_args_t a = layout_args(t, (size_t)1 << 24, 64, (size_t)1 << 20);
+    fold_dpml_layout_t lay;
+    cr_assert_eq(fold_dpml_layout(&a, 0, &lay), FOLD_OK);
+    cr_expect_eq(lay.part_cap, 126);
     fold_topo_free(t);
 }
 
