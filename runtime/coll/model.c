@@ -377,7 +377,7 @@ typedef struct model_step {
                             every other local rank */
     uint32_t npred;      /* predecessors not done yet */
     uint32_t link;       /* messages: seq, then (once matched) the other side's step;
-                            shm waits: flags still awaited */
+                            shm waits: flags still awaited; reduce rows: its rows */
     uint32_t succ_off;   /* successors: succ[succ_off .. succ_off + nsucc) */
     uint32_t nsucc;
     uint8_t  kind;       /* fold_step_kind_t */
@@ -404,6 +404,7 @@ typedef struct model_prog {
     uint8_t      *has_out;    /* rank -> has an output (reduce: the root only) */
     double       *cpu_left;   /* rank -> its steps' CPU floor (cpu_bound), or NULL */
     size_t        nrecvs;
+    double        ws_scale;   /* fold_model_query_t.ws_scale */
 } model_prog_t;
 
 #define MODEL_NONE UINT32_MAX
@@ -564,7 +565,9 @@ static void prog_note_footprint(model_prog_t *g, int rank, const fold_sched_t *s
     size_t user = s->inplace ? (in > out ? in : out) : in + out;
     size_t tmp = ext[FOLD_BUF_TMP] > s->tmp_count ? ext[FOLD_BUF_TMP] : s->tmp_count;
     size_t shm = ext[FOLD_BUF_SHM] > s->shm_count ? ext[FOLD_BUF_SHM] : s->shm_count;
-    g->priv_bytes[rank] = (double)(user + tmp) * (double)esize;
+    /* The buffers grow with the call; scratch and segment are bounded. */
+    double scale = g->ws_scale > 1 ? g->ws_scale : 1;
+    g->priv_bytes[rank] = ((double)user * scale + (double)tmp) * (double)esize;
     g->shm_bytes[rank]  = (double)shm_touched(&touch, shm) * (double)esize;
     g->has_out[rank]    = (uint8_t)(s->has_out != 0);
 }
@@ -620,7 +623,7 @@ static int prog_append(model_prog_t *g, int rank, const fold_sched_t *s, size_t 
             .amount   = shm ? st->value : amount_of(st, esize),
             .peer     = st->kind == FOLD_STEP_SHM_WAIT ? st->local : st->peer,
             .npred    = st->npred,
-            .link     = st->seq,
+            .link     = st->kind == FOLD_STEP_REDUCE_ROWS ? st->nops : st->seq,
             .succ_off = (uint32_t)g->nsucc,
             .kind     = st->kind,
             .flag     = st->flag,
@@ -926,8 +929,12 @@ static cpu_floor_t cpu_floor_of(const fold_model_params_t *p)
 static double step_cpu_floor(const cpu_floor_t *f, const model_step_t *st)
 {
     double cost = st->kind == FOLD_STEP_COPY   ? f->move_us + (double)st->amount * f->copy
-                : is_fold(st->kind)            ? f->move_us + (double)st->amount * f->reduce
+                : st->kind == FOLD_STEP_REDUCE ? f->move_us + (double)st->amount * f->reduce
                                                : 0;
+    if (st->kind == FOLD_STEP_REDUCE_ROWS) {   /* the least of its two regimes (local_cost) */
+        double n = st->link, row = (double)st->amount / (n - 1);
+        cost = f->move_us + row * fmin((n - 1) * f->reduce, (n + 1) * f->copy / 2);
+    }
     return st->kind == FOLD_STEP_SHM_POST ? 0 : f->step_us + cost;
 }
 
@@ -963,6 +970,9 @@ typedef struct model_sim {
                                   node (the transport's shared-memory copies): free from */
     double        *copy_us;    /* rank -> us per byte copied */
     double        *reduce_us;  /* rank -> us per byte reduced */
+    double        *fold_cache_us;  /* rank -> the in-cache part of reduce_us */
+    double        *stream_mem_us;  /* rank -> the memory part of one stream of a byte
+                                      (half a copy's, which reads and writes one) */
     double        *kernel_us;  /* node -> us per byte of a peer read or write */
     double        *fold_us;    /* rank -> us per byte of result folded from the segment
                                   into its own buffer */
@@ -1434,7 +1444,7 @@ static double local_cost(const model_sim_t *m, int rank, const model_step_t *st)
     switch (st->kind) {
     case FOLD_STEP_COPY:   per_byte = m->copy_us[rank]; break;
     case FOLD_STEP_REDUCE:
-    case FOLD_STEP_REDUCE_ROWS: per_byte = m->reduce_us[rank]; break;
+    case FOLD_STEP_REDUCE_ROWS: per_byte = m->reduce_us[rank]; break;   /* rows: below */
     case FOLD_STEP_PEER_READ:
     case FOLD_STEP_PEER_WRITE:
         /* The kernel pins the pages and copies on this rank's CPU. */
@@ -1453,6 +1463,18 @@ static double local_cost(const model_sim_t *m, int rank, const model_step_t *st)
      * cores apart: 3.9-4.6 us per 128 KiB where the model said 6.8); costing the
      * folds at the copy rate made it look faster than dpml from 512 KiB, where it is
      * 8-23% slower with the cores sharing an L3. */
+    if (st->kind == FOLD_STEP_REDUCE_ROWS) {
+        /* n rows folded through an accumulator in L1: in the cache the work of n - 1
+         * reductions; from memory n rows read and one result written, where n - 1
+         * reductions of their own stream three times as many bytes. */
+        double n = st->link, row = (double)st->amount / (n - 1);
+        double cost = row * ((n - 1) * m->fold_cache_us[rank] + (n + 1) * m->stream_mem_us[rank]);
+        if (st->shm_access) {
+            cost = max2(cost, (double)st->amount * ((st->shm_access & SHM_WRITES) != 0
+                                                        ? m->shm_reduce_us : m->fold_us[rank]));
+        }
+        return m->p->move_us + cost;
+    }
     if (is_fold(st->kind) && st->shm_access) {
         per_byte = max2(per_byte, (st->shm_access & SHM_WRITES) != 0 ? m->shm_reduce_us
                                                                     : m->fold_us[rank]);
@@ -1569,6 +1591,8 @@ static void sim_rates(model_sim_t *m)
                             (1 - near) / (p->reduce_gbs * 1e3);
             m->copy_us[r]   = (1 - miss) * copy + miss / (copy_mem * 1e3);
             m->reduce_us[r] = (1 - miss) * reduce + miss / (reduce_mem * 1e3);
+            m->fold_cache_us[r] = (1 - miss) * reduce;
+            m->stream_mem_us[r] = miss / (copy_mem * 1e3) / 2;
         }
         /* Out of cache the kernel's rate is cma_mem_gbs, slowed further where the
          * node's share of memory is below one core's copy rate. */
@@ -1591,6 +1615,8 @@ static void sim_free(model_sim_t *m)
     free(m->chans);
     free(m->copy_us);
     free(m->reduce_us);
+    free(m->fold_cache_us);
+    free(m->stream_mem_us);
     free(m->kernel_us);
     free(m->fold_us);
     for (size_t i = 0; m->flags != NULL && i < (size_t)m->prog->size * FOLD_SHM_NFLAGS; i++) {
@@ -1616,11 +1642,14 @@ static int sim_init(model_sim_t *m, const fold_model_params_t *p, const fold_top
     m->chans     = calloc(size * 2, sizeof(double));
     m->copy_us   = calloc(size, sizeof(double));
     m->reduce_us = calloc(size, sizeof(double));
+    m->fold_cache_us = calloc(size, sizeof(double));
+    m->stream_mem_us = calloc(size, sizeof(double));
     m->kernel_us = calloc(nodes, sizeof(double));
     m->fold_us   = calloc(size, sizeof(double));
     m->flags     = calloc(size * FOLD_SHM_NFLAGS, sizeof(flag_log_t));
     if (m->cpu == NULL || m->links == NULL || m->chans == NULL || m->copy_us == NULL ||
         m->reduce_us == NULL || m->kernel_us == NULL || m->fold_us == NULL ||
+        m->fold_cache_us == NULL || m->stream_mem_us == NULL ||
         m->flags == NULL) {
         return FOLD_ERR_NO_MEMORY;
     }
@@ -2051,6 +2080,7 @@ static int predict(const fold_model_params_t *p, const fold_topo_t *topo,
     b->hits       = 0;
     b->keep_until = (size_t)topo->max_ppn + 1;   /* a node's ranks, and one more */
     int status = prog_init(&pg, topo->size), cut = 0;
+    pg.ws_scale = q->ws_scale;
     if (space != NULL) {   /* prog_free gives them back */
         pg.steps = space->steps;
         pg.cap   = space->steps_cap;

@@ -111,6 +111,12 @@ typedef struct fold_model_query {
     const fold_alg_t       *alg;
     fold_coll_args_t        proto;
     size_t                  esize;
+    /* 0 (or 1): the rates of the schedules' own working sets. s > 1: each rank's IN
+     * and OUT count s times toward them: fold_select extrapolates a large call from
+     * two smaller ones, which must then run at the large call's rates (a 64-rank
+     * node's 512 KiB allreduce, extrapolated from calls in the cache, came out 3.4x
+     * faster than replayed, and beat a schedule replayed whole). */
+    double                  ws_scale;
 } fold_model_query_t;
 
 typedef struct fold_model_result {

@@ -227,6 +227,7 @@ typedef struct memo_key {
     int                pricing; /* PRICE_* bits: the parameters it was priced with */
     int                coll, leaders, root_weight, depth;
     size_t             count, seg_count, shm_count;
+    double             ws_scale;
 } memo_key_t;
 
 /* Which parameters a replay takes: the context's, or derived from them. */
@@ -303,6 +304,7 @@ static memo_key_t memo_key(const fold_topo_t *topo, const fold_model_query_t *q,
     k.count       = q->proto.count;
     k.seg_count   = q->proto.seg_count;
     k.shm_count   = q->proto.shm_count;
+    k.ws_scale    = q->ws_scale;
     return k;
 }
 
@@ -573,8 +575,11 @@ static double predict_below(fold_comm_t *comm, const fold_topo_t *topo, fold_col
     /* The smaller size first: it bounds where the larger may stop. A lower bound of
      * t extrapolates to a lower bound of the result, the extrapolation being
      * non-decreasing in t. */
+    /* Both at the rates of the call's own working set (fold_model_query_t). */
+    q.ws_scale = (double)bytes / (double)(at / 2);
     double half = predict_at(comm, topo, &q, seg, at / 2, pricing_of(choice), INFINITY,
                              &exact);
+    q.ws_scale = (double)bytes / (double)at;
     double t = predict_at(comm, topo, &q, seg, at, pricing_of(choice),
                           extrapolation_cutoff(bound, half, at, bytes), &exact);
     return extrapolate(t, half, at, bytes);

@@ -303,6 +303,26 @@ Test(model_hand, a_fold_of_many_rows_pays_one_start)
     cr_expect_float_eq(t[1], 4 * (1 + 0.5 + 1), EPS);
 }
 
+/* Out of the cache the fold streams its 5 rows in and its result out, 6 streams of
+ * 4000 bytes at half a copy each (1000 B/us): 12 us; chained, 4 reductions of 4000
+ * bytes from memory (500 B/us) would take 32. */
+Test(model_hand, a_fold_of_many_rows_from_memory_streams_each_row_once)
+{
+    int keys[1] = {0};
+    fold_model_params_t p = round_params();
+    p.move_us     = 0.5;
+    p.cache_bytes = 1000;   /* everything misses */
+    hand_t h;
+    hand_init(&h, 1, keys);
+    fold_ref_t rows[5];
+    for (int r = 0; r < 5; r++) {
+        rows[r] = fold_ref_tmp((size_t)r * 1000);
+    }
+    fold_sched_reduce_rows(&h.s[0], rows, 5, fold_ref_out(0), 1000);
+    double t = hand_time(&h, &p);
+    cr_expect_float_eq(t, 1 + 0.5 + 12, EPS);
+}
+
 /* One wait over the rows of three other ranks is met flag_us after the last of
  * their posts; the fold after it starts then. */
 Test(model_hand, a_wait_over_ranges_waits_for_every_other_rank)
