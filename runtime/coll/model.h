@@ -70,7 +70,8 @@ typedef struct fold_model_params {
                                 slows out of cache as copies do */
     double cma_us;           /* ... its cost per call */
     double move_us;          /* a copy's or reduction's start, beyond step_us: the
-                                prefetchers ramping up on a new stream */
+                                prefetchers ramping up on a new stream (a step of
+                                less than 4 KiB pays its share) */
 } fold_model_params_t;
 
 /* Generic defaults: a current x86 server node and a 100 Gb/s network. */

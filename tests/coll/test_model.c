@@ -256,7 +256,7 @@ Test(model_hand, local_steps_share_the_cpu_in_ready_order)
 
 Test(model_hand, a_copy_or_reduction_pays_its_start)
 {
-    /* A copy of 4000 bytes (1 + 2 us) then a reduction of 4000 (1 + 1 us), each
+    /* A copy of 8000 bytes (1 + 4 us) then a reduction of 8000 (1 + 2 us), each
      * also move_us; a flag post beside them pays none. */
     int keys[1] = {0};
     double t[2];
@@ -265,16 +265,30 @@ Test(model_hand, a_copy_or_reduction_pays_its_start)
         p.move_us = i * 0.5;
         hand_t h;
         hand_init(&h, 1, keys);
-        fold_sched_copy(&h.s[0], fold_ref_in(0), fold_ref_tmp(0), 1000);
-        fold_sched_reduce(&h.s[0], fold_ref_in(0), fold_ref_tmp(0), fold_ref_out(0), 1000);
+        fold_sched_copy(&h.s[0], fold_ref_in(0), fold_ref_tmp(0), 2000);
+        fold_sched_reduce(&h.s[0], fold_ref_in(0), fold_ref_tmp(0), fold_ref_out(0), 2000);
         fold_sched_shm_post(&h.s[0], FOLD_FLAG_DONE, 1, fold_ref_shm(0), 1);
         t[i] = hand_time(&h, &p);
     }
-    cr_expect_float_eq(t[0], 5, EPS);
-    cr_expect_float_eq(t[1], 6, EPS);
+    cr_expect_float_eq(t[0], 8, EPS);
+    cr_expect_float_eq(t[1], 9, EPS);
 }
 
-/* A fold of 5 rows of 4000 bytes each is the work of 4 reductions (4 x 1 us) in one
+/* Below 4 KiB a step pays move_us in proportion to its bytes: the prefetchers have
+ * no stream to ramp over a few lines. A copy of 1024 bytes: 1 + 0.512 + 0.5 / 4. */
+Test(model_hand, a_small_step_pays_part_of_its_start)
+{
+    int keys[1] = {0};
+    fold_model_params_t p = round_params();
+    p.move_us = 0.5;
+    hand_t h;
+    hand_init(&h, 1, keys);
+    fold_sched_copy(&h.s[0], fold_ref_in(0), fold_ref_tmp(0), 256);
+    double t = hand_time(&h, &p);
+    cr_expect_float_eq(t, 1 + 0.512 + 0.125, EPS);
+}
+
+/* A fold of 5 rows of 8000 bytes each is the work of 4 reductions (4 x 2 us) in one
  * step: one step_us and one move_us, where the 4 chained reductions pay 4 of each. */
 Test(model_hand, a_fold_of_many_rows_pays_one_start)
 {
@@ -287,25 +301,25 @@ Test(model_hand, a_fold_of_many_rows_pays_one_start)
         hand_init(&h, 1, keys);
         fold_ref_t rows[5];
         for (int r = 0; r < 5; r++) {
-            rows[r] = fold_ref_tmp((size_t)r * 1000);
+            rows[r] = fold_ref_tmp((size_t)r * 2000);
         }
         if (chained) {
-            fold_sched_reduce(&h.s[0], rows[0], rows[1], fold_ref_out(0), 1000);
+            fold_sched_reduce(&h.s[0], rows[0], rows[1], fold_ref_out(0), 2000);
             for (int r = 2; r < 5; r++) {
-                fold_sched_reduce(&h.s[0], fold_ref_out(0), rows[r], fold_ref_out(0), 1000);
+                fold_sched_reduce(&h.s[0], fold_ref_out(0), rows[r], fold_ref_out(0), 2000);
             }
         } else {
-            fold_sched_reduce_rows(&h.s[0], rows, 5, fold_ref_out(0), 1000);
+            fold_sched_reduce_rows(&h.s[0], rows, 5, fold_ref_out(0), 2000);
         }
         t[chained] = hand_time(&h, &p);
     }
-    cr_expect_float_eq(t[0], 1 + 0.5 + 4, EPS);
-    cr_expect_float_eq(t[1], 4 * (1 + 0.5 + 1), EPS);
+    cr_expect_float_eq(t[0], 1 + 0.5 + 8, EPS);
+    cr_expect_float_eq(t[1], 4 * (1 + 0.5 + 2), EPS);
 }
 
 /* Out of the cache the fold streams its 5 rows in and its result out, 6 streams of
- * 4000 bytes at half a copy each (1000 B/us): 12 us; chained, 4 reductions of 4000
- * bytes from memory (500 B/us) would take 32. */
+ * 8000 bytes at half a copy each (1000 B/us): 24 us; chained, 4 reductions of 8000
+ * bytes from memory (500 B/us) would take 64. */
 Test(model_hand, a_fold_of_many_rows_from_memory_streams_each_row_once)
 {
     int keys[1] = {0};
@@ -316,11 +330,11 @@ Test(model_hand, a_fold_of_many_rows_from_memory_streams_each_row_once)
     hand_init(&h, 1, keys);
     fold_ref_t rows[5];
     for (int r = 0; r < 5; r++) {
-        rows[r] = fold_ref_tmp((size_t)r * 1000);
+        rows[r] = fold_ref_tmp((size_t)r * 2000);
     }
-    fold_sched_reduce_rows(&h.s[0], rows, 5, fold_ref_out(0), 1000);
+    fold_sched_reduce_rows(&h.s[0], rows, 5, fold_ref_out(0), 2000);
     double t = hand_time(&h, &p);
-    cr_expect_float_eq(t, 1 + 0.5 + 12, EPS);
+    cr_expect_float_eq(t, 1 + 0.5 + 24, EPS);
 }
 
 /* One wait over the rows of three other ranks is met flag_us after the last of
