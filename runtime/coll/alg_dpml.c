@@ -295,13 +295,7 @@ static void lead(dpml_plan_t *p, size_t k)
                 p->rows[1 + n++] = slot(p, k, i, j, 0);
             }
         }
-        if (n == 1) {
-            int other = 1 - p->local;
-            fold_sched_shm_wait(p->s, rank_of(p, other), other, FOLD_FLAG_WRITTEN, k + 1,
-                                p->rows[1], pc);
-        } else {
-            fold_sched_shm_wait_all(p->s, FOLD_FLAG_WRITTEN, k + 1, p->rows + 1, n, pc);
-        }
+        fold_sched_shm_wait_all(p->s, FOLD_FLAG_WRITTEN, k + 1, p->rows + 1, n, pc);
     }
     for (int t = 0; t < q; t++) {
         size_t so = fold_block_offset(pc, q, t), sc = fold_block_count(pc, q, t);

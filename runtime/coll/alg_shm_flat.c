@@ -91,12 +91,7 @@ static int shm_flat_build(const fold_coll_args_t *args, fold_sched_t *s)
                 others[nothers++] = rows[r];
             }
         }
-        if (p == 2) {
-            fold_sched_shm_wait(s, 1 - me, t->local_of[1 - me], FOLD_FLAG_WRITTEN, k,
-                                others[0], c);
-        } else {
-            fold_sched_shm_wait_all(s, FOLD_FLAG_WRITTEN, k, others, nothers, c);
-        }
+        fold_sched_shm_wait_all(s, FOLD_FLAG_WRITTEN, k, others, nothers, c);
         fold_sched_reduce_rows(s, rows, p, fold_ref_add(fold_ref_out(0), at), c);
     }
     free(rows);

@@ -173,6 +173,24 @@ static int refs_overlap(const fold_sched_t *s, fold_ref_t a, fold_ref_t b, size_
     return same_buf && a.off < b.off + count && b.off < a.off + count;
 }
 
+static int grow(void **buf, size_t *cap, size_t need, size_t elem)
+{
+    if (need <= *cap) {
+        return FOLD_OK;
+    }
+    size_t c = *cap ? *cap : 16;
+    while (c < need) {
+        c *= 2;
+    }
+    void *n = realloc(*buf, c * elem);
+    if (n == NULL) {
+        return FOLD_ERR_NO_MEMORY;
+    }
+    *buf = n;
+    *cap = c;
+    return FOLD_OK;
+}
+
 /* Keeps step st's n operands or ranges in the schedule's side array. */
 static void store_ops(fold_sched_t *s, fold_step_t *st, const fold_ref_t *ops, int n)
 {
@@ -180,18 +198,9 @@ static void store_ops(fold_sched_t *s, fold_step_t *st, const fold_ref_t *ops, i
     if (s->count_only) {
         return;
     }
-    if (s->nops + (size_t)n > s->ops_cap) {
-        size_t cap = s->ops_cap ? 2 * s->ops_cap : 64;
-        while (cap < s->nops + (size_t)n) {
-            cap *= 2;
-        }
-        fold_ref_t *grown = realloc(s->ops, cap * sizeof(*grown));
-        if (grown == NULL) {
-            s->status = FOLD_ERR_NO_MEMORY;
-            return;
-        }
-        s->ops     = grown;
-        s->ops_cap = cap;
+    if (grow((void **)&s->ops, &s->ops_cap, s->nops + (size_t)n, sizeof(*s->ops)) != FOLD_OK) {
+        s->status = FOLD_ERR_NO_MEMORY;
+        return;
     }
     st->ops_off = (uint32_t)s->nops;
     memcpy(s->ops + s->nops, ops, (size_t)n * sizeof(*ops));
@@ -205,12 +214,12 @@ void fold_sched_reduce_rows(fold_sched_t *s, const fold_ref_t *ops, int nops, fo
         s->status = s->status == FOLD_OK ? FOLD_ERR_INVALID_ARG : s->status;
         return;
     }
-    if (nops == 1 || nops == 2) {
-        if (nops == 1) {
-            fold_sched_copy(s, ops[0], dst, count);
-        } else {
-            fold_sched_reduce(s, ops[0], ops[1], dst, count);
-        }
+    if (nops == 1) {
+        fold_sched_copy(s, ops[0], dst, count);
+        return;
+    }
+    if (nops == 2) {
+        fold_sched_reduce(s, ops[0], ops[1], dst, count);
         return;
     }
     if (count == 0) {
@@ -534,23 +543,6 @@ struct fold_sched_scratch {
     dep_map_t map;
 };
 
-static int grow(void **buf, size_t *cap, size_t need, size_t elem)
-{
-    if (need <= *cap) {
-        return FOLD_OK;
-    }
-    size_t c = *cap ? *cap : 16;
-    while (c < need) {
-        c *= 2;
-    }
-    void *n = realloc(*buf, c * elem);
-    if (n == NULL) {
-        return FOLD_ERR_NO_MEMORY;
-    }
-    *buf = n;
-    *cap = c;
-    return FOLD_OK;
-}
 
 static void add_pred(dep_map_t *m, int64_t pred, uint32_t step)
 {
