@@ -372,7 +372,8 @@ typedef struct model_step {
                             ended (a message: when it was posted) */
     double   t_done;     /* when done; an shm wait before that: the latest flag time
                             it has seen, + flag_us */
-    uint64_t amount;     /* send, recv, copy, reduce: bytes; shm post/wait: flag value */
+    uint64_t amount;     /* send, recv, copy, reduce: bytes (reduce rows: of one row);
+                            shm post/wait: flag value */
     int32_t  peer;       /* send/recv: the peer; shm wait: the owner's local index, -1
                             every other local rank */
     uint32_t npred;      /* predecessors not done yet */
@@ -572,15 +573,11 @@ static void prog_note_footprint(model_prog_t *g, int rank, const fold_sched_t *s
     g->has_out[rank]    = (uint8_t)(s->has_out != 0);
 }
 
-static int is_fold(int kind)
-{
-    return kind == FOLD_STEP_REDUCE || kind == FOLD_STEP_REDUCE_ROWS;
-}
-
 /* How a copy or reduction touches the node segment (model_step_t.shm_access). */
 static uint8_t shm_access_of(const fold_sched_t *s, const fold_step_t *st)
 {
-    if (st->kind != FOLD_STEP_COPY && !is_fold(st->kind)) {
+    if (st->kind != FOLD_STEP_COPY && st->kind != FOLD_STEP_REDUCE &&
+        st->kind != FOLD_STEP_REDUCE_ROWS) {
         return 0;
     }
     int reads = 0;
@@ -588,13 +585,6 @@ static uint8_t shm_access_of(const fold_sched_t *s, const fold_step_t *st)
         reads = fold_step_read(s, st, k).buf == FOLD_BUF_SHM;
     }
     return (uint8_t)((reads ? SHM_READS : 0) | (st->dst.buf == FOLD_BUF_SHM ? SHM_WRITES : 0));
-}
-
-/* A step's bytes: a fold of n rows does the work of n - 1 reductions. */
-static uint64_t amount_of(const fold_step_t *st, size_t esize)
-{
-    uint64_t bytes = (uint64_t)st->count * (uint64_t)esize;
-    return st->kind == FOLD_STEP_REDUCE_ROWS ? bytes * (st->nops - 1) : bytes;
 }
 
 /* Appends rank `rank`'s finalized schedule; ranks come in order 0, 1, ... */
@@ -620,7 +610,7 @@ static int prog_append(model_prog_t *g, int rank, const fold_sched_t *s, size_t 
         const int shm = st->kind == FOLD_STEP_SHM_POST || st->kind == FOLD_STEP_SHM_WAIT;
         model_step_t *to = &g->steps[base + i];
         *to = (model_step_t){
-            .amount   = shm ? st->value : amount_of(st, esize),
+            .amount   = shm ? st->value : (uint64_t)st->count * (uint64_t)esize,
             .peer     = st->kind == FOLD_STEP_SHM_WAIT ? st->local : st->peer,
             .npred    = st->npred,
             .link     = st->kind == FOLD_STEP_REDUCE_ROWS ? st->nops : st->seq,
@@ -944,7 +934,7 @@ static double step_cpu_floor(const cpu_floor_t *f, const model_step_t *st)
                 : st->kind == FOLD_STEP_REDUCE ? move + (double)st->amount * f->reduce
                                                : 0;
     if (st->kind == FOLD_STEP_REDUCE_ROWS) {   /* the least of its two regimes (local_cost) */
-        double n = st->link, row = (double)st->amount / (n - 1);
+        double n = st->link, row = (double)st->amount;
         cost = move_cost(f->move_us, row) +
                row * fmin((n - 1) * f->reduce, (n + 1) * f->copy / 2);
     }
@@ -1450,14 +1440,29 @@ static void sim_wait_posted(model_sim_t *m, int rank, uint32_t g, double t)
 
 /* ---- the CPU ---- */
 
+/* n rows folded through an accumulator in L1: in the cache the work of n - 1
+ * reductions; from memory n rows read and one result written, where n - 1
+ * reductions of their own stream three times as many bytes. From the segment, at
+ * most the rate of n - 1 reductions from it (local_cost). */
+static double rows_cost(const model_sim_t *m, int rank, const model_step_t *st)
+{
+    double n = st->link, row = (double)st->amount;
+    double cost = row * ((n - 1) * m->fold_cache_us[rank] + (n + 1) * m->stream_mem_us[rank]);
+    if (st->shm_access) {
+        cost = max2(cost, (n - 1) * row * ((st->shm_access & SHM_WRITES) != 0
+                                               ? m->shm_reduce_us : m->fold_us[rank]));
+    }
+    return move_cost(m->p->move_us, row) + cost;
+}
+
 static double local_cost(const model_sim_t *m, int rank, const model_step_t *st)
 {
     int node = m->topo->node_of[rank];
     double per_byte;
     switch (st->kind) {
     case FOLD_STEP_COPY:   per_byte = m->copy_us[rank]; break;
-    case FOLD_STEP_REDUCE:
-    case FOLD_STEP_REDUCE_ROWS: per_byte = m->reduce_us[rank]; break;   /* rows: below */
+    case FOLD_STEP_REDUCE: per_byte = m->reduce_us[rank]; break;
+    case FOLD_STEP_REDUCE_ROWS: return rows_cost(m, rank, st);
     case FOLD_STEP_PEER_READ:
     case FOLD_STEP_PEER_WRITE:
         /* The kernel pins the pages and copies on this rank's CPU. */
@@ -1476,19 +1481,7 @@ static double local_cost(const model_sim_t *m, int rank, const model_step_t *st)
      * cores apart: 3.9-4.6 us per 128 KiB where the model said 6.8); costing the
      * folds at the copy rate made it look faster than dpml from 512 KiB, where it is
      * 8-23% slower with the cores sharing an L3. */
-    if (st->kind == FOLD_STEP_REDUCE_ROWS) {
-        /* n rows folded through an accumulator in L1: in the cache the work of n - 1
-         * reductions; from memory n rows read and one result written, where n - 1
-         * reductions of their own stream three times as many bytes. */
-        double n = st->link, row = (double)st->amount / (n - 1);
-        double cost = row * ((n - 1) * m->fold_cache_us[rank] + (n + 1) * m->stream_mem_us[rank]);
-        if (st->shm_access) {
-            cost = max2(cost, (double)st->amount * ((st->shm_access & SHM_WRITES) != 0
-                                                        ? m->shm_reduce_us : m->fold_us[rank]));
-        }
-        return move_cost(m->p->move_us, row) + cost;
-    }
-    if (is_fold(st->kind) && st->shm_access) {
+    if (st->kind == FOLD_STEP_REDUCE && st->shm_access) {
         per_byte = max2(per_byte, (st->shm_access & SHM_WRITES) != 0 ? m->shm_reduce_us
                                                                     : m->fold_us[rank]);
     } else if (st->shm_access) {
