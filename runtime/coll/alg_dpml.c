@@ -337,16 +337,12 @@ static void copy_out_row(dpml_plan_t *p, size_t k)
                     n - hi);
 }
 
-static void copy_out(dpml_plan_t *p, size_t k)
+/* Each leader's block, sub-partition by sub-partition, each once its leader published
+ * it. */
+static void copy_out_leaders(dpml_plan_t *p, size_t k)
 {
     const int q = p->lay.subparts;
-    if (!p->shm || !p->has_out) {
-        return;
-    }
-    if (p->lay.results && q == 1) {
-        copy_out_row(p, k);
-    }
-    for (int j = 0; j < p->lay.leaders && !(p->lay.results && q == 1); j++) {
+    for (int j = 0; j < p->lay.leaders; j++) {
         int lead = leader_of(p, j);
         const size_t off = chunk_off(p, k) + part_off(p, k, j), pc = part_count(p, k, j);
         if (lead == p->local && !p->allreduce) {
@@ -361,6 +357,18 @@ static void copy_out(dpml_plan_t *p, size_t k)
             }
             fold_sched_copy(p->s, from, fold_ref_out(off + so), sc);
         }
+    }
+}
+
+static void copy_out(dpml_plan_t *p, size_t k)
+{
+    if (!p->shm || !p->has_out) {
+        return;
+    }
+    if (p->lay.results && p->lay.subparts == 1) {
+        copy_out_row(p, k);
+    } else {
+        copy_out_leaders(p, k);
     }
     fold_sched_shm_post(p->s, FOLD_FLAG_COPIED, k + 1, slot(p, k, 0, 0, 0), stage_size(p));
 }
