@@ -478,10 +478,15 @@ int fold_node_fast_reduction(fold_node_t *node, const fold_node_call_t *call)
             return give_up(node, k, status);
         }
     }
-    /* The posts say what each rank was asked: fold nothing if they differ. */
+    /* The posts say what each rank was asked: fold nothing if they differ. This rank's
+     * own line is never loaded: its stores may still wait in the store buffer for the
+     * line, and a load there waited with them (8 B allreduce: 0.07 us a call). */
     for (int r = 0; r < size; r++) {
-        uint64_t theirs = slot_of(node, topo->local_of[r], b)->line[0].call;
-        if (r != me_rank && theirs != mine_bits) {
+        if (r == me_rank) {
+            continue;
+        }
+        const uint64_t theirs = slot_of(node, topo->local_of[r], b)->line[0].call;
+        if (theirs != mine_bits) {
             fold_fingerprint_t f = call_of(theirs);
             char line[256] = "";
             if (fold_fingerprint_diff(&f, r, &mine, me_rank, line, sizeof(line)) == 0) {
