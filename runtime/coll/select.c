@@ -690,7 +690,7 @@ static double evaluate_below(fold_comm_t *comm, fold_coll_t coll, const fold_alg
                              size_t seg_bytes, size_t bytes, int mapped, double bound,
                              fold_choice_t *choice)
 {
-    const int fast = alg == &fold_alg_shm_flat && bytes < fold_select_tiny_limit(comm);
+    const int fast = alg == &fold_alg_shm_flat && bytes <= fold_select_tiny_limit(comm);
     *choice = (fold_choice_t){.alg = alg, .seg_bytes = seg_bytes, .memory = mapped,
                               .fast = fast};
     if (!(alg->flags & FOLD_ALG_NODE_AWARE)) {
@@ -967,7 +967,7 @@ int fold_select(fold_comm_t *comm, fold_coll_t coll, size_t count, fold_dtype_t 
     }
     int status = select_uncached(comm, coll, count, dtype, op, 0, choice);
     choice->fast = choice->alg == &fold_alg_shm_flat &&
-                   count * fold_dtype_size(dtype) < fold_select_tiny_limit(comm);
+                   count * fold_dtype_size(dtype) <= fold_select_tiny_limit(comm);
     if (status == FOLD_OK) {
         memo_keep(m, count, dtype, op, choice);
     }

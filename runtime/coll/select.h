@@ -89,7 +89,7 @@ typedef struct fold_choice {
     int               leaders;
     const fold_alg_t *inter;
     int               root_weight;   /* fold_coll_args_t's, chosen by the model */
-    int               fast;          /* shm_flat below the tiny limit: a blocking call
+    int               fast;          /* shm_flat up to the tiny limit: a blocking call
                                         takes the node's tiny-message path */
     size_t            seg_bytes;     /* 0: FOLD_SEGMENT_SIZE, or the default */
     int               memory;        /* 1: chosen for buffers in fold memory on every

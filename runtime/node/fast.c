@@ -1,6 +1,6 @@
 /*
- * The tiny-message fast path of shm_flat: a blocking allreduce or reduce of fewer
- * bytes than the node's limit (fold_node_fast_limit: 64 KiB for 2 ranks) on a
+ * The tiny-message fast path of shm_flat: a blocking allreduce or reduce of at most
+ * the node's limit in bytes (fold_node_fast_limit: 64 KiB for 2 ranks) on a
  * communicator that lives on one node runs here, outside the executor, in a few
  * hundred nanoseconds. Same protocol as the schedule (coll/alg_shm_flat.c), cut to
  * the bone:
@@ -308,7 +308,7 @@ void fold_node_fast_init(fold_node_t *node)
 
 int fold_node_fast_eligible(const fold_node_t *node, size_t bytes)
 {
-    return node != NULL && bytes < node->fast_limit && node->fast_region != NULL &&
+    return node != NULL && bytes <= node->fast_limit && node->fast_region != NULL &&
            !node->broken && node->topo->nnodes == 1 && node->seg.local_size == node->comm_size;
 }
 

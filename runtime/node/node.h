@@ -28,7 +28,7 @@
 #include <pthread.h>
 #include <stdint.h>
 
-/* fast.c: blocking shm_flat calls of fewer bytes than a node's limit (a power of two,
+/* fast.c: blocking shm_flat calls of at most a node's limit in bytes (a power of two,
  * at most FOLD_FAST_MAX_BYTES: fold_node_fast_limit) on one node, with this many slots
  * per rank (calls a rank may run ahead of its readers). */
 #define FOLD_FAST_MAX_BYTES 65536

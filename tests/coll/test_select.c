@@ -608,10 +608,12 @@ Test(select_shapes, tiny_path_below_the_node_limit_priced_without_executor_steps
     cr_assert_eq(fold_select_topos(two->world), FOLD_OK);
     cr_assert_eq(fold_select_topos(sixteen->world), FOLD_OK);
     cr_assert_eq(fold_select_topos(nodes->world), FOLD_OK);
-    for (size_t bytes = 8; bytes <= 65536; bytes *= 8) {
+    static const size_t sizes[] = {8, 512, 32768, 65536, 65536 + 8, 131072};
+    for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+        const size_t bytes = sizes[i];
         double us = fold_select_evaluate(two->world, FOLD_COLL_ALLREDUCE, &fold_alg_shm_flat,
                                          bytes, &c);
-        cr_expect_eq(c.fast, bytes < 65536, "%zu B", bytes);
+        cr_expect_eq(c.fast, bytes <= 65536, "%zu B", bytes);
         fold_choice_t scheduled = c;
         scheduled.fast = 0;
         double sched_us = fold_select_predict(two->world, two->world->select.topo,
@@ -635,15 +637,17 @@ Test(select_shapes, tiny_path_below_the_node_limit_priced_without_executor_steps
     }
     fold_context_free_virtual(wide);
     fold_select_evaluate(sixteen->world, FOLD_COLL_REDUCE, &fold_alg_shm_flat, 8192, &c);
-    cr_expect_eq(c.fast, 0, "16 ranks: 8 KiB is at the limit");
+    cr_expect_eq(c.fast, 1, "16 ranks: 8 KiB is the limit, served");
+    fold_select_evaluate(sixteen->world, FOLD_COLL_REDUCE, &fold_alg_shm_flat, 8192 + 8, &c);
+    cr_expect_eq(c.fast, 0, "16 ranks: above the limit");
     fold_select_evaluate(nodes->world, FOLD_COLL_REDUCE, &fold_alg_shm_flat, 64, &c);
     cr_expect_eq(c.fast, 0);
     fold_context_free_virtual(two);
     fold_context_free_virtual(sixteen);
     fold_context_free_virtual(nodes);
 
-    /* An executor that costs 5 us a step: below the limit the tiny path wins whatever
-     * the other algorithms' data costs; at the limit shm_flat pays its steps too. */
+    /* An executor that costs 5 us a step: up to the limit the tiny path wins whatever
+     * the other algorithms' data costs; above it shm_flat pays its steps too. */
     setenv("FOLD_MODEL", "step_us=5", 1);
     fold_context_t *slow = virtual_ctx(1, 2);
     unsetenv("FOLD_MODEL");
@@ -651,7 +655,7 @@ Test(select_shapes, tiny_path_below_the_node_limit_priced_without_executor_steps
         fold_choice_t tiny = choose(slow, coll, 16384, FOLD_OP_SUM);
         cr_expect(tiny.alg == &fold_alg_shm_flat && tiny.fast, "%s 16 KiB: %s (fast %d)",
                   fold_coll_name(coll), tiny.alg->name, tiny.fast);
-        cr_expect_eq(choose(slow, coll, 65536, FOLD_OP_SUM).fast, 0);
+        cr_expect_eq(choose(slow, coll, 65536 + 8, FOLD_OP_SUM).fast, 0);
     }
     fold_context_free_virtual(slow);
 }

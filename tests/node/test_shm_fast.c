@@ -193,20 +193,20 @@ Test(shm_fast, limit_by_ranks)
     }
 }
 
-/* Rows at the border, every rank's input different: the largest count below the
- * limit takes the path (and reads right: the tail holds the limit's bytes less one
- * element), the limit itself runs the schedule. */
+/* Rows at the border, every rank's input different: the limit itself takes the path
+ * (and reads right: the tail holds exactly the limit's bytes), one element more runs
+ * the schedule. */
 static int border_rank(fold_context_t *ctx, int rank, int size, void *arg)
 {
     (void)arg;
     fold_comm_t *w = fold_comm_world(ctx);
     fold_config_set(ctx, "ALLREDUCE_ALG", "shm_flat");
     fold_config_set(ctx, "REDUCE_ALG", "shm_flat");
-    const size_t limit = fold_node_fast_limit(size), n = limit;   /* uint8 elements */
+    const size_t limit = fold_node_fast_limit(size), n = limit + 1;   /* uint8 elements */
     uint8_t *in = malloc(n), *out = malloc(n);
     int bad = in == NULL || out == NULL;
     for (int pass = 0; pass < 4 && !bad; pass++) {
-        const size_t count = pass % 2 == 0 ? n - 1 : n;   /* below, then at the limit */
+        const size_t count = pass % 2 == 0 ? limit : n;   /* at the limit, then above */
         const int reduce = pass >= 2;
         for (size_t i = 0; i < count; i++) {
             in[i] = (uint8_t)(i * 7 + (size_t)rank * 13 + (size_t)pass);
@@ -224,7 +224,7 @@ static int border_rank(fold_context_t *ctx, int rank, int size, void *arg)
             bad |= out[i] != (uint8_t)want;
         }
         uint64_t fast = w->node != NULL ? w->node->fast_calls - before : 0;
-        if (fast != (count < limit ? 1u : 0u)) {
+        if (fast != (count <= limit ? 1u : 0u)) {
             fprintf(stderr, "rank %d: %zu bytes took the fast path %llu times\n", rank, count,
                     (unsigned long long)fast);
             bad = 1;
