@@ -219,6 +219,30 @@ static int iteration_of(const perf_env_t *env, const perf_buffers_t *b, perf_cas
     return FOLD_OK;
 }
 
+/* Iterations [start, end) of one library: each call timed on its own, or with --batch
+ * the run back to back between two clock reads, each call given the run's mean. */
+static int run_of(const perf_env_t *env, const perf_buffers_t *b, perf_case_t *pc,
+                  long start, long end, int which, double *us)
+{
+    int status = FOLD_OK;
+    if (!env->opts->batch || (which == RUN_MPI && !pc->with_mpi)) {
+        for (long it = start; status == FOLD_OK && it < end; it++) {
+            status = iteration_of(env, b, pc, it, which, &us[it]);
+        }
+        return status;
+    }
+    double begin = perf_now_us();
+    for (long it = start; status == FOLD_OK && it < end; it++) {
+        double ignored;
+        status = iteration_of(env, b, pc, it, which, &ignored);
+    }
+    const double mean = (perf_now_us() - begin) / (double)(end - start);
+    for (long it = start; it < end; it++) {
+        us[it] = mean;
+    }
+    return status;
+}
+
 /* --compare mpi: fold and MPI take turns in runs of PERF_TURN_CALLS calls (which
  * one starts alternates), so that drift affects both alike while each library's
  * calls find the caches as its own calls left them. Turns of one call each made
@@ -226,18 +250,28 @@ static int iteration_of(const perf_env_t *env, const perf_buffers_t *b, perf_cas
  * of session 21 a 256 KiB 2-rank reduce took fold's cma 23 us interleaved call by
  * call against 14.6 alone, and Open MPI 23.4 against 19. Iterations [0, n). */
 #define PERF_TURN_CALLS 8
+/* --batch: runs of this many calls, long enough that a run's first calls (the other
+ * library's lines to take back, the peers' skew) weigh little in its mean. */
+#define PERF_BATCH_CALLS 100
+
+static long run_calls(const perf_env_t *env)
+{
+    return env->opts->batch ? PERF_BATCH_CALLS : PERF_TURN_CALLS;
+}
+
 static int timed_turns(const perf_env_t *env, const perf_buffers_t *b, perf_case_t *pc,
                        long n, double *fold_us, double *mpi_us)
 {
     int status = FOLD_OK;
-    for (long start = 0; status == FOLD_OK && start < n; start += PERF_TURN_CALLS) {
-        long end = start + PERF_TURN_CALLS < n ? start + PERF_TURN_CALLS : n;
-        int mpi_first = pc->with_mpi && ((start / PERF_TURN_CALLS) & 1);
+    const long turn = run_calls(env);
+    for (long start = 0; status == FOLD_OK && start < n; start += turn) {
+        long end = start + turn < n ? start + turn : n;
+        int mpi_first = pc->with_mpi && ((start / turn) & 1);
         for (int turn = 0; turn < 2; turn++) {
             int which = (turn == 0) == mpi_first ? RUN_MPI : RUN_FOLD;
-            for (long it = start; status == FOLD_OK && it < end; it++) {
-                status = iteration_of(env, b, pc, it, which,
-                                      which == RUN_MPI ? &mpi_us[it] : &fold_us[it]);
+            if (status == FOLD_OK) {
+                status = run_of(env, b, pc, start, end, which,
+                                which == RUN_MPI ? mpi_us : fold_us);
             }
         }
     }
@@ -254,9 +288,10 @@ static int timed_apart(const perf_env_t *env, const perf_buffers_t *b, perf_case
         if (perf_mpi_barrier() != 0) {
             return report_failure(env, pc, "MPI", "MPI_Barrier failed");
         }
-        for (long it = 0; status == FOLD_OK && it < n; it++) {
-            status = iteration_of(env, b, pc, it, block,
-                                  block == RUN_MPI ? &mpi_us[it] : &fold_us[it]);
+        const long turn = run_calls(env);
+        for (long start = 0; status == FOLD_OK && start < n; start += turn) {
+            long end = start + turn < n ? start + turn : n;
+            status = run_of(env, b, pc, start, end, block, block == RUN_MPI ? mpi_us : fold_us);
         }
     }
     return status;

@@ -215,6 +215,7 @@ int main(int argc, char **argv)
     info->inplace         = opts.inplace;
     info->rotate          = opts.rotate;
     info->fresh           = opts.fresh;
+    info->batch           = opts.batch;
     info->fold_memory     = opts.fold_memory;
     info->sparsity        = opts.sparsity;
     info->distribution    = opts.distribution;

@@ -412,6 +412,15 @@ static int opt_fresh(perf_options_t *o, const char *arg, char *why, size_t whyle
     return 0;
 }
 
+static int opt_batch(perf_options_t *o, const char *arg, char *why, size_t whylen)
+{
+    (void)arg;
+    (void)why;
+    (void)whylen;
+    o->batch = 1;
+    return 0;
+}
+
 static int opt_check(perf_options_t *o, const char *arg, char *why, size_t whylen)
 {
     (void)arg;
@@ -572,6 +581,10 @@ static const perf_option_t perf_option_table[] = {
      "untimed, as an application that has just computed it: a peer's input is then in its "
      "owner's cache, not still in the reader's from the call before (default: inputs are "
      "written once, as OSU's are)"}, opt_fresh},
+    {{"batch", 0, NULL, "time each library's calls in runs of 100 back-to-back calls (the "
+     "libraries take turns run by run), two clock reads a run, and give every call of a run "
+     "the run's mean: the rate of a loop of blocking calls, without the clock's ~0.04 us a "
+     "call (default: each call timed on its own, in turns of 8)"}, opt_batch},
     {{"memory", 'm', "KIND", "where the send and receive buffers live: host (the heap) or "
      "fold (fold_mem_alloc: the node's other ranks map them, so single copy runs at "
      "memcpy's speed) (default host)"}, opt_memory},
@@ -716,6 +729,11 @@ static int options_validate(const perf_options_t *o, char *err, size_t errlen)
     if (is_complex && o->op != FOLD_OP_SUM && o->op != FOLD_OP_PROD) {
         snprintf(err, errlen, "--op %s does not take complex datatypes (sum and prod do), "
                  "not %s", fold_op_name(o->op), fold_dtype_name(o->dtype));
+        return -1;
+    }
+    if (o->batch && o->fresh) {
+        snprintf(err, errlen, "--batch times calls back to back: it cannot rewrite the "
+                 "inputs between them (--fresh)");
         return -1;
     }
     if (o->inject_rank >= 0 && !o->check) {

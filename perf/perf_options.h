@@ -63,6 +63,7 @@ typedef struct perf_options {
     uint64_t    seed;
     int         rotate;
     int         fresh;          /* rewrite the input before every call, untimed */
+    int         batch;          /* time runs of calls together, not each call */
     int         check;
     int         compare_mpi;
     int         compare_apart;  /* mpi-apart: each library's iterations in a block */

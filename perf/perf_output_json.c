@@ -48,9 +48,10 @@ static void json_run_info(FILE *f, const perf_run_info_t *info)
     json_string(f, info->segment_size);
     fprintf(f, ",\n  \"threads\": ");
     json_string(f, info->threads);
-    fprintf(f, ",\n  \"rotate\": %d,\n  \"fresh\": %s,\n  \"memory\": \"%s\",\n"
+    fprintf(f, ",\n  \"rotate\": %d,\n  \"fresh\": %s,\n  \"batch\": %s,\n  \"memory\": \"%s\",\n"
             "  \"sparsity\": %.6g,\n  \"distribution\": \"%s\",\n", info->rotate,
-            info->fresh ? "true" : "false", info->fold_memory ? "fold" : "host", info->sparsity,
+            info->fresh ? "true" : "false", info->batch ? "true" : "false",
+            info->fold_memory ? "fold" : "host", info->sparsity,
             perf_distribution_name(info->distribution));
     fprintf(f, "  \"node_bandwidth_gbs\": ");
     if (isnan(info->node_bw_gbs)) {

@@ -14,6 +14,10 @@ void perf_table_print_header(FILE *out, const perf_run_info_t *info)
             info->threads, info->rotate, info->rotate == 1 ? "" : "s",
             info->fold_memory ? "buffers in fold memory" : "buffers on the heap",
             info->fresh ? ", inputs rewritten before every call" : "");
+    if (info->batch) {
+        fprintf(out, "# calls timed in runs of back-to-back calls (--batch): each call "
+                "shows its run's mean\n");
+    }
     if (info->compare_mpi) {
         fprintf(out, "# beside: %s (MPI_Allreduce / MPI_Reduce, %s)\n", info->mpi_library,
                 info->compare_apart ? "each size's iterations after fold's" : "interleaved");

@@ -20,6 +20,7 @@ typedef struct perf_run_info {
     int          inplace;
     int          rotate;
     int          fresh;          /* --fresh: inputs rewritten before every call */
+    int          batch;          /* --batch: calls timed in runs */
     int          fold_memory;    /* buffers from fold_mem_alloc (--memory fold) */
     double       sparsity;
     perf_distribution_t distribution;

@@ -90,6 +90,18 @@ for inplace in "" -i; do
     grep -q '"fresh": true' "$TMP/fresh.json" || fail "--json does not say the inputs were fresh"
 done
 
+# Calls timed in runs (--batch), beside the MPI library where there is one: checked,
+# every size timed, and the header says how.
+# shellcheck disable=SC2086 # $compare is a list of words on purpose
+"$@" "$PERF" -c allreduce,reduce -b 8 -e 64k -f 64 -n 250 --batch --check --probe-size 0 \
+    $compare --json "$TMP/batch.json" >"$TMP/out_batch" 2>"$TMP/err_batch"
+expect_checked _batch 6 "--batch" $?
+if [ -n "$compare" ]; then
+    expect_in out_batch "mpi_median_us"
+fi
+expect_in out_batch "calls timed in runs of back-to-back calls"
+grep -q '"batch": true' "$TMP/batch.json" || fail "--json does not say the calls were batched"
+
 # Buffers in fold memory (fold_mem_alloc): single copy through mappings of the peer's
 # allocations, checked, in place and not.
 for inplace in "" -i; do

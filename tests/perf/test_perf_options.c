@@ -73,6 +73,7 @@ Test(perf_options, defaults)
     cr_expect_str_eq(o.algorithms[0], "auto");
     cr_expect_eq(o.rotate, 1);
     cr_expect_eq(o.fresh, 0);
+    cr_expect_eq(o.batch, 0);
     cr_expect_eq(o.threads, -1);
     cr_expect_eq(o.inject_rank, -1);
     cr_expect_eq(o.check, 1);
@@ -127,6 +128,15 @@ Test(perf_options, every_option)
     cr_expect_eq(o.probe_bytes, 0);
     cr_expect_eq(o.inject_rank, 1);
     cr_expect_eq(o.inject_index, 17);
+}
+
+Test(perf_options, batch)
+{
+    perf_options_t o;
+    int rc = PARSE(&o, "--batch", "--compare", "mpi-apart");
+    cr_assert_eq(rc, 0, "%s", err);
+    cr_expect_eq(o.batch, 1);
+    cr_expect_eq(o.compare_apart, 1);
 }
 
 Test(perf_options, long_equals_and_attached_short_values)
@@ -216,6 +226,7 @@ Test(perf_options, inconsistent_options_are_named)
                  "complex_float64");
     EXPECT_ERROR("--op bor takes integer datatypes only", "-o", "bor", "-d", "2int");
     EXPECT_ERROR("--inject-error needs --check", "--inject-error", "1");
+    EXPECT_ERROR("--batch times calls back to back", "--batch", "--fresh");
     EXPECT_ERROR("--dense-ranks needs --distribution imbalanced", "--dense-ranks", "2");
     EXPECT_ERROR("--csv needs a file name", "--csv", "");
 }
@@ -234,7 +245,7 @@ Test(perf_options, usage_lists_every_option)
         "-d, --dtype NAME", "-o, --op NAME", "-r, --root R", "-i, --inplace",
         "-A, --algorithms LIST", "-s, --segment-size SIZE", "-T, --threads N",
         "-t, --transport NAME", "--bootstrap KIND", "--sparsity F", "--distribution KIND",
-        "--dense-ranks K", "--seed N", "--rotate N", "--fresh", "--check", "--compare KIND", "--csv FILE",
+        "--dense-ranks K", "--seed N", "--rotate N", "--fresh", "--batch", "--check", "--compare KIND", "--csv FILE",
         "--json FILE", "--plot FILE", "--probe-size SIZE", "--inject-error R[:I]",
         "-V, --version", "-h, --help",
         /* the notes --help adds */
