@@ -101,7 +101,7 @@ int fold_online_before(fold_comm_t *comm, const fold_call_t *call, fold_choice_t
                        fold_online_key_t **timed)
 {
     *timed = NULL;
-    if (comm->ctx->config.online <= 0 || choice->memory || choice->fast ||
+    if (comm->ctx->config.online <= 0 || choice->memory ||
         call->count * fold_dtype_size(call->dtype) <= FOLD_ONLINE_MIN_BYTES) {
         return FOLD_OK;
     }

@@ -30,9 +30,10 @@
 #define FOLD_ONLINE_SPREAD     2.0    /* rivals predicted within this of the pick */
 #define FOLD_ONLINE_MARGIN     0.05   /* a rival must beat the pick by this much */
 #define FOLD_ONLINE_BUDGET_US  20000.0  /* the trials' predicted time, at most */
-#define FOLD_ONLINE_MIN_BYTES  2048   /* calls of at most this many bytes, and those the
-                                         model sends down the tiny-message path, keep
-                                         the model's pick from the first call */
+#define FOLD_ONLINE_MIN_BYTES  2048   /* calls of at most this many bytes keep the
+                                         model's pick from the first call; larger ones
+                                         on the tiny-message path are tried too: the
+                                         model prices that path without the executor */
 
 typedef enum {
     FOLD_ONLINE_TRYING,
