@@ -30,8 +30,9 @@
  *        posts only the first seq and folds its input straight
  *     3. allreduce, or the root of a reduce: wait for every seq of every slot[r][b]
  *        to be k, fold the rows in rank order into the output
- *     4. every S / 2 calls, store done = k (see finish()); then ask for the lines
- *        of the others' next slots, which ranks running ahead have already filled
+ *     4. every S / 2 calls, store done = k (see finish()); then claim the lines of
+ *        slot[me][b + 1] for writing (claim_next()), and a reduce's root asks for
+ *        the lines of the others' next slots, which ranks running ahead have filled
  *
  * A short row's lines each carry a sequence number, so a reader polls all of them at
  * once and they cross together, in one transfer time: with one number ahead of the
@@ -486,9 +487,10 @@ int fold_node_fast_reduction(fold_node_t *node, const fold_node_call_t *call)
     mine_slot->line[0].call = mine_bits;
     const void *posted_in = allreduce || me_rank != root ? call->in : NULL;
     const size_t posted_lines = posted_in != NULL ? lines : 1;
+    const size_t posted_bytes = posted_in != NULL ? bytes : 0;
     post(mine_slot, posted_in, bytes, k);
     if (!folds) {
-        claim_next(node, b, posted_lines, posted_in != NULL ? bytes : 0);
+        claim_next(node, b, posted_lines, posted_bytes);
         finish(my_done, k);   /* it read nothing of call k */
         return FOLD_OK;
     }
@@ -550,7 +552,7 @@ int fold_node_fast_reduction(fold_node_t *node, const fold_node_call_t *call)
         acc = call->out;
     }
     finish(my_done, k);
-    claim_next(node, b, posted_lines, posted_in != NULL ? bytes : 0);
+    claim_next(node, b, posted_lines, posted_bytes);
     /* A reduce's root: the others' next slots, which non-roots running ahead have
      * already filled; their lines cross now, while the caller computes, rather than in
      * the next call. Not an allreduce's: its peers fill their next slots only after
