@@ -520,6 +520,12 @@ size_t fold_select_tiny_limit(const fold_comm_t *comm)
     return comm->shape.nnodes == 1 && !comm->node_none ? fold_node_fast_limit(comm->size) : 0;
 }
 
+/* Whether a blocking call of ALG over BYTES may take the node's tiny-message path. */
+static int takes_tiny_path(const fold_comm_t *comm, const fold_alg_t *alg, size_t bytes)
+{
+    return alg == &fold_alg_shm_flat && bytes <= fold_select_tiny_limit(comm);
+}
+
 /* Data bytes of the communicator's node segment: what its set-up agreed on, or
  * FOLD_SHM_SIZE before (and on virtual communicators, which have none). */
 static size_t comm_shm_bytes(const fold_comm_t *comm)
@@ -690,7 +696,7 @@ static double evaluate_below(fold_comm_t *comm, fold_coll_t coll, const fold_alg
                              size_t seg_bytes, size_t bytes, int mapped, double bound,
                              fold_choice_t *choice)
 {
-    const int fast = alg == &fold_alg_shm_flat && bytes <= fold_select_tiny_limit(comm);
+    const int fast = takes_tiny_path(comm, alg, bytes);
     *choice = (fold_choice_t){.alg = alg, .seg_bytes = seg_bytes, .memory = mapped,
                               .fast = fast};
     if (!(alg->flags & FOLD_ALG_NODE_AWARE)) {
@@ -966,8 +972,7 @@ int fold_select(fold_comm_t *comm, fold_coll_t coll, size_t count, fold_dtype_t 
         return FOLD_OK;
     }
     int status = select_uncached(comm, coll, count, dtype, op, 0, choice);
-    choice->fast = choice->alg == &fold_alg_shm_flat &&
-                   count * fold_dtype_size(dtype) <= fold_select_tiny_limit(comm);
+    choice->fast = takes_tiny_path(comm, choice->alg, count * fold_dtype_size(dtype));
     if (status == FOLD_OK) {
         memo_keep(m, count, dtype, op, choice);
     }
