@@ -28,6 +28,31 @@ double fold_online_median(const float *us, int n)
     return m % 2 ? v[m / 2] : 0.5 * ((double)v[m / 2 - 1] + (double)v[m / 2]);
 }
 
+int fold_online_passes(int trials)
+{
+    return trials >= 2 * FOLD_ONLINE_PASS_MIN ? 2 : 1;
+}
+
+void fold_online_slot(int call, int ncand, int trials, int *cand, int *at)
+{
+    const int passes = fold_online_passes(trials), per = trials / passes;
+    const int pass = call / (ncand * per), in_pass = call % (ncand * per);
+    const int c = in_pass / per;
+    *cand = pass % 2 ? ncand - 1 - c : c;
+    *at   = pass * per + in_pass % per;
+}
+
+double fold_online_score(const float *us, int trials)
+{
+    const int passes = fold_online_passes(trials), per = trials / passes;
+    double best = fold_online_median(us, per);
+    for (int p = 1; p < passes; p++) {
+        double m = fold_online_median(us + p * per, per);
+        best = m < best ? m : best;
+    }
+    return best;
+}
+
 int fold_online_best(const double *score, int n, double margin)
 {
     int best = 0;
@@ -119,7 +144,9 @@ int fold_online_before(fold_comm_t *comm, const fold_call_t *call, fold_choice_t
     }
     /* Trying: a non-blocking call takes the model's pick and is not counted. */
     if (call->blocking) {
-        *choice = k->cand[k->calls / (int)comm->ctx->config.online];
+        int cand, at;
+        fold_online_slot(k->calls, k->ncand, (int)comm->ctx->config.online, &cand, &at);
+        *choice = k->cand[cand];
         *timed  = k;
     }
     return FOLD_OK;
@@ -140,23 +167,27 @@ static void log_decision(const fold_comm_t *comm, const fold_online_key_t *k,
     char pick[96];
     fold_select_format_alg(k->cand[k->pick].alg, k->cand[k->pick].seg_bytes, pick,
                            sizeof(pick));
-    fold_debug("comm %u: %s of %zu %s (%s, root %d): tried %s, the slowest rank's median of "
-               "%d calls each: %s from now on",
+    const int passes = fold_online_passes(trials), per = trials / passes;
+    fold_debug("comm %u: %s of %zu %s (%s, root %d): tried %s, the slowest rank's best of "
+               "%d passes' medians of %d calls each: %s from now on",
                comm->id, fold_coll_name(k->coll), k->count, fold_dtype_name(k->dtype),
-               fold_op_name(k->op), k->root, line, trials > 1 ? trials - 1 : 1, pick);
+               fold_op_name(k->op), k->root, line, passes, per > 1 ? per - 1 : 1, pick);
 }
 
 int fold_online_after(fold_comm_t *comm, fold_online_key_t *k, double us)
 {
     const int trials = (int)comm->ctx->config.online;
-    k->us[k->calls / trials][k->calls % trials] = (float)us;
-    if (++k->calls < k->ncand * trials) {
+    const int passes = fold_online_passes(trials), per = trials / passes;
+    int cand, at;
+    fold_online_slot(k->calls, k->ncand, trials, &cand, &at);
+    k->us[cand][at] = (float)us;
+    if (++k->calls < k->ncand * passes * per) {
         return FOLD_OK;
     }
     /* The last trial: every rank's medians to every rank, the slowest rank's decides. */
     float mine[FOLD_ONLINE_MAX_CAND] = {0};
     for (int i = 0; i < k->ncand; i++) {
-        mine[i] = (float)fold_online_median(k->us[i], trials);
+        mine[i] = (float)fold_online_score(k->us[i], trials);
     }
     float *all = malloc((size_t)comm->size * sizeof(mine));
     int status = all == NULL ? FOLD_ERR_NO_MEMORY

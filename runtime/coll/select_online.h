@@ -3,9 +3,9 @@
  * Yuan, Lowenthal, "STAR-MPI: self tuned adaptive routines for MPI collective
  * operations", ICS 2006): where the model predicts rivals within
  * FOLD_ONLINE_SPREAD of its pick for a blocking call, the first calls with the same
- * arguments try each candidate for FOLD_ONLINE calls in turn, every rank times
- * them, one allgather gives every rank every rank's medians, and the candidate
- * whose slowest rank's median is least serves those calls from then on.
+ * arguments try each candidate for FOLD_ONLINE calls (in blocks, over two passes),
+ * every rank times them, one allgather gives every rank every rank's scores, and
+ * the candidate whose slowest rank's score is least serves those calls from then on.
  *
  * The model prices data a core has just written (the application computed its
  * input); whether a peer's input is instead still in the reader's cache from the
@@ -30,6 +30,7 @@
 #define FOLD_ONLINE_SPREAD     2.0    /* rivals predicted within this of the pick */
 #define FOLD_ONLINE_MARGIN     0.05   /* a rival must beat the pick by this much */
 #define FOLD_ONLINE_BUDGET_US  20000.0  /* the trials' predicted time, at most */
+#define FOLD_ONLINE_PASS_MIN   3      /* calls per candidate and pass, for 2 passes */
 #define FOLD_ONLINE_MIN_BYTES  2048   /* calls of at most this many bytes keep the
                                          model's pick from the first call; larger ones
                                          on the tiny-message path are tried too: the
@@ -81,6 +82,19 @@ void fold_online_free(fold_comm_t *comm);
 /* The median of the n times after the first (the first call of a candidate pays
  * its first-use costs); n == 1: that one. */
 double fold_online_median(const float *us, int n);
+/* Two passes over the candidates where FOLD_ONLINE gives each at least
+ * FOLD_ONLINE_PASS_MIN calls a pass, else one: a burst of noise on a shared machine
+ * (another tenant, a descheduled rank) that spans one candidate's block of calls
+ * must not decide, and its block in the other pass outvotes it. */
+int    fold_online_passes(int trials);
+/* The call-th timed call of a key (0-based): the candidate it tries (each candidate's
+ * block of trials / passes calls in turn, in order on even passes and in reverse on
+ * odd ones, so that neither a trend nor the order favours one) and the index of its
+ * time in that candidate's row. */
+void   fold_online_slot(int call, int ncand, int trials, int *cand, int *at);
+/* A candidate's score from its row of times: the least over the passes of each
+ * pass's median (fold_online_median of the pass's block). */
+double fold_online_score(const float *us, int trials);
 /* The candidate with the least score; a rival only where it beats candidate 0 (the
  * model's pick) by more than `margin` of its score. */
 int    fold_online_best(const double *score, int n, double margin);

@@ -33,6 +33,43 @@ Test(select_online, median_leaves_out_the_first_call)
     cr_expect_float_eq(fold_online_median(one, 1), 7.0, 1e-9);
 }
 
+/* FOLD_ONLINE=8 (the default): 2 passes of 4 calls per candidate, the second pass in
+ * reverse; 3 (as the tests below run): one pass of 3. */
+Test(select_online, trials_run_in_blocks_over_two_passes)
+{
+    static const int order8[] = {0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2,
+                                 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0};
+    int seen[3][8] = {{0}};
+    cr_assert_eq(fold_online_passes(8), 2);
+    for (int call = 0; call < 24; call++) {
+        int cand, at;
+        fold_online_slot(call, 3, 8, &cand, &at);
+        cr_expect_eq(cand, order8[call], "call %d tries %d", call, cand);
+        cr_assert(at >= 0 && at < 8, "call %d: index %d", call, at);
+        cr_expect_eq(seen[cand][at]++, 0, "call %d: index %d of candidate %d twice", call, at,
+                     cand);
+    }
+    cr_assert_eq(fold_online_passes(3), 1);
+    for (int call = 0; call < 6; call++) {
+        int cand, at;
+        fold_online_slot(call, 2, 3, &cand, &at);
+        cr_expect_eq(cand, call / 3);
+        cr_expect_eq(at, call % 3);
+    }
+}
+
+/* A burst of noise over one pass's block does not decide: the other pass's median
+ * does. One pass: the median of its calls after the first. */
+Test(select_online, a_burst_in_one_pass_is_outvoted)
+{
+    const float burst[] = {900, 50, 52, 55, /* pass 2: */ 400, 10, 11, 12};
+    const float steady[] = {900, 20, 21, 22, 400, 20, 19, 21};
+    cr_expect_float_eq(fold_online_score(burst, 8), 11.0, 1e-9);
+    cr_expect_float_eq(fold_online_score(steady, 8), 20.0, 1e-9);
+    const float one[] = {900, 3, 1, 2};
+    cr_expect_float_eq(fold_online_score(one, 4), 2.0, 1e-9);
+}
+
 Test(select_online, a_rival_must_beat_the_pick_by_the_margin)
 {
     const double close[] = {10.0, 9.8, 11.0};   /* 2% better: within the margin */
