@@ -98,24 +98,33 @@ static void fold_block(fold_sched_t *s, const fold_coll_args_t *a, size_t lo, si
     const int p = a->size, me = a->rank;
     const int to_root = a->coll == FOLD_COLL_REDUCE && me != a->root;
     const size_t seg = a->seg_count;
+    /* Out of place, an owner whose result stays in its OUT sums there from the start:
+     * the first peer row is read straight into OUT, so the kernel's copy, not the
+     * fold, brings OUT's lines into the cache, and the fold only reads and writes
+     * lines it holds (with TMP, the fold fetched each OUT line before writing it). */
+    const int into_out = !to_root && !a->inplace;
     for (size_t c = 0, k = 0; c < len; c += seg, k++) {
         size_t off = lo + c, m = len - c < seg ? len - c : seg;
         size_t slot = (k % CHUNK_SLOTS) * 2 * seg;
         fold_ref_t tmp_a = fold_ref_tmp(slot), tmp_b = fold_ref_tmp(slot + seg);
+        fold_ref_t sum = into_out ? fold_ref_out(off) : tmp_a;   /* the rows so far */
         fold_ref_t acc = fold_ref_in(off);
+        int first_read = into_out;   /* the next peer row may go straight into sum */
         if (me != 0) {
-            fold_sched_peer_read(s, 0, t->local_of[0], FOLD_BUF_IN, off, tmp_a, m);
-            acc = tmp_a;
+            fold_sched_peer_read(s, 0, t->local_of[0], FOLD_BUF_IN, off, sum, m);
+            acc = sum;
+            first_read = 0;
         }
         for (int r = 1; r < p; r++) {
             fold_ref_t row = fold_ref_in(off);
             if (r != me) {
-                fold_sched_peer_read(s, r, t->local_of[r], FOLD_BUF_IN, off, tmp_b, m);
-                row = tmp_b;
+                row = first_read ? sum : tmp_b;
+                fold_sched_peer_read(s, r, t->local_of[r], FOLD_BUF_IN, off, row, m);
+                first_read = 0;
             }
-            fold_ref_t dst = (r < p - 1 || to_root) ? tmp_a : fold_ref_out(off);
+            fold_ref_t dst = (r < p - 1 || to_root) ? sum : fold_ref_out(off);
             fold_sched_reduce(s, acc, row, dst, m);
-            acc = tmp_a;
+            acc = sum;
         }
         if (to_root) {
             fold_sched_peer_write(s, tmp_a, a->root, t->local_of[a->root], off, m);

@@ -23,12 +23,11 @@ static fold_topo_t *one_node(int size)
     return t;
 }
 
-/* Adds 1 to times[i] for each element the step of `rank` puts into dest's OUT. */
-static void count_writes(const fold_step_t *st, int rank, int dest, size_t *times)
+/* Adds 1 to times[i] for each element a peer write of this step puts into dest's OUT. */
+static void count_writes(const fold_step_t *st, int dest, size_t *times)
 {
-    int into_out = (st->kind == FOLD_STEP_REDUCE && rank == dest && st->dst.buf == FOLD_BUF_OUT) ||
-                   (st->kind == FOLD_STEP_PEER_WRITE && st->peer == dest);
-    for (size_t i = 0; into_out && i < st->count; i++) {
+    for (size_t i = 0; st->kind == FOLD_STEP_PEER_WRITE && st->peer == dest && i < st->count;
+         i++) {
         times[st->dst.off + i]++;
     }
 }
@@ -50,17 +49,27 @@ static void check_split_of(fold_coll_t coll, int size, int owners, int weight, i
         fold_sched_t s;
         fold_sched_init(&s, &a);
         cr_assert_eq(fold_alg_builder(&fold_alg_cma, coll)(&a, &s), FOLD_OK);
+        /* The elements this rank folds into its own OUT (a sum kept there takes
+         * several reductions per element: the element lands once). */
+        unsigned char *folded = calloc(n, 1);
         for (size_t g = 0; g < s.nsteps; g++) {
             const fold_step_t *st = &s.steps[g];
             for (int dest = 0; dest < size; dest++) {
-                count_writes(st, rank, dest, times + (size_t)dest * n);
+                count_writes(st, dest, times + (size_t)dest * n);
             }
-            /* A reduce that folds the last row: one element of a block done. */
-            if ((st->kind == FOLD_STEP_PEER_WRITE && coll == FOLD_COLL_REDUCE) ||
-                (st->kind == FOLD_STEP_REDUCE && st->dst.buf == FOLD_BUF_OUT)) {
-                owned[rank] += st->count;
+            if (st->kind == FOLD_STEP_PEER_WRITE && coll == FOLD_COLL_REDUCE) {
+                owned[rank] += st->count;   /* a block folded, written to the root */
+            }
+            for (size_t i = 0; st->kind == FOLD_STEP_REDUCE && st->dst.buf == FOLD_BUF_OUT &&
+                               i < st->count; i++) {
+                folded[st->dst.off + i] = 1;
             }
         }
+        for (size_t i = 0; i < n; i++) {
+            times[(size_t)rank * n + i] += folded[i];
+            owned[rank] += folded[i];
+        }
+        free(folded);
         fold_sched_cleanup(&s);
     }
     for (int dest = 0; dest < size; dest++) {
@@ -128,14 +137,16 @@ Test(alg_cma, a_heavier_root_folds_more)
 
 /* Streaming stores (exec.c) send a large call's results past the cache: right for a
  * result nothing reads again, wrong for an allreduce owner's block, which it then
- * writes into every other rank's OUT. The plan marks none of those folds final; a
- * reduce's root, whose folds nothing reads again, keeps its final folds. */
-static size_t final_results(fold_coll_t coll, int rank, int size, int owners)
+ * writes into every other rank's OUT, and for a sum kept in OUT (out of place, the
+ * first row is read straight into OUT: its lines are in the cache, dirty). The plan
+ * marks none of those folds final; in place a reduce's root sums in TMP, and its
+ * final folds into OUT, which nothing reads again, stream. */
+static size_t final_results(fold_coll_t coll, int rank, int size, int owners, int inplace)
 {
     fold_topo_t *t = one_node(size);
     fold_coll_args_t a = {.coll = coll, .rank = rank, .size = size, .root = 0, .count = 3000,
                           .seg_count = 300, .depth = 2, .commutative = 1, .topo = t,
-                          .leaders = owners};
+                          .leaders = owners, .inplace = inplace};
     fold_sched_t s;
     fold_wire_plan_t p;
     fold_sched_init(&s, &a);
@@ -156,10 +167,15 @@ Test(alg_cma, results_written_to_other_ranks_are_not_streamed)
 {
     for (int owners = 1; owners <= 3; owners++) {
         for (int rank = 0; rank < 3; rank++) {
-            cr_expect_eq(final_results(FOLD_COLL_ALLREDUCE, rank, 3, owners), 0,
-                         "allreduce, rank %d of 3, %d owners", rank, owners);
+            for (int inplace = 0; inplace <= 1; inplace++) {
+                cr_expect_eq(final_results(FOLD_COLL_ALLREDUCE, rank, 3, owners, inplace), 0,
+                             "allreduce, rank %d of 3, %d owners, in place %d", rank, owners,
+                             inplace);
+            }
         }
-        cr_expect_gt(final_results(FOLD_COLL_REDUCE, 0, 3, owners), 0,
-                     "reduce, the root, %d owners", owners);
+        cr_expect_eq(final_results(FOLD_COLL_REDUCE, 0, 3, owners, 0), 0,
+                     "reduce, the root, %d owners: a sum kept in OUT", owners);
+        cr_expect_gt(final_results(FOLD_COLL_REDUCE, 0, 3, owners, 1), 0,
+                     "reduce in place, the root, %d owners", owners);
     }
 }
