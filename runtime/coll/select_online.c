@@ -53,6 +53,25 @@ double fold_online_score(const float *us, int trials)
     return best;
 }
 
+double fold_online_excess_us(const double *pred_us, int n, int trials)
+{
+    double excess = 0;
+    for (int i = 1; i < n; i++) {
+        excess += pred_us[i] > pred_us[0] ? pred_us[i] - pred_us[0] : 0;
+    }
+    return excess * (double)trials;
+}
+
+int fold_online_affordable(const double *pred_us, int n, int trials)
+{
+    double total = 0;
+    for (int i = 0; i < n; i++) {
+        total += pred_us[i] * (double)trials;
+    }
+    return fold_online_excess_us(pred_us, n, trials) <= FOLD_ONLINE_BUDGET_US &&
+           total <= FOLD_ONLINE_SPAN_US;
+}
+
 int fold_online_best(const double *score, int n, double margin)
 {
     int best = 0;
@@ -111,12 +130,8 @@ static fold_online_key_t *add(fold_comm_t *comm, const fold_call_t *call,
     k->ncand = fold_select_alternatives(comm, call->coll, call->count, call->dtype, call->op,
                                         picked, FOLD_ONLINE_SPREAD, k->cand, k->pred_us,
                                         FOLD_ONLINE_MAX_CAND);
-    long trials = comm->ctx->config.online;
-    double cost = 0;
-    for (int i = 0; i < k->ncand; i++) {
-        cost += k->pred_us[i] * (double)trials;
-    }
-    if (k->ncand > 1 && cost <= FOLD_ONLINE_BUDGET_US) {
+    if (k->ncand > 1 && fold_online_affordable(k->pred_us, k->ncand,
+                                               (int)comm->ctx->config.online)) {
         k->state = FOLD_ONLINE_TRYING;
     }
     return k;

@@ -29,7 +29,16 @@
 #define FOLD_ONLINE_KEYS       64     /* argument sets one communicator tries */
 #define FOLD_ONLINE_SPREAD     2.0    /* rivals predicted within this of the pick */
 #define FOLD_ONLINE_MARGIN     0.05   /* a rival must beat the pick by this much */
-#define FOLD_ONLINE_BUDGET_US  20000.0  /* the trials' predicted time, at most */
+#define FOLD_ONLINE_BUDGET_US  20000.0  /* the trials' predicted time beyond the
+                                         pick's, at most */
+#define FOLD_ONLINE_SPAN_US    64000.0  /* and their whole predicted time: the calls
+                                         of a size see mixed times for a tenth of a
+                                         second at most (a benchmark's 16 calls of 16
+                                         MiB would be all trials). Bounding the whole
+                                         time at 20 ms left 2-rank calls from 4 MiB
+                                         untried, whose rivals the model put within
+                                         10-20% of each other, and its pick of dpml ran
+                                         8 MiB allreduce at 1.15x single copy's time */
 #define FOLD_ONLINE_PASS_MIN   3      /* calls per candidate and pass, for 2 passes */
 #define FOLD_ONLINE_MIN_BYTES  2048   /* calls of at most this many bytes keep the
                                          model's pick from the first call; larger ones
@@ -95,6 +104,13 @@ void   fold_online_slot(int call, int ncand, int trials, int *cand, int *at);
 /* A candidate's score from its row of times: the least over the passes of each
  * pass's median (fold_online_median of the pass's block). */
 double fold_online_score(const float *us, int trials);
+/* What trying costs beyond running the pick (candidate 0) for every trial, as the
+ * model predicts: rivals close to the pick cost little to try, however long the
+ * calls. */
+double fold_online_excess_us(const double *pred_us, int n, int trials);
+/* Whether trials of these candidates fit FOLD_ONLINE_BUDGET_US and
+ * FOLD_ONLINE_SPAN_US. */
+int    fold_online_affordable(const double *pred_us, int n, int trials);
 /* The candidate with the least score; a rival only where it beats candidate 0 (the
  * model's pick) by more than `margin` of its score. */
 int    fold_online_best(const double *score, int n, double margin);

@@ -70,6 +70,24 @@ Test(select_online, a_burst_in_one_pass_is_outvoted)
     cr_expect_float_eq(fold_online_score(one, 4), 2.0, 1e-9);
 }
 
+/* The budget bounds what the trials cost beyond the pick, the span their whole time:
+ * three candidates of 1.6-1.8 ms (8 MiB on 2 ranks) within 10% of each other are
+ * tried, a rival 75% behind is not, nor are calls of 4.6 ms (16 MiB), however close. */
+Test(select_online, close_rivals_are_tried_within_the_span)
+{
+    const double close[] = {1600, 1650, 1760};
+    const double far[] = {1600, 2800};
+    const double long_calls[] = {4600, 4700, 4800};
+    cr_expect_float_eq(fold_online_excess_us(close, 3, 8), 1680.0, 1e-6);
+    cr_expect(fold_online_affordable(close, 3, 8));
+    cr_expect_float_eq(fold_online_excess_us(far, 2, 8), 9600.0, 1e-6);
+    cr_expect(fold_online_affordable(far, 2, 8), "one rival: 35 ms in all");
+    const double far3[] = {1600, 2800, 3000};
+    cr_expect_not(fold_online_affordable(far3, 3, 8), "21 ms beyond the pick");
+    cr_expect_not(fold_online_affordable(long_calls, 3, 8), "113 ms in all");
+    cr_expect_float_eq(fold_online_excess_us(close, 1, 8), 0.0, 1e-9);
+}
+
 Test(select_online, a_rival_must_beat_the_pick_by_the_margin)
 {
     const double close[] = {10.0, 9.8, 11.0};   /* 2% better: within the margin */
