@@ -237,8 +237,9 @@ double fold_select_evaluate_below(fold_comm_t *comm, fold_coll_t coll, const fol
                                   fold_choice_t *choice);
 /* The model's pick for a call (picked) first, then up to max - 1 other algorithms the
  * rules offer it whose best configuration the model predicts below spread times the
- * pick's, fastest first, with their predictions in alt_us; returns how many (0 where
- * the model has no say). The same on every rank (select_online.h). */
+ * pick's, and a single-copy pick's own algorithm in smaller chunks, fastest first,
+ * with their predictions in alt_us; returns how many (0 where the model has no say).
+ * The same on every rank (select_online.h). */
 int  fold_select_alternatives(fold_comm_t *comm, fold_coll_t coll, size_t count,
                               fold_dtype_t dtype, fold_op_t op, const fold_choice_t *picked,
                               double spread, fold_choice_t *alts, double *alt_us, int max);

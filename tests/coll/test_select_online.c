@@ -100,7 +100,8 @@ Test(select_online, a_rival_must_beat_the_pick_by_the_margin)
 }
 
 /* The candidates: the model's pick first, then distinct algorithms predicted within
- * the spread, fastest first; on shapes this machine cannot run. */
+ * the spread (and a single-copy pick in smaller chunks), fastest first; on shapes
+ * this machine cannot run. */
 Test(select_online, rivals_are_distinct_close_and_in_order)
 {
     static const int shapes[][2] = {{1, 2}, {1, 8}, {4, 16}, {8, 64}};
@@ -129,8 +130,16 @@ Test(select_online, rivals_are_distinct_close_and_in_order)
                                  shapes[sh][0], shapes[sh][1], sizes[z], alts[i].alg->name,
                                  us[i], us[0]);
                     cr_expect(i == 1 || us[i] >= us[i - 1], "not in order of time");
+                    /* Distinct algorithms, but for a single-copy pick in 512 KiB
+                     * chunks, which is tried in 128 KiB ones too. */
                     for (int j = 0; j < i; j++) {
-                        cr_expect_neq(alts[i].alg, alts[j].alg, "%s twice", alts[i].alg->name);
+                        int smaller_chunks = alts[i].alg == alts[0].alg && j == 0 &&
+                                             (alts[0].alg->flags & FOLD_ALG_SINGLE_COPY) &&
+                                             alts[0].seg_bytes == 512 * 1024 &&
+                                             alts[i].seg_bytes == 128 * 1024;
+                        cr_expect(alts[i].alg != alts[j].alg || smaller_chunks,
+                                  "%s twice (%zu and %zu B chunks)", alts[i].alg->name,
+                                  alts[j].seg_bytes, alts[i].seg_bytes);
                     }
                     /* Each rival at its best: what selection predicts for that choice. */
                     cr_expect_float_eq(us[i], fold_select_predict(ctx->world,
@@ -145,6 +154,37 @@ Test(select_online, rivals_are_distinct_close_and_in_order)
             }
         }
         fold_context_free_virtual(ctx);
+    }
+}
+
+/* A single-copy pick in 512 KiB chunks is tried in 128 KiB ones too, at its best
+ * leaders and weight, and nothing else twice; with the segment fixed (FOLD_SEGMENT_SIZE)
+ * it is not. */
+Test(select_online, single_copy_is_tried_in_smaller_chunks)
+{
+    for (int coll = FOLD_COLL_ALLREDUCE; coll <= FOLD_COLL_REDUCE; coll++) {
+        for (int fixed = 0; fixed <= 1; fixed++) {
+            fold_context_t *ctx = virtual_ctx(1, 2);
+            if (fixed) {
+                cr_assert_eq(fold_config_set(ctx, "SEGMENT_SIZE", "512k"), FOLD_OK);
+            }
+            const size_t count = (1 << 20) / 4;
+            fold_choice_t pick = {.alg = &fold_alg_cma, .leaders = 2, .seg_bytes = 512 * 1024};
+            fold_choice_t alts[8];
+            double us[8];
+            int n = fold_select_alternatives(ctx->world, coll, count, FOLD_FLOAT32, FOLD_OP_SUM,
+                                             &pick, 2.0, alts, us, 8);
+            int smaller = 0;
+            for (int i = 1; i < n; i++) {
+                smaller += alts[i].alg == &fold_alg_cma && alts[i].seg_bytes == 128 * 1024;
+                cr_expect(alts[i].alg != &fold_alg_cma || alts[i].seg_bytes == 128 * 1024,
+                          "cma at %zu B chunks", alts[i].seg_bytes);
+            }
+            cr_expect_eq(smaller, !fixed, "%s, segment %s: cma@128k offered %d times",
+                         coll == FOLD_COLL_ALLREDUCE ? "allreduce" : "reduce",
+                         fixed ? "fixed" : "open", smaller);
+            fold_context_free_virtual(ctx);
+        }
     }
 }
 
