@@ -160,6 +160,11 @@ static int cma_build(const fold_coll_args_t *a, fold_sched_t *s)
         }
         return s->status;
     }
+    /* Every copy and fold of this rank runs on its core, so nothing overlaps: a chunk
+     * is read, folded and written on before the next is read, while it is in the
+     * cache. Run as they became ready, all the chunks' reads went first; in order,
+     * 2-rank allreduce of 2-8 MiB took 0.77-0.86x the time, reduce 0.89-0.90x. */
+    fold_sched_serial(s);
     /* 1. IN and OUT are published (the executor did it when the call took its turn). */
     fold_sched_peer_publish(s, FOLD_FLAG_WRITTEN, n);
 

@@ -39,6 +39,11 @@ void fold_sched_reset(fold_sched_t *s, const fold_coll_args_t *args)
     s->ops_cap  = ops_cap;
 }
 
+void fold_sched_serial(fold_sched_t *s)
+{
+    s->serial = 1;
+}
+
 void fold_sched_count_only(fold_sched_t *s)
 {
     s->count_only = 1;
@@ -486,8 +491,17 @@ typedef struct access {
     size_t  lo, hi;    /* element range [lo, hi) */
 } access_t;
 
-/* Besides the buffers, a post writes its flag: posts to one flag stay in order. */
+/* Besides the buffers, a post writes its flag: posts to one flag stay in order; and
+ * in a serial schedule every local step writes the core, so they keep theirs. */
 #define ACCESS_FLAG FOLD_BUF_COUNT
+#define ACCESS_CORE (FOLD_BUF_COUNT + 1)
+
+static int local_step(const fold_step_t *st)
+{
+    return st->kind == FOLD_STEP_COPY || st->kind == FOLD_STEP_REDUCE ||
+           st->kind == FOLD_STEP_REDUCE_ROWS || st->kind == FOLD_STEP_PEER_READ ||
+           st->kind == FOLD_STEP_PEER_WRITE;
+}
 
 /* The buffer identity used for conflicts: in place, IN and OUT are one memory. */
 static uint8_t alias_buf(const fold_sched_t *s, uint8_t buf)
@@ -509,7 +523,7 @@ static access_t range_of(const fold_sched_t *s, fold_ref_t r, size_t count)
  * accesses rather than quadratic in the steps.
  */
 #define NO_READERS UINT32_MAX
-#define NBUFS      (ACCESS_FLAG + 1)
+#define NBUFS      (ACCESS_CORE + 1)
 
 typedef struct span {
     size_t   lo, hi;
@@ -818,13 +832,18 @@ int fold_sched_finalize_with(fold_sched_t *s, fold_sched_scratch_t *x)
         const int nreads = st->count > 0 ? fold_step_nreads(st) : 0;
         const int nwrites = fold_step_nwrites(st);
         const access_t flag = {ACCESS_FLAG, st->flag, st->flag + 1u};
+        const access_t core = {ACCESS_CORE, 0, 1};
         const int posts = st->kind == FOLD_STEP_SHM_POST;
+        const int on_core = s->serial && local_step(st);
         for (int k = 0; k < nreads; k++) {
             access_t a = range_of(s, fold_step_read(s, st, k), st->count);
             collect(&m, &a, 0, (uint32_t)j);
         }
         if (posts) {
             collect(&m, &flag, 1, (uint32_t)j);
+        }
+        if (on_core) {
+            collect(&m, &core, 1, (uint32_t)j);
         }
         for (int k = 0; k < nwrites; k++) {
             access_t a = range_of(s, fold_step_write(s, st, k), st->count);
@@ -836,6 +855,9 @@ int fold_sched_finalize_with(fold_sched_t *s, fold_sched_scratch_t *x)
         }
         if (posts) {
             record_write(&m, &flag, (uint32_t)j);
+        }
+        if (on_core) {
+            record_write(&m, &core, (uint32_t)j);
         }
         for (int k = 0; k < nwrites; k++) {
             access_t a = range_of(s, fold_step_write(s, st, k), st->count);
@@ -939,7 +961,8 @@ static uint64_t ref_word(fold_ref_t r)
 
 uint64_t fold_sched_shape_hash(const fold_sched_t *s)
 {
-    uint64_t h = mix(0, (uint64_t)s->nsteps * 2 + (s->inplace != 0));
+    uint64_t h = mix(0, (uint64_t)s->nsteps * 4 + (uint64_t)(s->serial != 0) * 2 +
+                            (s->inplace != 0));
     for (size_t i = 0; i < s->nsteps; i++) {
         const fold_step_t *st = &s->steps[i];
         uint64_t a = ref_word(st->src), b = ref_word(st->src2);
@@ -961,7 +984,8 @@ uint64_t fold_sched_shape_hash(const fold_sched_t *s)
 
 int fold_sched_same_shape(const fold_sched_t *a, const fold_sched_t *b)
 {
-    if (a->nsteps != b->nsteps || (a->inplace != 0) != (b->inplace != 0)) {
+    if (a->nsteps != b->nsteps || (a->inplace != 0) != (b->inplace != 0) ||
+        a->serial != b->serial) {
         return 0;
     }
     for (size_t i = 0; i < a->nsteps; i++) {

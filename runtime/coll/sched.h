@@ -154,6 +154,7 @@ typedef struct fold_sched {
     int          uses_peer;   /* has peer reads or writes */
     int          uses_tl;     /* has sends or receives (set by finalize) */
     int          inplace;
+    int          serial;      /* fold_sched_serial: local steps run in the order built */
     int          has_out;     /* 0: OUT must not be referenced */
     int          status;      /* sticky: first error while building */
     int          count_only;  /* fold_sched_count_only: steps counted, not kept */
@@ -256,6 +257,13 @@ void fold_sched_embed(fold_sched_t *s, const fold_sched_t *inner, fold_ref_t in,
                       fold_ref_t out, size_t tmp_base, const int *peers);
 
 /* Derives dependencies and message numbers; returns s->status. */
+/* This rank's local steps (copies, reductions, peer reads and writes) run in the
+ * order they were built, each after the one before, besides what their buffers
+ * order: for a schedule whose local steps cannot overlap anything (every one of them
+ * runs on this core) and whose builder's order keeps each chunk in the cache from
+ * one step to the next. Without it the executor may run any step that is ready, and
+ * runs them in the order they became ready: all of the chunks' first steps first. */
+void fold_sched_serial(fold_sched_t *s);
 int fold_sched_finalize(fold_sched_t *s);
 /* The same with working memory kept between calls (NULL from _new: no memory). */
 typedef struct fold_sched_scratch fold_sched_scratch_t;

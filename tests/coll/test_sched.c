@@ -37,6 +37,33 @@ Test(sched, dependencies_follow_buffer_conflicts)
     fold_sched_cleanup(&s);
 }
 
+/* A serial schedule's local steps wait each for the one built before, whatever their
+ * buffers; sends, receives and flag steps only for their buffers, as before. */
+Test(sched, a_serial_schedule_keeps_its_local_steps_in_order)
+{
+    for (int serial = 0; serial <= 1; serial++) {
+        fold_coll_args_t a = args_for(FOLD_COLL_ALLREDUCE, 0, 0);
+        fold_sched_t s;
+        fold_sched_init(&s, &a);
+        if (serial) {
+            fold_sched_serial(&s);
+        }
+        fold_sched_copy(&s, fold_ref_in(0), fold_ref_out(0), 10);                      /* 0 */
+        fold_sched_recv(&s, 1, fold_ref_tmp(100), 10);                                 /* 1 */
+        fold_sched_reduce(&s, fold_ref_in(10), fold_ref_in(20), fold_ref_out(10), 10); /* 2 */
+        fold_sched_send(&s, 1, fold_ref_in(90), 10);                                   /* 3 */
+        fold_sched_copy(&s, fold_ref_in(30), fold_ref_tmp(0), 10);                     /* 4 */
+        cr_assert_eq(fold_sched_finalize(&s), FOLD_OK);
+        cr_expect_eq(depends_on(&s, 2, 0), serial, "serial %d: the reduction after the copy",
+                     serial);
+        cr_expect_eq(depends_on(&s, 4, 2), serial, "serial %d: the copy after the reduction",
+                     serial);
+        cr_expect_eq(s.steps[1].npred, 0, "a receive waits for nothing of the copy's");
+        cr_expect_eq(s.steps[3].npred, 0, "a send waits for nothing of theirs");
+        fold_sched_cleanup(&s);
+    }
+}
+
 Test(sched, in_place_aliases_in_and_out)
 {
     fold_coll_args_t a = args_for(FOLD_COLL_ALLREDUCE, 0, 1);
