@@ -7,7 +7,7 @@
  * k owners (args->leaders, chosen by the cost model: one owner pays one kernel
  * call per chunk, several share the copying) split the message into k nearly equal
  * blocks. Owner j reads every other rank's part of block j straight from their IN,
- * chunk by chunk into one pair of TMP slots, and folds the rows in rank order into its
+ * chunk by chunk into two TMP slots, and folds the rows in rank order into its
  * result: its own OUT (allreduce, or the root of a reduce), or a TMP slot it then
  * writes into the root's OUT. An allreduce's owner then writes each folded chunk
  * into every other rank's OUT. Owners are ranks 0..k-1 (allreduce), or the root and
@@ -82,14 +82,10 @@ static int owned_block(const fold_coll_args_t *a, int rank)
     return j < owner_count(a) ? j : -1;
 }
 
-/* One chunk at a time: its two TMP slots of seg_count elements, reused by the next
- * chunk. The kernel's copies run on this core like the folds, so nothing overlaps
- * that more slots could hide; they only let the executor (which runs ready steps in
- * the order they became ready) read the next chunks before folding this one, and the
- * fold then found its TMP gone from the cache: with 4 slots 2-rank 4 MiB reduce took
- * 1.25x the time (16 MiB 1.15x, 4 MiB allreduce 1.15x; one slot, the same launches
- * alternated). With one pair, reading chunk c + 1 waits for the fold of chunk c. */
-#define CHUNK_SLOTS 1
+/* A chunk's two TMP slots of seg_count elements, TMP_A and TMP_B. The schedule is
+ * serial (cma_build), so every chunk reuses them: more slots only let the executor
+ * read the next chunks before folding this one, and the fold then found its TMP gone
+ * from the cache (with 4 slots 2-rank 4 MiB reduce took 1.25x the time). */
 
 /* Folds block b chunk by chunk into `final` (OUT, or TMP written to the root). */
 static void fold_block(fold_sched_t *s, const fold_coll_args_t *a, size_t lo, size_t len)
@@ -103,10 +99,9 @@ static void fold_block(fold_sched_t *s, const fold_coll_args_t *a, size_t lo, si
      * fold, brings OUT's lines into the cache, and the fold only reads and writes
      * lines it holds (with TMP, the fold fetched each OUT line before writing it). */
     const int into_out = !to_root && !a->inplace;
-    for (size_t c = 0, k = 0; c < len; c += seg, k++) {
+    const fold_ref_t tmp_a = fold_ref_tmp(0), tmp_b = fold_ref_tmp(seg);
+    for (size_t c = 0; c < len; c += seg) {
         size_t off = lo + c, m = len - c < seg ? len - c : seg;
-        size_t slot = (k % CHUNK_SLOTS) * 2 * seg;
-        fold_ref_t tmp_a = fold_ref_tmp(slot), tmp_b = fold_ref_tmp(slot + seg);
         fold_ref_t sum = into_out ? fold_ref_out(off) : tmp_a;   /* the rows so far */
         fold_ref_t acc = fold_ref_in(off);
         int first_read = into_out;   /* the next peer row may go straight into sum */
@@ -184,7 +179,7 @@ static int cma_build(const fold_coll_args_t *a, fold_sched_t *s)
     /* What this rank's last post must follow: its result, wherever it went (the
      * peer writes into the others' OUT follow its folds). A rank without a block
      * guards a TMP element nothing else touches. */
-    const size_t spare = CHUNK_SLOTS * 2 * a->seg_count;
+    const size_t spare = 2 * a->seg_count;
     fold_ref_t mine = len == 0 ? fold_ref_tmp(spare)
                     : allreduce || !has_out ? fold_ref_peer(lo) : fold_ref_out(lo);
     size_t mine_len = len == 0 ? 1 : len;
