@@ -302,6 +302,9 @@ typedef struct fold_node_calib {
     double xfold_gbs;       /* the sum of 64 KiB it wrote into this rank's own
                                buffer, */
     double xfold_far_gbs;   /* ... the same of 1 MiB (xfold_gbs where no room), */
+    double xcma_gbs;        /* the kernel's copy (process_vm_readv) of 64 KiB the
+                               other core just wrote, its call's cost left out; 0
+                               where the kernel refuses */
     double flag_us;         /* and a flag's trip from one core to the other */
     int    single_copy;     /* the kernel lets this process copy through it ... */
     double cma_gbs;         /* ... at this rate (1 MiB reads) */

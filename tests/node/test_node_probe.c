@@ -20,6 +20,8 @@ typedef struct seen {
     fold_model_params_t model[RANKS];
     int                 probed[RANKS];
     double              calib_flag_us[RANKS];
+    double              calib_xcma_gbs[RANKS];
+    int                 single_copy[RANKS];
     char                measured[RANKS][512];
 } seen_t;
 
@@ -38,6 +40,8 @@ static int one_call(fold_context_t *ctx, int rank, int size, void *arg)
     s->model[rank]  = ctx->model;
     s->probed[rank] = ctx->cores_probed;
     s->calib_flag_us[rank] = ctx->calib.flag_us;
+    s->calib_xcma_gbs[rank] = ctx->calib.xcma_gbs;
+    s->single_copy[rank]    = ctx->calib.single_copy;
     snprintf(s->measured[rank], sizeof(s->measured[rank]), "%s", ctx->measured);
     return bad;
 }
@@ -73,7 +77,16 @@ Test(node_probe, two_cores_measured_once_and_alike_on_every_rank)
     cr_expect(plausible(s.model[0].shm_write_gbs), "%g", s.model[0].shm_write_gbs);
     cr_expect(plausible(s.model[0].shm_fold_gbs), "%g", s.model[0].shm_fold_gbs);
     cr_expect(plausible(s.model[0].shm_fold_far_gbs), "%g", s.model[0].shm_fold_far_gbs);
+    /* The kernel's copy across the cores, where this process may use it; then the
+     * model's single-copy rate is that one. */
+    if (s.single_copy[0]) {
+        cr_expect(plausible(s.calib_xcma_gbs[0]), "%g", s.calib_xcma_gbs[0]);
+        cr_expect_float_eq(s.model[0].cma_gbs, s.calib_xcma_gbs[0],
+                           1e-3 * s.calib_xcma_gbs[0], "cma_gbs %g, probed %g",
+                           s.model[0].cma_gbs, s.calib_xcma_gbs[0]);
+    }
 }
+
 
 /* 16 KiB of segment cannot hold the probe's 64 KiB: the calibration's rates stay. */
 Test(node_probe, no_room_in_the_segment_keeps_the_fallbacks)
@@ -153,5 +166,32 @@ Test(node_probe, medians_of_the_measuring_ranks_under_fold_model)
     cr_assert_eq(fold_context_set_cores(ctx, all, 4), FOLD_OK);
     cr_expect_float_eq(ctx->model.shm_gbs, 7, 1e-9, "FOLD_MODEL has the last word");
     cr_expect_float_eq(ctx->model.shm_reduce_gbs, 32, 1e-9);
+    fold_context_free_virtual(ctx);
+}
+
+/* Single copy's rate in the model: the probe's kernel copy across the cores where it
+ * measured one, else the calibration's own-memory rate slowed as memcpy slowed across
+ * the cores; without single copy, none. */
+Test(node_probe, single_copy_takes_the_probed_kernel_rate)
+{
+    fold_node_calib_t base = {.copy_gbs = 24, .reduce_gbs = 12, .single_copy = 1,
+                              .cma_gbs = 13, .cma_us = 0.6};
+    fold_node_calib_t probed[4] = {{.copy_gbs = 0},
+                                   {.xcopy_gbs = 12, .xcma_gbs = 11},
+                                   {.copy_gbs = 0},
+                                   {.xcopy_gbs = 12, .xcma_gbs = 13}};
+    fold_context_t *ctx = virtual_context();
+    ctx->calib = base;
+    cr_assert_eq(fold_context_set_cores(ctx, probed, 4), FOLD_OK);
+    cr_expect_float_eq(ctx->model.cma_gbs, 12, 1e-9, "the median of 11 and 13");
+    fold_context_free_virtual(ctx);
+
+    for (int r = 0; r < 4; r++) {
+        probed[r].xcma_gbs = 0;   /* the kernel refused, or an older probe */
+    }
+    ctx = virtual_context();
+    ctx->calib = base;
+    cr_assert_eq(fold_context_set_cores(ctx, probed, 4), FOLD_OK);
+    cr_expect_float_eq(ctx->model.cma_gbs, 13.0 * 12 / 24, 1e-9, "scaled as memcpy");
     fold_context_free_virtual(ctx);
 }
