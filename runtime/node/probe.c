@@ -116,41 +116,34 @@ static double round_trip_us(probe_t *pr, int is_a, uint64_t *seq)
     return best;
 }
 
-/* Both write their buffer, then copy the other's at once, as the ranks of a
- * node-aware call do: the median rate of each side. */
-static double copy_gbs(probe_t *pr, float *out, uint64_t *seq)
-{
-    double t[PROBE_ROUNDS];
-    int n = 0;
-    for (int k = 0; k < PROBE_ROUNDS && !pr->failed; k++) {
-        uint64_t written = ++*seq, read = ++*seq;
-        memset(pr->mine_data, k + 1, PROBE_BYTES);
-        post(pr, written);
-        if (!wait_for(pr, written)) {
-            break;
-        }
-        double start = fold_util_time_now();
-        memcpy(out, pr->their_data, PROBE_BYTES);
-        t[n++] = fold_util_time_now() - start;
-        post(pr, read);
-        wait_for(pr, read);   /* the other is done reading before either writes again */
-    }
-    return median_gbs(t, n, PROBE_BYTES);
-}
-
 /* The kernel's copy of what the other core just wrote, as a single-copy read of a
  * peer's buffer takes it (through this process's own mapping of the segment: the
- * same lines): both write their buffer, then read the other's with
- * process_vm_readv, a 64-byte read first, whose time (the call's cost) is left out.
- * On the Xeon VM the kernel's copy ran at 12-14 GB/s from the other core's cache and
- * at 13 from its own, where memcpy fell from 24 to 13: scaling single copy's own
- * rate like memcpy's put it at 7 and the model at 2.3x its time, and it took dpml
- * for 1 MiB allreduce at twice single copy's time. 0 where the kernel refuses. */
-static double kernel_copy_gbs(probe_t *pr, float *out, uint64_t *seq)
+ * same lines), in seconds: process_vm_readv of all of it, less that of one line of
+ * this rank's own (the call's cost); -1 where the kernel refuses. On the Xeon VM the
+ * kernel's copy ran at 12-14 GB/s from the other core's cache and at 13 from its
+ * own, where memcpy fell from 24 to 13: scaling single copy's own rate like memcpy's
+ * put it at 7 and the model at 2.3x its time, and it took dpml for 1 MiB allreduce
+ * at twice single copy's time. */
+static double kernel_read_s(const probe_t *pr, float *out)
+{
+    const pid_t self = getpid();
+    struct iovec line = {out, 64}, own_line = {pr->mine_out, 64};
+    struct iovec all = {out, PROBE_BYTES}, theirs = {pr->their_data, PROBE_BYTES};
+    double start = fold_util_time_now();
+    int refused = process_vm_readv(self, &line, 1, &own_line, 1, 0) != 64;
+    double mid = fold_util_time_now();
+    refused = refused || process_vm_readv(self, &all, 1, &theirs, 1, 0) != (ssize_t)PROBE_BYTES;
+    double end = fold_util_time_now();
+    return refused ? -1 : (end - mid) - (mid - start);
+}
+
+/* Both write their buffer, then read the other's at once, as the ranks of a
+ * node-aware call do, with memcpy or through the kernel (kernel_read_s): the median
+ * rate of each side, 0 where the kernel refused. */
+static double read_gbs(probe_t *pr, float *out, uint64_t *seq, int kernel)
 {
     double t[PROBE_ROUNDS];
     int n = 0, refused = 0;
-    const pid_t self = getpid();
     for (int k = 0; k < PROBE_ROUNDS && !pr->failed; k++) {
         uint64_t written = ++*seq, read = ++*seq;
         memset(pr->mine_data, k + 1, PROBE_BYTES);
@@ -158,16 +151,15 @@ static double kernel_copy_gbs(probe_t *pr, float *out, uint64_t *seq)
         if (!wait_for(pr, written)) {
             break;
         }
-        if (!refused) {
-            struct iovec line = {out, 64}, own_line = {pr->mine_out, 64};
-            struct iovec all = {out, PROBE_BYTES}, theirs = {pr->their_data, PROBE_BYTES};
+        if (kernel && !refused) {
+            double s = kernel_read_s(pr, out);
+            refused = s < 0;
+            t[n] = s;
+            n += !refused;
+        } else if (!kernel) {
             double start = fold_util_time_now();
-            refused = process_vm_readv(self, &line, 1, &own_line, 1, 0) != 64;
-            double mid = fold_util_time_now();
-            refused = refused ||
-                      process_vm_readv(self, &all, 1, &theirs, 1, 0) != (ssize_t)PROBE_BYTES;
-            double end = fold_util_time_now();
-            t[n++] = (end - mid) - (mid - start);
+            memcpy(out, pr->their_data, PROBE_BYTES);
+            t[n++] = fold_util_time_now() - start;
         }
         post(pr, read);
         wait_for(pr, read);   /* the other is done reading before either writes again */
@@ -274,8 +266,8 @@ void fold_node_probe_cores(fold_node_t *node, fold_node_calib_t *out)
                   .deadline = fold_util_time_now() + PROBE_BUDGET_S};
     uint64_t seq = 0;
     double rtt = round_trip_us(&pr, is_a, &seq);
-    double copy = copy_gbs(&pr, buf, &seq);
-    double kernel = kernel_copy_gbs(&pr, buf, &seq);
+    double copy = read_gbs(&pr, buf, &seq, 0);
+    double kernel = read_gbs(&pr, buf, &seq, 1);
     double reduce = shared_reduce_gbs(&pr, own, buf, &seq);
     double write, fold;
     fold_gbs(&pr, PROBE_BYTES, own, buf, &seq, &write, &fold);
