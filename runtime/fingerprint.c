@@ -85,13 +85,6 @@ int fold_fingerprint_diff(const fold_fingerprint_t *a, int rank_a, const fold_fi
 _Static_assert(FOLD_DTYPE_COUNT <= 0x40 && FOLD_OP_USER_FIRST + 256 <= 0x10000,
                "every datatype and op fits its packed field");
 
-uint64_t fold_fingerprint_pack(const fold_fingerprint_t *f)
-{
-    return (uint64_t)(f->allreduce & 1) | (uint64_t)(f->inplace & 1) << 1 |
-           (uint64_t)(f->dtype & 0x3f) << 2 | (uint64_t)(f->op & 0xffff) << 8 |
-           (uint64_t)(f->root & 0xfffff) << 24 | (uint64_t)(f->count & 0xfffff) << 44;
-}
-
 fold_fingerprint_t fold_fingerprint_unpack(uint64_t bits)
 {
     return (fold_fingerprint_t){
