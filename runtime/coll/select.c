@@ -1162,11 +1162,11 @@ int fold_select_alternatives(fold_comm_t *comm, fold_coll_t coll, size_t count,
     alts[0]   = *picked;
     alt_us[0] = fold_select_predict(comm, comm->select.topo, coll, picked, at);
     const double bound = alt_us[0] * spread;
-    int n = 1, seg_open = 1;
+    int n = 1, seg_open = comm->ctx->config.segment_size == 0;   /* no rule fixed it */
     for (int a = 0; a < ncand && max > 1; a++) {
         fold_choice_t c;
         if (cand[a] == picked->alg) {
-            seg_open = cand_seg[a] == 0 && comm->ctx->config.segment_size == 0;
+            seg_open = seg_open && cand_seg[a] == 0;
             continue;
         }
         double us = fold_select_evaluate_below(comm, coll, cand[a], cand_seg[a], at, bound, &c);
