@@ -119,7 +119,9 @@ static double round_trip_us(probe_t *pr, int is_a, uint64_t *seq)
 /* The kernel's copy of what the other core just wrote, as a single-copy read of a
  * peer's buffer takes it (through this process's own mapping of the segment: the
  * same lines), in seconds: process_vm_readv of all of it, less that of one line of
- * this rank's own (the call's cost); -1 where the kernel refuses. On the Xeon VM the
+ * this rank's own (the call's cost, timed on a second call: the first of a round
+ * took 10-14 us under AddressSanitizer, more than the whole copy); 0 where that
+ * leaves nothing to time, -1 where the kernel refuses. On the Xeon VM the
  * kernel's copy ran at 12-14 GB/s from the other core's cache and at 13 from its
  * own, where memcpy fell from 24 to 13: scaling single copy's own rate like memcpy's
  * put it at 7 and the model at 2.3x its time, and it took dpml for 1 MiB allreduce
@@ -129,12 +131,14 @@ static double kernel_read_s(const probe_t *pr, float *out)
     const pid_t self = getpid();
     struct iovec line = {out, 64}, own_line = {pr->mine_out, 64};
     struct iovec all = {out, PROBE_BYTES}, theirs = {pr->their_data, PROBE_BYTES};
-    double start = fold_util_time_now();
     int refused = process_vm_readv(self, &line, 1, &own_line, 1, 0) != 64;
+    double start = fold_util_time_now();
+    refused = refused || process_vm_readv(self, &line, 1, &own_line, 1, 0) != 64;
     double mid = fold_util_time_now();
     refused = refused || process_vm_readv(self, &all, 1, &theirs, 1, 0) != (ssize_t)PROBE_BYTES;
     double end = fold_util_time_now();
-    return refused ? -1 : (end - mid) - (mid - start);
+    double net = (end - mid) - (mid - start);
+    return refused ? -1 : net > 0 ? net : 0;
 }
 
 /* Both write their buffer, then read the other's at once, as the ranks of a
@@ -155,7 +159,7 @@ static double read_gbs(probe_t *pr, float *out, uint64_t *seq, int kernel)
             double s = kernel_read_s(pr, out);
             refused = s < 0;
             t[n] = s;
-            n += !refused;
+            n += s > 0;
         } else if (!kernel) {
             double start = fold_util_time_now();
             memcpy(out, pr->their_data, PROBE_BYTES);
