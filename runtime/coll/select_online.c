@@ -33,9 +33,16 @@ int fold_online_passes(int trials)
     return trials >= 2 * FOLD_ONLINE_PASS_MIN ? 2 : 1;
 }
 
+/* A candidate's calls in each pass: FOLD_ONLINE over the passes (the remainder of an
+ * odd count is not run). */
+static int per_pass(int trials)
+{
+    return trials / fold_online_passes(trials);
+}
+
 void fold_online_slot(int call, int ncand, int trials, int *cand, int *at)
 {
-    const int passes = fold_online_passes(trials), per = trials / passes;
+    const int per = per_pass(trials);
     const int pass = call / (ncand * per), in_pass = call % (ncand * per);
     const int c = in_pass / per;
     *cand = pass % 2 ? ncand - 1 - c : c;
@@ -44,9 +51,9 @@ void fold_online_slot(int call, int ncand, int trials, int *cand, int *at)
 
 double fold_online_score(const float *us, int trials)
 {
-    const int passes = fold_online_passes(trials), per = trials / passes;
+    const int per = per_pass(trials);
     double best = fold_online_median(us, per);
-    for (int p = 1; p < passes; p++) {
+    for (int p = 1; p < fold_online_passes(trials); p++) {
         double m = fold_online_median(us + p * per, per);
         best = m < best ? m : best;
     }
@@ -182,21 +189,21 @@ static void log_decision(const fold_comm_t *comm, const fold_online_key_t *k,
     char pick[96];
     fold_select_format_alg(k->cand[k->pick].alg, k->cand[k->pick].seg_bytes, pick,
                            sizeof(pick));
-    const int passes = fold_online_passes(trials), per = trials / passes;
+    const int per = per_pass(trials);
     fold_debug("comm %u: %s of %zu %s (%s, root %d): tried %s, the slowest rank's best of "
                "%d passes' medians of %d calls each: %s from now on",
                comm->id, fold_coll_name(k->coll), k->count, fold_dtype_name(k->dtype),
-               fold_op_name(k->op), k->root, line, passes, per > 1 ? per - 1 : 1, pick);
+               fold_op_name(k->op), k->root, line, fold_online_passes(trials),
+               per > 1 ? per - 1 : 1, pick);
 }
 
 int fold_online_after(fold_comm_t *comm, fold_online_key_t *k, double us)
 {
     const int trials = (int)comm->ctx->config.online;
-    const int passes = fold_online_passes(trials), per = trials / passes;
     int cand, at;
     fold_online_slot(k->calls, k->ncand, trials, &cand, &at);
     k->us[cand][at] = (float)us;
-    if (++k->calls < k->ncand * passes * per) {
+    if (++k->calls < k->ncand * fold_online_passes(trials) * per_pass(trials)) {
         return FOLD_OK;
     }
     /* The last trial: every rank's medians to every rank, the slowest rank's decides. */
