@@ -40,20 +40,45 @@ static int per_pass(int trials)
     return trials / fold_online_passes(trials);
 }
 
-void fold_online_slot(int call, int ncand, int trials, int *cand, int *at)
+void fold_online_slot(int call, int ncand, const int *live, int nlive, int trials,
+                      int *cand, int *at)
 {
     const int per = per_pass(trials);
-    const int pass = call / (ncand * per), in_pass = call % (ncand * per);
-    const int c = in_pass / per;
-    *cand = pass % 2 ? ncand - 1 - c : c;
-    *at   = pass * per + in_pass % per;
+    if (call < ncand * per) {
+        *cand = call / per;
+        *at   = call % per;
+        return;
+    }
+    call -= ncand * per;
+    *cand = live[nlive - 1 - call / per];
+    *at   = per + call % per;
 }
 
-double fold_online_score(const float *us, int trials)
+int fold_online_trial_calls(int ncand, int nlive, int trials)
+{
+    return (ncand + (fold_online_passes(trials) > 1 ? nlive : 0)) * per_pass(trials);
+}
+
+int fold_online_cull(const double *score, int n, int *live)
+{
+    double least = score[0];
+    for (int i = 1; i < n; i++) {
+        least = score[i] < least ? score[i] : least;
+    }
+    int nlive = 0;
+    for (int i = 0; i < n; i++) {
+        if (score[i] <= least * (1.0 + FOLD_ONLINE_CULL)) {
+            live[nlive++] = i;
+        }
+    }
+    return nlive;
+}
+
+double fold_online_score(const float *us, int trials, int passes)
 {
     const int per = per_pass(trials);
     double best = fold_online_median(us, per);
-    for (int p = 1; p < fold_online_passes(trials); p++) {
+    for (int p = 1; p < passes; p++) {
         double m = fold_online_median(us + p * per, per);
         best = m < best ? m : best;
     }
@@ -137,6 +162,10 @@ static fold_online_key_t *add(fold_comm_t *comm, const fold_call_t *call,
     k->ncand = fold_select_alternatives(comm, call->coll, call->count, call->dtype, call->op,
                                         picked, FOLD_ONLINE_SPREAD, k->cand, k->pred_us,
                                         FOLD_ONLINE_MAX_CAND);
+    k->nlive = k->ncand;
+    for (int i = 0; i < k->ncand; i++) {
+        k->live[i] = i;
+    }
     if (k->ncand > 1 && fold_online_affordable(k->pred_us, k->ncand,
                                                (int)comm->ctx->config.online)) {
         k->state = FOLD_ONLINE_TRYING;
@@ -167,7 +196,8 @@ int fold_online_before(fold_comm_t *comm, const fold_call_t *call, fold_choice_t
     /* Trying: a non-blocking call takes the model's pick and is not counted. */
     if (call->blocking) {
         int cand, at;
-        fold_online_slot(k->calls, k->ncand, (int)comm->ctx->config.online, &cand, &at);
+        fold_online_slot(k->calls, k->ncand, k->live, k->nlive, (int)comm->ctx->config.online,
+                         &cand, &at);
         *choice = k->cand[cand];
         *timed  = k;
     }
@@ -191,45 +221,73 @@ static void log_decision(const fold_comm_t *comm, const fold_online_key_t *k,
                            sizeof(pick));
     const int per = per_pass(trials);
     fold_debug("comm %u: %s of %zu %s (%s, root %d): tried %s, the slowest rank's best of "
-               "%d passes' medians of %d calls each: %s from now on",
+               "%d passes' medians of %d calls each (%d kept for the second): %s from now on",
                comm->id, fold_coll_name(k->coll), k->count, fold_dtype_name(k->dtype),
                fold_op_name(k->op), k->root, line, fold_online_passes(trials),
-               per > 1 ? per - 1 : 1, pick);
+               per > 1 ? per - 1 : 1, fold_online_passes(trials) > 1 ? k->nlive : 0, pick);
 }
 
-int fold_online_after(fold_comm_t *comm, fold_online_key_t *k, double us)
+/* score[i]: candidate i's score on its slowest rank, from every rank's scores (one
+ * allgather over comm; every rank calls it at the same trial). */
+static int agree(fold_comm_t *comm, const fold_online_key_t *k, int trials, int passes,
+                 double *score)
 {
-    const int trials = (int)comm->ctx->config.online;
-    int cand, at;
-    fold_online_slot(k->calls, k->ncand, trials, &cand, &at);
-    k->us[cand][at] = (float)us;
-    if (++k->calls < k->ncand * fold_online_passes(trials) * per_pass(trials)) {
-        return FOLD_OK;
-    }
-    /* The last trial: every rank's medians to every rank, the slowest rank's decides. */
     float mine[FOLD_ONLINE_MAX_CAND] = {0};
     for (int i = 0; i < k->ncand; i++) {
-        mine[i] = (float)fold_online_score(k->us[i], trials);
+        int kept = 0;
+        for (int j = 0; j < k->nlive; j++) {
+            kept |= k->live[j] == i;
+        }
+        mine[i] = (float)fold_online_score(k->us[i], trials, kept ? passes : 1);
     }
     float *all = malloc((size_t)comm->size * sizeof(mine));
     int status = all == NULL ? FOLD_ERR_NO_MEMORY
                              : fold_comm_allgather(comm, mine, all, sizeof(mine));
-    if (status != FOLD_OK) {
-        free(all);
-        k->state = FOLD_ONLINE_OFF;
-        return status;
-    }
-    double score[FOLD_ONLINE_MAX_CAND] = {0};
-    for (int r = 0; r < comm->size; r++) {
-        for (int i = 0; i < k->ncand; i++) {
+    for (int i = 0; i < k->ncand; i++) {
+        score[i] = 0;
+        for (int r = 0; r < comm->size && status == FOLD_OK; r++) {
             double v = all[(size_t)r * FOLD_ONLINE_MAX_CAND + (size_t)i];
             score[i] = v > score[i] ? v : score[i];
         }
     }
     free(all);
+    return status;
+}
+
+static void decide(fold_comm_t *comm, fold_online_key_t *k, const double *score,
+                   int trials)
+{
     k->pick  = fold_online_best(score, k->ncand, FOLD_ONLINE_MARGIN);
     k->state = FOLD_ONLINE_DECIDED;
     log_decision(comm, k, score, trials);
+}
+
+int fold_online_after(fold_comm_t *comm, fold_online_key_t *k, double us)
+{
+    const int trials = (int)comm->ctx->config.online, passes = fold_online_passes(trials);
+    const int first_pass = k->ncand * per_pass(trials);
+    int cand, at;
+    fold_online_slot(k->calls, k->ncand, k->live, k->nlive, trials, &cand, &at);
+    k->us[cand][at] = (float)us;
+    ++k->calls;
+    const int last = k->calls == fold_online_trial_calls(k->ncand, k->nlive, trials);
+    if (!last && !(passes > 1 && k->calls == first_pass)) {
+        return FOLD_OK;
+    }
+    /* The end of the first pass (which the rivals far behind leave) or of the last. */
+    double score[FOLD_ONLINE_MAX_CAND];
+    int status = agree(comm, k, trials, k->calls == first_pass ? 1 : passes, score);
+    if (status != FOLD_OK) {
+        k->state = FOLD_ONLINE_OFF;
+        return status;
+    }
+    if (!last) {
+        k->nlive = fold_online_cull(score, k->ncand, k->live);
+        if (k->nlive > 1) {
+            return FOLD_OK;
+        }
+    }
+    decide(comm, k, score, trials);
     return FOLD_OK;
 }
 

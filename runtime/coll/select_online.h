@@ -40,6 +40,11 @@
                                          10-20% of each other, and its pick of dpml ran
                                          8 MiB allreduce at 1.15x single copy's time */
 #define FOLD_ONLINE_PASS_MIN   3      /* calls per candidate and pass, for 2 passes */
+#define FOLD_ONLINE_CULL       0.25   /* after the first pass, a candidate slower than
+                                         the best by more than this is not tried again:
+                                         2-rank 8 MiB allreduce tried dpml (1.45x single
+                                         copy) for 8 of a benchmark's 32 timed calls,
+                                         and its median came out 1.4x the pick's */
 #define FOLD_ONLINE_MIN_BYTES  2048   /* calls of at most this many bytes keep the
                                          model's pick from the first call; larger ones
                                          on the tiny-message path are tried too: the
@@ -60,6 +65,8 @@ typedef struct fold_online_key {
     fold_op_t     op;
     int           root;
     int           ncand;
+    int           nlive;          /* candidates of the second pass (all before it) */
+    int           live[FOLD_ONLINE_MAX_CAND];   /* which, in order */
     int           calls;          /* blocking calls timed so far */
     int           pick;           /* the agreed candidate, once DECIDED */
     fold_choice_t cand[FOLD_ONLINE_MAX_CAND];
@@ -97,13 +104,20 @@ double fold_online_median(const float *us, int n);
  * must not decide, and its block in the other pass outvotes it. */
 int    fold_online_passes(int trials);
 /* The call-th timed call of a key (0-based): the candidate it tries (each candidate's
- * block of trials / passes calls in turn, in order on even passes and in reverse on
- * odd ones, so that neither a trend nor the order favours one) and the index of its
- * time in that candidate's row. */
-void   fold_online_slot(int call, int ncand, int trials, int *cand, int *at);
-/* A candidate's score from its row of times: the least over the passes of each
- * pass's median (fold_online_median of the pass's block). */
-double fold_online_score(const float *us, int trials);
+ * block of trials / passes calls in turn, in order in the first pass, and the nlive
+ * candidates live[] that pass kept in reverse in the second, so that neither a trend
+ * nor the order favours one) and the index of its time in that candidate's row. */
+void   fold_online_slot(int call, int ncand, const int *live, int nlive, int trials,
+                        int *cand, int *at);
+/* The calls a key's trials take: every candidate's first pass, the kept ones' second. */
+int    fold_online_trial_calls(int ncand, int nlive, int trials);
+/* After the first pass: the candidates whose scores (one per candidate) are within
+ * FOLD_ONLINE_CULL of the least, in order, into live[]; returns how many. */
+int    fold_online_cull(const double *score, int n, int *live);
+/* A candidate's score from its row of times: the least over the passes it ran
+ * (`passes`: 1 or fold_online_passes) of each pass's median (fold_online_median of
+ * the pass's block). */
+double fold_online_score(const float *us, int trials, int passes);
 /* What trying costs beyond running the pick (candidate 0) for every trial, as the
  * model predicts: rivals close to the pick cost little to try, however long the
  * calls. */

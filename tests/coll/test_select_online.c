@@ -39,23 +39,55 @@ Test(select_online, trials_run_in_blocks_over_two_passes)
 {
     static const int order8[] = {0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2,
                                  2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0};
+    static const int all[] = {0, 1, 2};
     int seen[3][8] = {{0}};
     cr_assert_eq(fold_online_passes(8), 2);
+    cr_assert_eq(fold_online_trial_calls(3, 3, 8), 24);
     for (int call = 0; call < 24; call++) {
         int cand, at;
-        fold_online_slot(call, 3, 8, &cand, &at);
+        fold_online_slot(call, 3, all, 3, 8, &cand, &at);
         cr_expect_eq(cand, order8[call], "call %d tries %d", call, cand);
         cr_assert(at >= 0 && at < 8, "call %d: index %d", call, at);
         cr_expect_eq(seen[cand][at]++, 0, "call %d: index %d of candidate %d twice", call, at,
                      cand);
     }
     cr_assert_eq(fold_online_passes(3), 1);
+    cr_assert_eq(fold_online_trial_calls(2, 2, 3), 6);
     for (int call = 0; call < 6; call++) {
         int cand, at;
-        fold_online_slot(call, 2, 3, &cand, &at);
+        fold_online_slot(call, 2, all, 2, 3, &cand, &at);
         cr_expect_eq(cand, call / 3);
         cr_expect_eq(at, call % 3);
     }
+}
+
+/* After the first pass only the candidates within FOLD_ONLINE_CULL of the best are
+ * tried again: a rival 1.45x behind (dpml beside single copy at 8 MiB) costs one block
+ * of calls, not two. The second pass runs the kept ones in reverse, into the second
+ * half of their rows. */
+Test(select_online, rivals_far_behind_after_one_pass_are_not_tried_again)
+{
+    const double pass1[] = {1000, 1450, 1040, 1600};
+    int live[4];
+    int nlive = fold_online_cull(pass1, 4, live);
+    cr_assert_eq(nlive, 2);
+    cr_expect_eq(live[0], 0);
+    cr_expect_eq(live[1], 2);
+    cr_assert_eq(fold_online_trial_calls(4, nlive, 8), 24);
+    static const int order[] = {2, 2, 2, 2, 0, 0, 0, 0};
+    for (int call = 16; call < 24; call++) {
+        int cand, at;
+        fold_online_slot(call, 4, live, nlive, 8, &cand, &at);
+        cr_expect_eq(cand, order[call - 16], "call %d tries %d", call, cand);
+        cr_expect_eq(at, 4 + (call - 16) % 4, "call %d: index %d", call, at);
+    }
+    /* The pick far behind a rival is dropped too; the least always stays. */
+    const double behind[] = {1400, 1000};
+    nlive = fold_online_cull(behind, 2, live);
+    cr_assert_eq(nlive, 1);
+    cr_expect_eq(live[0], 1);
+    const double tied[] = {1000, 1000, 1250};
+    cr_expect_eq(fold_online_cull(tied, 3, live), 3, "25%% behind is kept");
 }
 
 /* A burst of noise over one pass's block does not decide: the other pass's median
@@ -64,10 +96,11 @@ Test(select_online, a_burst_in_one_pass_is_outvoted)
 {
     const float burst[] = {900, 50, 52, 55, /* pass 2: */ 400, 10, 11, 12};
     const float steady[] = {900, 20, 21, 22, 400, 20, 19, 21};
-    cr_expect_float_eq(fold_online_score(burst, 8), 11.0, 1e-9);
-    cr_expect_float_eq(fold_online_score(steady, 8), 20.0, 1e-9);
+    cr_expect_float_eq(fold_online_score(burst, 8, 2), 11.0, 1e-9);
+    cr_expect_float_eq(fold_online_score(steady, 8, 2), 20.0, 1e-9);
+    cr_expect_float_eq(fold_online_score(burst, 8, 1), 52.0, 1e-9, "culled: its first pass");
     const float one[] = {900, 3, 1, 2};
-    cr_expect_float_eq(fold_online_score(one, 4), 2.0, 1e-9);
+    cr_expect_float_eq(fold_online_score(one, 4, 1), 2.0, 1e-9);
 }
 
 /* The budget bounds what the trials cost beyond the pick, the span their whole time:
@@ -332,6 +365,31 @@ Test(select_online, the_ranks_try_the_rivals_and_agree_on_one)
                  "every rank logs the allreduce's decision once:\n%s", log);
     cr_expect_eq(occurrences(log, "reduce of 16384 float32 (sum, root 2): tried"), 0,
                  "5 reduce calls cannot have decided:\n%s", log);
+    free(log);
+}
+
+/* Two passes (the default 8 trials): the ranks agree after the first which rivals
+ * the second tries, then on one; whatever they kept, 32 calls decide. */
+Test(select_online, the_ranks_agree_on_the_second_pass_and_on_one)
+{
+    seen_t s;
+    char *log = run("8", FOLD_ONLINE_MAX_CAND * 8, &s);
+    for (int r = 0; r < RANKS; r++) {
+        cr_expect_geq(s.ncand[r], 2, "rank %d: nothing was tried", r);
+        cr_expect_eq(s.state[r], FOLD_ONLINE_DECIDED, "rank %d: allreduce not decided", r);
+        cr_assert_not_null(s.agreed[r]);
+        cr_expect_str_eq(s.agreed[r], s.agreed[0], "rank %d runs %s, rank 0 %s", r,
+                         s.agreed[r], s.agreed[0]);
+    }
+    cr_expect_eq(occurrences(log, "allreduce of 16384 float32 (sum, root 0): tried"), RANKS,
+                 "every rank logs the allreduce's decision once:\n%s", log);
+    int same = 0;
+    for (int kept = 1; kept <= FOLD_ONLINE_MAX_CAND; kept++) {
+        char what[64];
+        snprintf(what, sizeof(what), "(%d kept for the second)", kept);
+        same += occurrences(log, what) % RANKS == 0 ? 0 : 1;
+    }
+    cr_expect_eq(same, 0, "the ranks kept different rivals:\n%s", log);
     free(log);
 }
 
