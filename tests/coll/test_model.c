@@ -562,6 +562,33 @@ Test(model_hand, single_copy_runs_at_its_memory_rate_out_of_cache)
     cr_expect_float_eq(kernel_read(100, 0.125, 1), 1 + 3 + 8 + 1, EPS);
 }
 
+/* 2000 bytes (rendezvous) from rank 0 to rank 1 of one node, whose working set (4000
+ * bytes) is in the cache (cache_bytes 1e6) or not (100), the kernel's single copy
+ * running at 4 GB/s in cache and cma_mem_gbs out of it. */
+static double node_message(double cache_bytes, double cma_mem_gbs)
+{
+    int same[2] = {0, 0};
+    fold_model_params_t p = round_params();
+    p.cache_bytes = cache_bytes;
+    p.cma_gbs     = 4;
+    p.cma_mem_gbs = cma_mem_gbs;
+    hand_t h;
+    hand_init(&h, 2, same);
+    fold_sched_send(&h.s[0], 1, fold_ref_in(0), 500);
+    fold_sched_recv(&h.s[1], 0, fold_ref_out(0), 500);
+    return hand_time(&h, &p);
+}
+
+/* A message between ranks of a node is a copy through memory: out of cache it moves
+ * no faster than the kernel's single copy or two copies (copy_mem_gbs 1), whichever
+ * is cheaper, however fast the transport's own rate (intra_gbs 1: 2 us). */
+Test(model_hand, messages_on_a_node_move_at_memory_rates_out_of_cache)
+{
+    cr_expect_float_eq(node_message(1e6, 0.8), 1 + 3 + 2, EPS);
+    cr_expect_float_eq(node_message(100, 0.8), 1 + 3 + 2000 / 800.0, EPS);
+    cr_expect_float_eq(node_message(100, 0.25), 1 + 3 + 2 * 2000 / 1000.0, EPS);
+}
+
 /* Through a mapping of fold memory the same read is a copy over lines another core
  * wrote: the slower of the segment's copy rates (shm_gbs 0.5, shm_write_gbs 1), and
  * a copy's start (move_us) instead of the kernel's call. */
