@@ -735,6 +735,17 @@ static int shm_wait_other_path(fold_request_t *req, uint32_t i)
     if (status == FOLD_INPROGRESS) {
         return FOLD_OK;   /* the paths' counters are being brought into step */
     }
+    if (status == FOLD_ERR_MISMATCH) {
+        /* Told by the rank that met the difference: where a rank's published call
+         * shows it, this rank names it too (fold_mismatch_fields). */
+        char seen[256];
+        for (int l = 0; l < node->seg.local_size; l++) {
+            if (l != node->local_rank &&
+                fold_node_peer_check(node, l, req->turn.epoch, seen, sizeof(seen)) != FOLD_OK) {
+                return request_fail(req, FOLD_ERR_MISMATCH, i, seen);
+            }
+        }
+    }
     if (status != FOLD_OK) {
         return request_fail(req, status, i, given_up);   /* node/resync.c */
     }

@@ -208,8 +208,8 @@ Test(mem_select, buffers_apart_fail_as_a_mismatch)
                           "%d ranks, %s: rank %d's fields 0x%x", size, what, r, c.fields[r]);
                 named += c.fields[r] == FOLD_MISMATCH_MEMORY;
             }
-            cr_expect(named >= (size == 2 ? 2 : 1), "%d ranks, %s: %d ranks named the field",
-                      size, what, named);
+            cr_expect(named >= (size == 2 ? 2 : 1), "%d ranks, %s: %d ranks named the field\n%s",
+                      size, what, named, log);
             cr_expect(strstr(log, "passed buffers in fold memory ") != NULL,
                       "%d ranks, %s: the log names the field:\n%s", size, what, log);
             free(log);
