@@ -90,6 +90,40 @@ Test(select_online, rivals_far_behind_after_one_pass_are_not_tried_again)
     cr_expect_eq(fold_online_cull(tied, 3, live), 3, "25%% behind is kept");
 }
 
+/* Every FOLD_ONLINE value, number of candidates and of kept ones: each trial lands in
+ * its own place of a kept candidate's row, inside the row. */
+Test(select_online, every_trial_has_its_own_place)
+{
+    for (int trials = 1; trials <= FOLD_ONLINE_MAX_TRIALS; trials++) {
+        for (int ncand = 2; ncand <= FOLD_ONLINE_MAX_CAND; ncand++) {
+            for (int nlive = 1; nlive <= ncand; nlive++) {
+                int live[FOLD_ONLINE_MAX_CAND];   /* the last nlive candidates */
+                for (int j = 0; j < nlive; j++) {
+                    live[j] = ncand - nlive + j;
+                }
+                int seen[FOLD_ONLINE_MAX_CAND][FOLD_ONLINE_MAX_TRIALS] = {{0}};
+                const int calls = fold_online_trial_calls(ncand, nlive, trials);
+                for (int call = 0; call < calls; call++) {
+                    int cand, at;
+                    fold_online_slot(call, ncand, live, nlive, trials, &cand, &at);
+                    cr_assert(cand >= 0 && cand < ncand && at >= 0 && at < trials,
+                              "trials %d, %d of %d kept: call %d at %d of %d", trials, nlive,
+                              ncand, call, at, cand);
+                    cr_expect_eq(seen[cand][at]++, 0, "trials %d: call %d reuses %d of %d",
+                                 trials, call, at, cand);
+                    int second = call >= ncand * (trials / fold_online_passes(trials));
+                    int kept = 0;
+                    for (int j = 0; j < nlive; j++) {
+                        kept |= live[j] == cand;
+                    }
+                    cr_expect(!second || kept, "trials %d: call %d tries %d, not kept", trials,
+                              call, cand);
+                }
+            }
+        }
+    }
+}
+
 /* A burst of noise over one pass's block does not decide: the other pass's median
  * does. One pass: the median of its calls after the first. */
 Test(select_online, a_burst_in_one_pass_is_outvoted)
