@@ -67,7 +67,7 @@ int fold_online_cull(const double *score, int n, int *live)
     }
     int nlive = 0;
     for (int i = 0; i < n; i++) {
-        if (score[i] <= least * (1.0 + FOLD_ONLINE_CULL)) {
+        if (i == 0 || score[i] <= least * (1.0 + FOLD_ONLINE_CULL)) {
             live[nlive++] = i;
         }
     }

@@ -81,11 +81,15 @@ Test(select_online, rivals_far_behind_after_one_pass_are_not_tried_again)
         cr_expect_eq(cand, order[call - 16], "call %d tries %d", call, cand);
         cr_expect_eq(at, 4 + (call - 16) % 4, "call %d: index %d", call, at);
     }
-    /* The pick far behind a rival is dropped too; the least always stays. */
-    const double behind[] = {1400, 1000};
-    nlive = fold_online_cull(behind, 2, live);
-    cr_assert_eq(nlive, 1);
-    cr_expect_eq(live[0], 1);
+    /* The pick keeps its second block however far behind its first came (the first
+     * calls with new arguments pay for touching their pages); the least always stays. */
+    const double behind[] = {1400, 1000, 1300};
+    nlive = fold_online_cull(behind, 3, live);
+    cr_assert_eq(nlive, 2);
+    cr_expect_eq(live[0], 0);
+    cr_expect_eq(live[1], 1);
+    const double alone[] = {1000, 1400};
+    cr_expect_eq(fold_online_cull(alone, 2, live), 1, "the pick alone: decided");
     const double tied[] = {1000, 1000, 1250};
     cr_expect_eq(fold_online_cull(tied, 3, live), 3, "25%% behind is kept");
 }
