@@ -221,12 +221,23 @@ void fold_node_abandon(fold_node_t *node, uint64_t pos, uint64_t epoch, int stat
     if (node->broken) {
         return;
     }
-    if (node->resync_word == NULL || node->topo->nnodes > 1 ||
-        (status != FOLD_ERR_MISMATCH && status != FOLD_ERR_TRUNCATED)) {
-        /* A timeout, a dead peer: broken here as before; the others find out from
-         * their own waits, which name the rank they waited for. Across nodes too:
-         * another node's ranks may have timed out instead, and they would not take
-         * part in a call this node's ranks brought back into step. */
+    if (status == FOLD_ERR_TIMEOUT || status == FOLD_ERR_PEER_FAILED) {
+        /* A timeout, a dead peer: broken here; the others find out from their own
+         * waits, which name the rank they waited for. */
+        node->broken = 1;
+        return;
+    }
+    if (status != FOLD_ERR_MISMATCH && status != FOLD_ERR_TRUNCATED) {
+        /* This rank's own failure (its kernel copy refused a bad address, memory ran
+         * out): the others would wait for it until FOLD_TIMEOUT, so the node is told
+         * (a 2-rank allreduce's other rank waited 60 s). */
+        fold_node_break(node);
+        return;
+    }
+    if (node->resync_word == NULL || node->topo->nnodes > 1) {
+        /* Across nodes a mismatch is not brought back into step: another node's ranks
+         * may have timed out instead, and they would not take part in a call this
+         * node's ranks settled. Broken here, as a timeout. */
         node->broken = 1;
         return;
     }
