@@ -689,22 +689,31 @@ static void drop_soft_waits(fold_request_t *req, uint32_t recv)
     }
 }
 
-/* A flag another local rank posted for this call: it runs the same call. */
-static int shm_wait_check(fold_request_t *req, uint32_t i)
+/* Fails step i with FOLD_ERR_MISMATCH where a local rank's published call differs
+ * from this one: the rank the wait is on (every other one where it waits on all), or
+ * every other one where `every`. */
+static int shm_compare_calls(fold_request_t *req, uint32_t i, int every)
 {
     const fold_step_t *st = &req->sched->steps[i];
     const fold_node_t *node = req->comm->node;
+    const int one = !every && st->local >= 0;
     char why[256];
-    for (int l = st->local >= 0 ? st->local : 0; l < node->seg.local_size; l++) {
+    for (int l = one ? st->local : 0; l < node->seg.local_size; l++) {
         if (l != node->local_rank &&
             fold_node_peer_check(node, l, req->turn.epoch, why, sizeof(why)) != FOLD_OK) {
             return request_fail(req, FOLD_ERR_MISMATCH, i, why);
         }
-        if (st->local >= 0) {
+        if (one) {
             break;
         }
     }
     return FOLD_OK;
+}
+
+/* A flag another local rank posted for this call: it runs the same call. */
+static int shm_wait_check(fold_request_t *req, uint32_t i)
+{
+    return shm_compare_calls(req, i, 0);
 }
 
 /* A receive that failed (status, why): where the peer's fingerprint shows that the
@@ -735,16 +744,11 @@ static int shm_wait_other_path(fold_request_t *req, uint32_t i)
     if (status == FOLD_INPROGRESS) {
         return FOLD_OK;   /* the paths' counters are being brought into step */
     }
-    if (status == FOLD_ERR_MISMATCH) {
-        /* Told by the rank that met the difference: where a rank's published call
-         * shows it, this rank names it too (fold_mismatch_fields). */
-        char seen[256];
-        for (int l = 0; l < node->seg.local_size; l++) {
-            if (l != node->local_rank &&
-                fold_node_peer_check(node, l, req->turn.epoch, seen, sizeof(seen)) != FOLD_OK) {
-                return request_fail(req, FOLD_ERR_MISMATCH, i, seen);
-            }
-        }
+    /* Told by the rank that met the difference: where a rank's published call shows
+     * it, this rank names it too (fold_mismatch_fields). */
+    int seen;
+    if (status == FOLD_ERR_MISMATCH && (seen = shm_compare_calls(req, i, 1)) != FOLD_OK) {
+        return seen;
     }
     if (status != FOLD_OK) {
         return request_fail(req, status, i, given_up);   /* node/resync.c */

@@ -1312,8 +1312,7 @@ static void sim_xfer(model_sim_t *m, int src, uint32_t sg, double t)
          * sizes to it. */
         const double through_memory = min2(m->kernel_us[node_of[src]],
                                            2 * m->copy_us[st->peer]);
-        per_byte = max2(per_byte, max2(max2(m->copy_us[st->peer], m->shm_us),
-                                       through_memory));
+        per_byte = max2(max2(per_byte, m->shm_us), max2(m->copy_us[st->peer], through_memory));
         start    = max2(start, m->cpu[st->peer]);
     }
     double busy  = (double)st->amount * per_byte;
