@@ -164,8 +164,9 @@ static const fold_util_config_field_t config_fields[] = {
      FOLD_CONFIG_FIELD(rank_cache), FOLD_UTIL_CONFIG_ENUM(fold_rankcache_names)},
     {"ONLINE", "8",
      "N: where the cost model's pick for a blocking allreduce or reduce above 2 KiB has "
-     "rivals it predicts within 2x (at most 3, trials predicted at 20 ms in all at most), "
-     "the first calls with the same arguments try each for N calls, the ranks agree on "
+     "rivals it predicts within 2x (at most 3; trials predicted at 20 ms beyond the pick's "
+     "time and 64 ms to run at most, in 6 calls each where N would take longer), the "
+     "first calls with the same arguments try each for N calls, the ranks agree on "
      "the fastest (the slowest rank's median, the first call of each left out) and it "
      "serves those calls from then on: the model cannot see whether inputs are still in "
      "another core's cache. 0: the model's pick always",

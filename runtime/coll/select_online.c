@@ -94,14 +94,32 @@ double fold_online_excess_us(const double *pred_us, int n, int trials)
     return excess * (double)trials;
 }
 
+double fold_online_span_us(const double *pred_us, int n, int trials)
+{
+    const int per = per_pass(trials);
+    double span = fold_online_passes(trials) > 1 ? pred_us[0] * (double)per : 0;
+    for (int i = 0; i < n; i++) {
+        span += pred_us[i] * (double)per;
+    }
+    return span;
+}
+
 int fold_online_affordable(const double *pred_us, int n, int trials)
 {
-    double total = 0;
-    for (int i = 0; i < n; i++) {
-        total += pred_us[i] * (double)trials;
-    }
     return fold_online_excess_us(pred_us, n, trials) <= FOLD_ONLINE_BUDGET_US &&
-           total <= FOLD_ONLINE_SPAN_US;
+           fold_online_span_us(pred_us, n, trials) <= FOLD_ONLINE_SPAN_US;
+}
+
+int fold_online_trials_for(const double *pred_us, int n, int trials)
+{
+    const int least = 2 * FOLD_ONLINE_PASS_MIN;
+    if (n > 1 && trials > 0 && fold_online_affordable(pred_us, n, trials)) {
+        return trials;
+    }
+    if (n > 1 && trials > least && fold_online_affordable(pred_us, n, least)) {
+        return least;
+    }
+    return 0;
 }
 
 int fold_online_best(const double *score, int n, double margin)
@@ -166,8 +184,8 @@ static fold_online_key_t *add(fold_comm_t *comm, const fold_call_t *call,
     for (int i = 0; i < k->ncand; i++) {
         k->live[i] = i;
     }
-    if (k->ncand > 1 && fold_online_affordable(k->pred_us, k->ncand,
-                                               (int)comm->ctx->config.online)) {
+    k->trials = fold_online_trials_for(k->pred_us, k->ncand, (int)comm->ctx->config.online);
+    if (k->trials > 0) {
         k->state = FOLD_ONLINE_TRYING;
     }
     return k;
@@ -196,8 +214,7 @@ int fold_online_before(fold_comm_t *comm, const fold_call_t *call, fold_choice_t
     /* Trying: a non-blocking call takes the model's pick and is not counted. */
     if (call->blocking) {
         int cand, at;
-        fold_online_slot(k->calls, k->ncand, k->live, k->nlive, (int)comm->ctx->config.online,
-                         &cand, &at);
+        fold_online_slot(k->calls, k->ncand, k->live, k->nlive, k->trials, &cand, &at);
         *choice = k->cand[cand];
         *timed  = k;
     }
@@ -264,7 +281,7 @@ static void decide(fold_comm_t *comm, fold_online_key_t *k, const double *score,
 
 int fold_online_after(fold_comm_t *comm, fold_online_key_t *k, double us)
 {
-    const int trials = (int)comm->ctx->config.online, passes = fold_online_passes(trials);
+    const int trials = k->trials, passes = fold_online_passes(trials);
     const int first_pass = k->ncand * per_pass(trials);
     int cand, at;
     fold_online_slot(k->calls, k->ncand, k->live, k->nlive, trials, &cand, &at);

@@ -31,14 +31,16 @@
 #define FOLD_ONLINE_MARGIN     0.05   /* a rival must beat the pick by this much */
 #define FOLD_ONLINE_BUDGET_US  20000.0  /* the trials' predicted time beyond the
                                          pick's, at most */
-#define FOLD_ONLINE_SPAN_US    64000.0  /* and their whole predicted time: the calls
-                                         of a size see mixed times for a tenth of a
-                                         second at most (a benchmark's 16 calls of 16
-                                         MiB would be all trials). Bounding the whole
-                                         time at 20 ms left 2-rank calls from 4 MiB
-                                         untried, whose rivals the model put within
-                                         10-20% of each other, and its pick of dpml ran
-                                         8 MiB allreduce at 1.15x single copy's time */
+#define FOLD_ONLINE_SPAN_US    64000.0  /* and the predicted time of the trials that
+                                         must run (every candidate's first pass, the
+                                         pick's second block): the calls of a size see
+                                         mixed times for a tenth of a second at most.
+                                         Bounding it at 20 ms left 2-rank calls from 4
+                                         MiB untried, and the pick of dpml ran 8 MiB
+                                         allreduce at 1.15x single copy's time; counting
+                                         every rival's second pass too left 16 MiB
+                                         untried, and the pick of dpml_pipelined ran
+                                         reduce at 1.3x single copy's time */
 #define FOLD_ONLINE_PASS_MIN   3      /* calls per candidate and pass, for 2 passes */
 #define FOLD_ONLINE_CULL       0.25   /* after the first pass, a candidate slower than
                                          the best by more than this is not tried again:
@@ -67,6 +69,7 @@ typedef struct fold_online_key {
     int           ncand;
     int           nlive;          /* candidates of the second pass (all before it) */
     int           live[FOLD_ONLINE_MAX_CAND];   /* which, in order */
+    int           trials;         /* calls per candidate (fold_online_trials_for) */
     int           calls;          /* blocking calls timed so far */
     int           pick;           /* the agreed candidate, once DECIDED */
     fold_choice_t cand[FOLD_ONLINE_MAX_CAND];
@@ -127,9 +130,17 @@ double fold_online_score(const float *us, int trials, int passes);
  * model predicts: rivals close to the pick cost little to try, however long the
  * calls. */
 double fold_online_excess_us(const double *pred_us, int n, int trials);
-/* Whether trials of these candidates fit FOLD_ONLINE_BUDGET_US and
- * FOLD_ONLINE_SPAN_US. */
+/* The predicted time of the trials that must run whatever they find: every
+ * candidate's first pass and the pick's second block (rivals keep theirs only within
+ * FOLD_ONLINE_CULL of the best, and then cost little more than the pick). */
+double fold_online_span_us(const double *pred_us, int n, int trials);
+/* Whether trials of these candidates fit FOLD_ONLINE_BUDGET_US (the excess over all
+ * trials) and FOLD_ONLINE_SPAN_US (the span). */
 int    fold_online_affordable(const double *pred_us, int n, int trials);
+/* The calls per candidate a key tries: FOLD_ONLINE's `trials` where affordable, else
+ * the fewest that still make two passes (2 * FOLD_ONLINE_PASS_MIN) where those are,
+ * else 0 (the model's pick, untried). */
+int    fold_online_trials_for(const double *pred_us, int n, int trials);
 /* The candidate with the least score; a rival only where it beats candidate 0 (the
  * model's pick) by more than `margin` of its score. */
 int    fold_online_best(const double *score, int n, double margin);

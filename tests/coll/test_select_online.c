@@ -141,21 +141,35 @@ Test(select_online, a_burst_in_one_pass_is_outvoted)
     cr_expect_float_eq(fold_online_score(one, 4, 1), 2.0, 1e-9);
 }
 
-/* The budget bounds what the trials cost beyond the pick, the span their whole time:
- * three candidates of 1.6-1.8 ms (8 MiB on 2 ranks) within 10% of each other are
- * tried, a rival 75% behind is not, nor are calls of 4.6 ms (16 MiB), however close. */
+/* The budget bounds what the trials cost beyond the pick, the span the trials that
+ * must run: three candidates of 1.6-1.8 ms (8 MiB on 2 ranks) within 10% of each
+ * other are tried, a rival 75% behind is not; calls of 4.6 ms (16 MiB) are tried in
+ * fewer calls, and calls of 9 ms not at all. */
 Test(select_online, close_rivals_are_tried_within_the_span)
 {
     const double close[] = {1600, 1650, 1760};
     const double far[] = {1600, 2800};
     const double long_calls[] = {4600, 4700, 4800};
+    const double longer_calls[] = {9000, 9200, 9400};
     cr_expect_float_eq(fold_online_excess_us(close, 3, 8), 1680.0, 1e-6);
     cr_expect(fold_online_affordable(close, 3, 8));
+    cr_expect_eq(fold_online_trials_for(close, 3, 8), 8);
     cr_expect_float_eq(fold_online_excess_us(far, 2, 8), 9600.0, 1e-6);
-    cr_expect(fold_online_affordable(far, 2, 8), "one rival: 35 ms in all");
+    cr_expect(fold_online_affordable(far, 2, 8), "one rival: 24 ms to run");
     const double far3[] = {1600, 2800, 3000};
     cr_expect_not(fold_online_affordable(far3, 3, 8), "21 ms beyond the pick");
-    cr_expect_not(fold_online_affordable(long_calls, 3, 8), "113 ms in all");
+    cr_expect_eq(fold_online_trials_for(far3, 3, 8), 6, "16 ms beyond the pick in 6 calls");
+    /* 4 calls each, then the pick's 4: 75 ms; 3 and 3: 56 ms */
+    cr_expect_float_eq(fold_online_span_us(long_calls, 3, 8), 74800.0, 1e-6);
+    cr_expect_not(fold_online_affordable(long_calls, 3, 8));
+    cr_expect_eq(fold_online_trials_for(long_calls, 3, 8), 6);
+    cr_expect_eq(fold_online_trials_for(longer_calls, 3, 8), 0, "110 ms in 6 calls each");
+    cr_expect_eq(fold_online_trials_for(longer_calls, 2, 8), 0, "82 ms in 6 calls each");
+    /* one pass (fewer than 2 * FOLD_ONLINE_PASS_MIN calls): no second block */
+    cr_expect_float_eq(fold_online_span_us(close, 3, 3), 3 * 5010.0, 1e-6);
+    cr_expect_eq(fold_online_trials_for(longer_calls, 3, 3), 0, "83 ms in 3 calls each");
+    cr_expect_eq(fold_online_trials_for(close, 1, 8), 0, "no rival: nothing to try");
+    cr_expect_eq(fold_online_trials_for(close, 3, 0), 0, "FOLD_ONLINE=0");
     cr_expect_float_eq(fold_online_excess_us(close, 1, 8), 0.0, 1e-9);
 }
 
