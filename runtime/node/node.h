@@ -254,6 +254,11 @@ void   fold_node_peer_publish(fold_node_t *node, uint64_t epoch, const void *in,
  * dst; or from src into its OUT. On failure `why` says what happened. */
 int    fold_node_peer_read(const fold_node_t *node, int local, uint64_t epoch, int from_out,
                            size_t off_bytes, void *dst, size_t len, char *why, size_t whylen);
+/* For a call given up: no other rank reads or writes this rank's buffers of the
+ * call of `epoch` from now on (their copies fail with FOLD_ERR_PEER_FAILED), and none
+ * is still inside such a copy when it returns, unless one has been stuck in it for a
+ * second (stopped: logged). Nothing where the call published no buffers. */
+void   fold_node_peer_withdraw(fold_node_t *node, uint64_t epoch);
 /* FOLD_ERR_MISMATCH, with why naming both ranks and the field, when local rank
  * `local` published a different call for this epoch; FOLD_OK otherwise. */
 int    fold_node_peer_check(const fold_node_t *node, int local, uint64_t epoch, char *why,

@@ -7,10 +7,24 @@
  * containers); setup.c probes it once per communicator and every rank learns
  * whether all of them can.
  *
- *   region (past the fast path's), per local rank l, two cache lines:
+ *   region (past the fast path's), per local rank l, three cache lines:
  *     | epoch | in | out | count | call | prev: epoch count call |
  *     | ino, off, bytes of IN and OUT in fold memory | their fds | frees |
- *   written by l when its call takes its turn
+ *   written by l when its call takes its turn, and
+ *     | withdrawn: the epoch of the call whose buffers l took back |
+ *     | busy: the epoch and local rank whose buffer l is copying, 0 between copies |
+ *   written by l when it gives a call up, and around each of its copies of another
+ *   rank's buffers
+ *
+ * A rank that gives its call up (a timeout, a peer's failure, its own, a mismatch)
+ * returns to an application that may free its buffers at once, while another rank
+ * may be reading or writing them: the failure path skips the call's closing
+ * handshake. So it first withdraws its buffers (no copy starts after that), then
+ * waits until no rank is still inside a copy of them (fold_node_peer_withdraw). A
+ * copier stores busy before it looks at withdrawn, the withdrawer withdrawn before it
+ * looks at busy (both sequentially consistent), so either the copier sees the
+ * withdrawal and does not copy, or the withdrawer sees the copy and waits for it.
+ * The published call stays as it was, for the others' comparisons of calls.
  *
  * count and call say what l was asked to do (fingerprint.h), and where the call
  * stands among the node's calls (its position, node/resync.c, in the packed count's
@@ -27,6 +41,8 @@
 #include "mem.h"
 
 #include <errno.h>
+#include <sched.h>
+#include <signal.h>
 #include <fold/fold_status.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -49,8 +65,23 @@ typedef struct peer_line {
     uint64_t         ino[2], off[2], bytes[2];
     int32_t          fd[2];
     uint64_t         frees;
+    /* third line: read by every copy of this rank's buffers */
+    _Atomic uint64_t withdrawn;
+    char             pad3[56];
+    /* fourth line: written around each copy this rank makes, read by a rank that
+     * withdraws its buffers */
+    _Atomic uint64_t busy;
+    char             pad4[56];
 } peer_line_t;
-_Static_assert(sizeof(peer_line_t) == 128, "two cache lines per rank");
+_Static_assert(sizeof(peer_line_t) == 256, "four cache lines per rank");
+
+/* What a rank copying local rank `local`'s buffers in the call of `epoch` stores in
+ * busy. */
+#define BUSY_WORD(epoch, local) ((epoch) << 24 | (uint64_t)((local) + 1))
+/* How long a rank that withdraws its buffers waits for a copy of them to end: one
+ * copy moves a chunk in milliseconds; a copier stopped in the middle (SIGSTOP, a
+ * debugger) may never end it, and the failing rank returns all the same. */
+#define WITHDRAW_WAIT_S 1.0
 
 /* The packed fingerprint's count bits, which the line's call word uses for the
  * call's position (its low 20 bits: enough to tell neighbours apart). */
@@ -201,11 +232,17 @@ static int compare_calls(const fold_node_t *node, uint64_t count, uint64_t call,
     return FOLD_ERR_MISMATCH;
 }
 
-/* Where the peer's buffer lies in this call; the builder waited for its post. */
+/* Where the peer's buffer lies in this call; the builder waited for its post. The
+ * caller has stored busy (see the top), hence the order of this load. */
 static int peer_addr(const fold_node_t *node, int local, uint64_t epoch, int from_out,
                      uint64_t *addr, char *why, size_t whylen)
 {
     const peer_line_t *l = line(node, local);
+    if (atomic_load_explicit(&l->withdrawn, memory_order_seq_cst) == epoch) {
+        snprintf(why, whylen, "local rank %d gave the call up and took its buffers back",
+                 local);
+        return FOLD_ERR_PEER_FAILED;
+    }
     uint64_t e = atomic_load_explicit(&l->epoch, memory_order_acquire);
     if (e != epoch) {
         snprintf(why, whylen, "local rank %d published call %llu's buffers, not call %llu's",
@@ -252,26 +289,69 @@ int fold_node_peer_started(const fold_node_t *node, int local, fold_fingerprint_
     return 1;
 }
 
+/* One copy of local rank `local`'s buffer, bracketed by this rank's busy word. */
+static int peer_move(const fold_node_t *node, int local, uint64_t epoch, int which,
+                     size_t off_bytes, void *mine, size_t len, int write, char *why,
+                     size_t whylen)
+{
+    peer_line_t *me = line(node, node->local_rank);
+    atomic_store_explicit(&me->busy, BUSY_WORD(epoch, local), memory_order_seq_cst);
+    uint64_t addr;
+    int status = peer_addr(node, local, epoch, which, &addr, why, whylen);
+    if (status == FOLD_OK && !mapped_copy(node, local, which, mine, off_bytes, len, write)) {
+        status = peer_copy(node, local, mine, addr + off_bytes, len, write, why, whylen);
+    }
+    atomic_store_explicit(&me->busy, 0, memory_order_release);
+    return status;
+}
+
 int fold_node_peer_read(const fold_node_t *node, int local, uint64_t epoch, int from_out,
                         size_t off_bytes, void *dst, size_t len, char *why, size_t whylen)
 {
-    uint64_t addr;
-    int status = peer_addr(node, local, epoch, from_out, &addr, why, whylen);
-    if (status != FOLD_OK || mapped_copy(node, local, from_out, dst, off_bytes, len, 0)) {
-        return status;
-    }
-    return peer_copy(node, local, dst, addr + off_bytes, len, 0, why, whylen);
+    return peer_move(node, local, epoch, from_out, off_bytes, dst, len, 0, why, whylen);
 }
 
 int fold_node_peer_write(const fold_node_t *node, int local, uint64_t epoch, size_t off_bytes,
                          const void *src, size_t len, char *why, size_t whylen)
 {
-    uint64_t addr;
-    int status = peer_addr(node, local, epoch, 1, &addr, why, whylen);
-    if (status != FOLD_OK || mapped_copy(node, local, 1, (void *)src, off_bytes, len, 1)) {
-        return status;
+    return peer_move(node, local, epoch, 1, off_bytes, (void *)src, len, 1, why, whylen);
+}
+
+/* Whether local rank `local` (pid) still runs. */
+static int alive(const fold_node_t *node, int local)
+{
+    return node->pids == NULL || kill((pid_t)node->pids[local], 0) == 0 || errno != ESRCH;
+}
+
+void fold_node_peer_withdraw(fold_node_t *node, uint64_t epoch)
+{
+    if (node->seg.base == NULL || epoch == 0) {
+        return;
     }
-    return peer_copy(node, local, (void *)src, addr + off_bytes, len, 1, why, whylen);
+    peer_line_t *me = line(node, node->local_rank);
+    if (atomic_load_explicit(&me->epoch, memory_order_relaxed) != epoch) {
+        return;   /* this call never published its buffers */
+    }
+    atomic_store_explicit(&me->withdrawn, epoch, memory_order_seq_cst);
+    const uint64_t copying_mine = BUSY_WORD(epoch, node->local_rank);
+    const double until = fold_util_time_now() + WITHDRAW_WAIT_S;
+    for (int l = 0; l < node->seg.local_size; l++) {
+        const peer_line_t *other = line(node, l);
+        while (l != node->local_rank &&
+               atomic_load_explicit(&other->busy, memory_order_acquire) == copying_mine) {
+            if (!alive(node, l)) {
+                break;   /* a dead process copies nothing more */
+            }
+            if (fold_util_time_now() > until) {
+                fold_warn("comm %u: local rank %d is still copying this rank's buffers "
+                          "of the call it gave up after %.1f s (stopped?); returning: "
+                          "they must stay valid until that rank's call has failed too",
+                          node->comm_id, l, WITHDRAW_WAIT_S);
+                break;
+            }
+            sched_yield();
+        }
+    }
 }
 
 int fold_node_peer_probe(int64_t pid, uint64_t addr, uint64_t expect)

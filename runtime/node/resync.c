@@ -218,6 +218,8 @@ static int settle(fold_node_t *node, uint64_t word, const agreement_t *a)
 
 void fold_node_abandon(fold_node_t *node, uint64_t pos, uint64_t epoch, int status)
 {
+    /* Whatever the failure, the application may free this call's buffers next. */
+    fold_node_peer_withdraw(node, epoch);
     if (node->broken) {
         return;
     }
