@@ -7,7 +7,7 @@
  * containers); setup.c probes it once per communicator and every rank learns
  * whether all of them can.
  *
- *   region (past the fast path's), per local rank l, three cache lines:
+ *   region (past the fast path's), per local rank l, four cache lines:
  *     | epoch | in | out | count | call | prev: epoch count call |
  *     | ino, off, bytes of IN and OUT in fold memory | their fds | frees |
  *   written by l when its call takes its turn, and
@@ -338,7 +338,7 @@ void fold_node_peer_withdraw(fold_node_t *node, uint64_t epoch)
     for (int l = 0; l < node->seg.local_size; l++) {
         const peer_line_t *other = line(node, l);
         while (l != node->local_rank &&
-               atomic_load_explicit(&other->busy, memory_order_acquire) == copying_mine) {
+               atomic_load_explicit(&other->busy, memory_order_seq_cst) == copying_mine) {
             if (!alive(node, l)) {
                 break;   /* a dead process copies nothing more */
             }
