@@ -113,13 +113,13 @@ int fold_online_affordable(const double *pred_us, int n, int trials)
 int fold_online_trials_for(const double *pred_us, int n, int trials)
 {
     const int least = 2 * FOLD_ONLINE_PASS_MIN;
-    if (n > 1 && trials > 0 && fold_online_affordable(pred_us, n, trials)) {
+    if (n < 2 || trials < 1) {
+        return 0;
+    }
+    if (fold_online_affordable(pred_us, n, trials)) {
         return trials;
     }
-    if (n > 1 && trials > least && fold_online_affordable(pred_us, n, least)) {
-        return least;
-    }
-    return 0;
+    return trials > least && fold_online_affordable(pred_us, n, least) ? least : 0;
 }
 
 int fold_online_best(const double *score, int n, double margin)

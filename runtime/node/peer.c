@@ -336,9 +336,11 @@ void fold_node_peer_withdraw(fold_node_t *node, uint64_t epoch)
     const uint64_t copying_mine = BUSY_WORD(epoch, node->local_rank);
     const double until = fold_util_time_now() + WITHDRAW_WAIT_S;
     for (int l = 0; l < node->seg.local_size; l++) {
+        if (l == node->local_rank) {
+            continue;
+        }
         const peer_line_t *other = line(node, l);
-        while (l != node->local_rank &&
-               atomic_load_explicit(&other->busy, memory_order_seq_cst) == copying_mine) {
+        while (atomic_load_explicit(&other->busy, memory_order_seq_cst) == copying_mine) {
             if (!alive(node, l)) {
                 break;   /* a dead process copies nothing more */
             }

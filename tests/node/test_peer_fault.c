@@ -8,6 +8,7 @@
  */
 #define _GNU_SOURCE
 #include "loopback_harness.h"
+#include "util/clock.h"
 
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -22,7 +23,6 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
 
 #define COUNT (256 * 1024)   /* 1 MiB of float32 */
@@ -31,13 +31,6 @@ typedef struct fault_case {
     int    status[2];
     double seconds[2];
 } fault_case_t;
-
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 /* Rank 1's input has its first half unreadable (PROT_NONE, so that no allocation of
  * the other thread takes its place): rank 0 reads it (it owns the first block, or all
@@ -63,10 +56,10 @@ static int bad_input_rank(fold_context_t *ctx, int rank, int size, void *arg)
     if (rank == 1) {
         mprotect(region, bytes / 2 / page * page, PROT_NONE);
     }
-    double start = now_s();
+    double start = fold_util_time_now();
     c->status[rank] = fold_allreduce(in, out, COUNT, FOLD_FLOAT32, FOLD_OP_SUM,
                                      fold_comm_world(ctx));
-    c->seconds[rank] = now_s() - start;
+    c->seconds[rank] = fold_util_time_now() - start;
     lh_barrier(ctx);   /* a rank that failed may return while the other still reads */
     munmap(region, bytes);
     free(out);
@@ -124,13 +117,13 @@ static void *hold_fault(void *arg)
         if (read(c->uffd, &msg, sizeof(msg)) == (ssize_t)sizeof(msg) &&
             msg.event == UFFD_EVENT_PAGEFAULT) {
             c->faults++;
-            double until = now_s() + HOLD_S;
-            while (now_s() < until) {
+            double until = fold_util_time_now() + HOLD_S;
+            while (fold_util_time_now() < until) {
                 usleep(10000);
             }
         }
     }
-    c->released_at = now_s();
+    c->released_at = fold_util_time_now();
     /* Unregistering wakes the stalled write; its pages then fault in as any do. */
     struct uffdio_range range = {(uintptr_t)((char *)c->out0 + c->held_bytes), c->held_bytes};
     ioctl(c->uffd, UFFDIO_UNREGISTER, &range);
@@ -156,7 +149,7 @@ static int stalled_writer_rank(fold_context_t *ctx, int rank, int size, void *ar
     lh_barrier(ctx);
     c->status[rank] = fold_allreduce(in, out, COUNT, FOLD_FLOAT32, FOLD_OP_SUM,
                                      fold_comm_world(ctx));
-    c->returned_at[rank] = now_s();
+    c->returned_at[rank] = fold_util_time_now();
     if (rank == 0) {
         /* What an application may do with a buffer once the call returned. */
         mprotect(out, bytes, PROT_NONE);
