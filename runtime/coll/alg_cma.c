@@ -100,7 +100,9 @@ static void fold_block(fold_sched_t *s, const fold_coll_args_t *a, size_t lo, si
      * lines it holds (with TMP, the fold fetched each OUT line before writing it). */
     const int into_out = !to_root && !a->inplace;
     const fold_ref_t tmp_a = fold_ref_tmp(0), tmp_b = fold_ref_tmp(seg);
-    for (size_t c = 0; c < len; c += seg) {
+    const size_t chunks = (len + seg - 1) / seg;
+    for (size_t i = 0; i < chunks; i++) {
+        size_t c = (a->backward ? chunks - 1 - i : i) * seg;
         size_t off = lo + c, m = len - c < seg ? len - c : seg;
         fold_ref_t sum = into_out ? fold_ref_out(off) : tmp_a;   /* the rows so far */
         fold_ref_t acc = fold_ref_in(off);
@@ -198,5 +200,6 @@ const fold_alg_t fold_alg_cma = {
                    "OUT (dpml across nodes)",
     .allreduce   = cma_build,
     .reduce      = cma_build,
-    .flags       = FOLD_ALG_NODE_AWARE | FOLD_ALG_ORDERED | FOLD_ALG_SINGLE_COPY,
+    .flags       = FOLD_ALG_NODE_AWARE | FOLD_ALG_ORDERED | FOLD_ALG_SINGLE_COPY |
+                   FOLD_ALG_ALTERNATES,
 };

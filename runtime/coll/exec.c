@@ -75,7 +75,7 @@ static int args_equal(const fold_coll_args_t *a, const fold_coll_args_t *b)
            a->depth == b->depth && a->inplace == b->inplace &&
            a->commutative == b->commutative && a->topo == b->topo &&
            a->leaders == b->leaders && a->root_weight == b->root_weight &&
-           a->shm_count == b->shm_count && a->inter == b->inter;
+           a->shm_count == b->shm_count && a->inter == b->inter && a->backward == b->backward;
 }
 
 static void entry_clear(fold_sched_entry_t *e)
@@ -94,9 +94,36 @@ void fold_exec_cache_free(fold_comm_t *comm)
     }
 }
 
-static int sched_lookup(fold_comm_t *comm, const fold_exec_args_t *args,
+/* The direction of this call's chunks, for an algorithm that alternates: the other
+ * one than the last call of the same shape took (forward first). A call whose
+ * owners have one chunk each runs forward always: both would be the same schedule. */
+static int backward_next(const fold_comm_t *comm, const fold_exec_args_t *args)
+{
+    const fold_coll_args_t *a = &args->cargs;
+    const size_t owners = (size_t)(a->leaders > 1 ? a->leaders : 1);
+    if (args->alg == NULL || !(args->alg->flags & FOLD_ALG_ALTERNATES) ||
+        a->count <= owners * a->seg_count) {
+        return 0;
+    }
+    const fold_sched_entry_t *last = NULL;
+    for (int i = 0; i < FOLD_SCHED_CACHE_SIZE; i++) {
+        const fold_sched_entry_t *e = &comm->cache[i];
+        fold_coll_args_t ea = e->args;
+        ea.backward = a->backward;
+        if (e->last_use != 0 && e->alg == args->alg && args_equal(&ea, a) &&
+            (last == NULL || e->last_use > last->last_use)) {
+            last = e;
+        }
+    }
+    return last != NULL && !last->args.backward;
+}
+
+static int sched_lookup(fold_comm_t *comm, const fold_exec_args_t *exec_args,
                         fold_sched_entry_t **entry_p)
 {
+    fold_exec_args_t with_direction = *exec_args;
+    with_direction.cargs.backward = backward_next(comm, exec_args);
+    const fold_exec_args_t *args = &with_direction;
     fold_sched_entry_t *victim = NULL;
     for (int i = 0; i < FOLD_SCHED_CACHE_SIZE; i++) {
         fold_sched_entry_t *e = &comm->cache[i];

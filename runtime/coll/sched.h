@@ -136,6 +136,9 @@ typedef struct fold_coll_args {
                                      nothing back, so it can fold more */
     size_t shm_count;             /* node segment data capacity, elements */
     const struct fold_alg *inter; /* flat algorithm between nodes */
+    /* FOLD_ALG_ALTERNATES only, set by the executor: this rank's chunks in descending
+     * order (every other call of a shape; coll/exec.c). */
+    int    backward;
 } fold_coll_args_t;
 
 typedef struct fold_sched {

@@ -3,8 +3,9 @@
  * the schedules themselves: over every rank's schedule, each element of the
  * result is folded exactly once and lands exactly once in the OUT of the root
  * (its own folds into OUT, the other owners' writes into it) or of every rank of
- * an allreduce, for any number of owners and any weight of the root's block. Running the schedules is the loopback
- * and mp_coll matrices' job; this covers the weights the model may pick.
+ * an allreduce, for any number of owners and any weight of the root's block, with the
+ * chunks forward or backward (every other call, coll/exec.c). Running the schedules is
+ * the loopback and mp_coll matrices' job; this covers the weights the model may pick.
  */
 #include "coll/alg.h"
 #include "coll/exec_plan.h"
@@ -35,8 +36,8 @@ static void count_writes(const fold_step_t *st, int dest, size_t *times)
 /* Over every rank's schedule, each element lands once in the OUT of every rank
  * that has one (the root of a reduce, every rank of an allreduce), and the owners
  * fold their shares. */
-static void check_split_of(fold_coll_t coll, int size, int owners, int weight, int root,
-                           size_t n)
+static void check_split_dir(fold_coll_t coll, int size, int owners, int weight, int root,
+                            size_t n, int backward)
 {
     fold_topo_t *t = one_node(size);
     size_t *times = calloc((size_t)size * n, sizeof(*times));
@@ -45,7 +46,7 @@ static void check_split_of(fold_coll_t coll, int size, int owners, int weight, i
         fold_coll_args_t a = {.coll = coll, .rank = rank, .size = size,
                               .root = root, .count = n, .seg_count = 300, .depth = 2,
                               .commutative = 1, .topo = t, .leaders = owners,
-                              .root_weight = weight};
+                              .root_weight = weight, .backward = backward};
         fold_sched_t s;
         fold_sched_init(&s, &a);
         cr_assert_eq(fold_alg_builder(&fold_alg_cma, coll)(&a, &s), FOLD_OK);
@@ -76,10 +77,10 @@ static void check_split_of(fold_coll_t coll, int size, int owners, int weight, i
         int has_out = coll == FOLD_COLL_ALLREDUCE || dest == root;
         for (size_t i = 0; i < n; i++) {
             size_t got = times[(size_t)dest * n + i];
-            cr_assert_eq(got, (size_t)has_out, "%s p=%d owners=%d weight=%d root=%d n=%zu: "
-                         "element %zu reaches rank %d's OUT %zu times",
+            cr_assert_eq(got, (size_t)has_out, "%s p=%d owners=%d weight=%d root=%d n=%zu "
+                         "backward=%d: element %zu reaches rank %d's OUT %zu times",
                          coll == FOLD_COLL_REDUCE ? "reduce" : "allreduce", size, owners,
-                         weight, root, n, i, dest, got);
+                         weight, root, n, backward, i, dest, got);
         }
     }
     /* The root's share follows its weight: w / (w + owners - 1) of the message. */
@@ -91,6 +92,13 @@ static void check_split_of(fold_coll_t coll, int size, int owners, int weight, i
     }
     free(times);
     fold_topo_free(t);
+}
+
+static void check_split_of(fold_coll_t coll, int size, int owners, int weight, int root,
+                           size_t n)
+{
+    check_split_dir(coll, size, owners, weight, root, n, 0);
+    check_split_dir(coll, size, owners, weight, root, n, 1);
 }
 
 static void check_split(int size, int owners, int weight, int root, size_t n)
@@ -133,6 +141,59 @@ Test(alg_cma, a_heavier_root_folds_more)
     check_split(2, 2, 0, 0, 100000);
     check_split(2, 2, 150, 0, 100000);
     check_split(3, 3, 200, 1, 100000);
+}
+
+/* The offsets of the peer reads in rank `rank`'s schedule, in the order built (the
+ * serial schedule's order of running). */
+static size_t read_offsets(fold_coll_t coll, int rank, int size, int backward, size_t *offs,
+                           size_t cap)
+{
+    fold_topo_t *t = one_node(size);
+    fold_coll_args_t a = {.coll = coll, .rank = rank, .size = size, .root = 0, .count = 3000,
+                          .seg_count = 300, .depth = 2, .commutative = 1, .topo = t,
+                          .leaders = size, .backward = backward};
+    fold_sched_t s;
+    fold_sched_init(&s, &a);
+    cr_assert_eq(fold_alg_builder(&fold_alg_cma, coll)(&a, &s), FOLD_OK);
+    size_t n = 0;
+    for (size_t i = 0; i < s.nsteps; i++) {
+        if (s.steps[i].kind == FOLD_STEP_PEER_READ) {
+            cr_assert_lt(n, cap);
+            offs[n++] = s.steps[i].src.off;
+        }
+    }
+    fold_sched_cleanup(&s);
+    fold_topo_free(t);
+    return n;
+}
+
+/* Backward, an owner reads its block's chunks last first: the same reads as forward,
+ * in the opposite order of chunks (each chunk's reads, one per peer, stay together). */
+Test(alg_cma, a_backward_call_reads_its_chunks_last_first)
+{
+    for (int size = 2; size <= 3; size++) {
+        for (int rank = 0; rank < size; rank++) {
+            for (int c = 0; c < 2; c++) {
+                fold_coll_t coll = c ? FOLD_COLL_REDUCE : FOLD_COLL_ALLREDUCE;
+                size_t fwd[64], bwd[64];
+                size_t n = read_offsets(coll, rank, size, 0, fwd, 64);
+                cr_assert_eq(read_offsets(coll, rank, size, 1, bwd, 64), n);
+                const size_t per_chunk = (size_t)size - 1, chunks = n / per_chunk;
+                cr_assert_gt(chunks, 1, "p=%d rank %d: several chunks", size, rank);
+                for (size_t k = 0; k < chunks; k++) {
+                    for (size_t r = 0; r < per_chunk; r++) {
+                        cr_expect_eq(bwd[k * per_chunk + r],
+                                     fwd[(chunks - 1 - k) * per_chunk + r],
+                                     "p=%d rank %d %s: read %zu of chunk %zu", size, rank,
+                                     c ? "reduce" : "allreduce", r, k);
+                    }
+                    if (k > 0) {
+                        cr_expect_lt(bwd[k * per_chunk], bwd[(k - 1) * per_chunk]);
+                    }
+                }
+            }
+        }
+    }
 }
 
 /* Streaming stores (exec.c) send a large call's results past the cache: right for a
