@@ -394,6 +394,28 @@ int fold_op_dtype_valid(fold_op_t op, fold_dtype_t dtype)
     return fold_user_op_lookup(op, &fn, &arg, &commutative) == FOLD_OK;
 }
 
+/* ---- Aligned stores ------------------------------------------------------------ */
+
+/* Runs the kernel over the elements before dst's first cache-line boundary on their
+ * own, then over the rest, whose vector stores then never straddle two lines. glibc
+ * gives a buffer of 128 KiB or more 16 bytes past a page: every other 32-byte store
+ * straddled, and a float32 sum in the L2 ran 1.33x slower (20.6-21.8 GB/s against
+ * 27-29, 32-512 KiB). Buffers from one allocator share the offset, so the loads
+ * align too. */
+static void run_aligned(kernel_fn kernel, size_t elem_size, const char *left,
+                        const char *right, char *dst, size_t count)
+{
+    const size_t skew = (CACHE_LINE - (uintptr_t)dst % CACHE_LINE) % CACHE_LINE;
+    const size_t head = skew / elem_size;
+    if (skew % elem_size != 0 || head == 0 || count <= head + CACHE_LINE / elem_size) {
+        kernel(left, right, dst, count);
+        return;
+    }
+    const size_t off = head * elem_size;
+    kernel(left, right, dst, head);
+    kernel(left + off, right + off, dst + off, count - head);
+}
+
 /* ---- Threaded split ---------------------------------------------------------- */
 
 /* Runs the kernel over nthreads contiguous chunks. Chunk boundaries fall on dst
@@ -417,7 +439,7 @@ static void run_threaded(kernel_fn kernel, size_t elem_size, const char *left,
         end = end - skew < count ? end - skew : count;
         if (begin < end) {
             size_t off = begin * elem_size;
-            kernel(left + off, right + off, dst + off, end - begin);
+            run_aligned(kernel, elem_size, left + off, right + off, dst + off, end - begin);
         }
     }
 }
@@ -501,7 +523,7 @@ int fold_reduce_local(fold_op_t op, fold_dtype_t dtype, const void *left,
     if (nthreads > 1 && count * elem_size >= thread_threshold && count >= (size_t)nthreads) {
         run_threaded(kernel, elem_size, left, right, dst, count, nthreads);
     } else if (count > 0) {
-        kernel(left, right, dst, count);
+        run_aligned(kernel, elem_size, left, right, dst, count);
     }
     return FOLD_OK;
 }
