@@ -52,6 +52,7 @@
 #include <unistd.h>
 
 #include "util/clock.h"
+#include "util/process.h"
 
 typedef struct peer_line {
     _Atomic uint64_t epoch;
@@ -82,6 +83,10 @@ _Static_assert(sizeof(peer_line_t) == 256, "four cache lines per rank");
  * copy moves a chunk in milliseconds; a copier stopped in the middle (SIGSTOP, a
  * debugger) may never end it, and the failing rank returns all the same. */
 #define WITHDRAW_WAIT_S 1.0
+/* How often that wait looks whether the copier is stopped, which ends it: a stopped
+ * copier finishes nothing until it is resumed (a fault test stops ranks inside calls,
+ * and the others' failure then took their timeout and this second). */
+#define WITHDRAW_LOOK_S 1e-3
 
 /* The packed fingerprint's count bits, which the line's call word uses for the
  * call's position (its low 20 bits: enough to tell neighbours apart). */
@@ -323,6 +328,12 @@ static int alive(const fold_node_t *node, int local)
     return node->pids == NULL || kill((pid_t)node->pids[local], 0) == 0 || errno != ESRCH;
 }
 
+/* Local rank `local`'s process is stopped (SIGSTOP, a debugger). */
+static int stopped(const fold_node_t *node, int local)
+{
+    return node->pids != NULL && fold_util_process_stopped((pid_t)node->pids[local]);
+}
+
 void fold_node_peer_withdraw(fold_node_t *node, uint64_t epoch)
 {
     if (node->seg.base == NULL || epoch == 0) {
@@ -334,7 +345,8 @@ void fold_node_peer_withdraw(fold_node_t *node, uint64_t epoch)
     }
     atomic_store_explicit(&me->withdrawn, epoch, memory_order_seq_cst);
     const uint64_t copying_mine = BUSY_WORD(epoch, node->local_rank);
-    const double until = fold_util_time_now() + WITHDRAW_WAIT_S;
+    const double start = fold_util_time_now(), until = start + WITHDRAW_WAIT_S;
+    double next_look = start + WITHDRAW_LOOK_S;
     for (int l = 0; l < node->seg.local_size; l++) {
         if (l == node->local_rank) {
             continue;
@@ -344,11 +356,14 @@ void fold_node_peer_withdraw(fold_node_t *node, uint64_t epoch)
             if (!alive(node, l)) {
                 break;   /* a dead process copies nothing more */
             }
-            if (fold_util_time_now() > until) {
+            const double now = fold_util_time_now();
+            const int halted = now > next_look && stopped(node, l);
+            next_look = now > next_look ? now + WITHDRAW_LOOK_S : next_look;
+            if (halted || now > until) {
                 fold_warn("comm %u: local rank %d is still copying this rank's buffers "
-                          "of the call it gave up after %.1f s (stopped?); returning: "
-                          "they must stay valid until that rank's call has failed too",
-                          node->comm_id, l, WITHDRAW_WAIT_S);
+                          "of the call it gave up, %.3f s on%s; returning: they must stay "
+                          "valid until that rank's call has failed too", node->comm_id, l,
+                          now - start, halted ? ", and is stopped" : "");
                 break;
             }
             sched_yield();
