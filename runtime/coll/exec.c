@@ -95,8 +95,9 @@ void fold_exec_cache_free(fold_comm_t *comm)
 }
 
 /* The direction of this call's chunks, for an algorithm that alternates: the other
- * one than the last call of the same shape took (forward first). A call whose
- * owners have one chunk each runs forward always: both would be the same schedule. */
+ * one than the last call of the same shape took (forward first). A call of at most
+ * one segment per owner runs forward always: its schedules would be the same, or
+ * nearly (a reduce's heavier root may have a second chunk). */
 static int backward_next(const fold_comm_t *comm, const fold_exec_args_t *args)
 {
     const fold_coll_args_t *a = &args->cargs;
