@@ -68,14 +68,15 @@ int fold_exec_check_caps(const fold_tl_caps_t *caps)
 
 /* ---- schedule cache --------------------------------------------------------- */
 
-static int args_equal(const fold_coll_args_t *a, const fold_coll_args_t *b)
+/* The same schedule but maybe for its direction (backward). */
+static int same_shape(const fold_coll_args_t *a, const fold_coll_args_t *b)
 {
     return a->coll == b->coll && a->rank == b->rank && a->size == b->size &&
            a->root == b->root && a->count == b->count && a->seg_count == b->seg_count &&
            a->depth == b->depth && a->inplace == b->inplace &&
            a->commutative == b->commutative && a->topo == b->topo &&
            a->leaders == b->leaders && a->root_weight == b->root_weight &&
-           a->shm_count == b->shm_count && a->inter == b->inter && a->backward == b->backward;
+           a->shm_count == b->shm_count && a->inter == b->inter;
 }
 
 static void entry_clear(fold_sched_entry_t *e)
@@ -94,48 +95,55 @@ void fold_exec_cache_free(fold_comm_t *comm)
     }
 }
 
-/* The direction of this call's chunks, for an algorithm that alternates: the other
- * one than the last call of the same shape took (forward first). A call of at most
- * one segment per owner runs forward always: its schedules would be the same, or
- * nearly (a reduce's heavier root may have a second chunk). */
-static int backward_next(const fold_comm_t *comm, const fold_exec_args_t *args)
+/* Whether this call's chunks run forward and backward by turns (FOLD_ALG_ALTERNATES):
+ * every other call of a shape backward, forward first. A call of at most one segment
+ * per owner runs forward always: its schedules would be the same, or nearly (a
+ * reduce's heavier root may have a second chunk). */
+static int alternates(const fold_exec_args_t *args)
 {
     const fold_coll_args_t *a = &args->cargs;
     const size_t owners = (size_t)(a->leaders > 1 ? a->leaders : 1);
-    if (args->alg == NULL || !(args->alg->flags & FOLD_ALG_ALTERNATES) ||
-        a->count <= owners * a->seg_count) {
-        return 0;
-    }
-    const fold_sched_entry_t *last = NULL;
-    for (int i = 0; i < FOLD_SCHED_CACHE_SIZE; i++) {
-        const fold_sched_entry_t *e = &comm->cache[i];
-        fold_coll_args_t ea = e->args;
-        ea.backward = a->backward;
-        if (e->last_use != 0 && e->alg == args->alg && args_equal(&ea, a) &&
-            (last == NULL || e->last_use > last->last_use)) {
-            last = e;
-        }
-    }
-    return last != NULL && !last->args.backward;
+    return args->alg != NULL && (args->alg->flags & FOLD_ALG_ALTERNATES) &&
+           a->count > owners * a->seg_count;
 }
 
 static int sched_lookup(fold_comm_t *comm, const fold_exec_args_t *exec_args,
                         fold_sched_entry_t **entry_p)
 {
     fold_exec_args_t with_direction = *exec_args;
-    with_direction.cargs.backward = backward_next(comm, exec_args);
     const fold_exec_args_t *args = &with_direction;
-    fold_sched_entry_t *victim = NULL;
+    fold_coll_args_t *want = &with_direction.cargs;
+    const int alternate = alternates(exec_args);
+    want->backward = 0;
+    /* One pass: the shape's cached schedules by direction, the one used last, and the
+     * entry to build into if the direction wanted is not there. */
+    fold_sched_entry_t *victim = NULL, *cached[2] = {NULL, NULL}, *last = NULL;
     for (int i = 0; i < FOLD_SCHED_CACHE_SIZE; i++) {
         fold_sched_entry_t *e = &comm->cache[i];
-        if (e->last_use != 0 && e->alg == args->alg && args_equal(&e->args, &args->cargs)) {
-            e->last_use = ++comm->use_clock;
-            *entry_p    = e;
-            return FOLD_OK;
+        if (e->last_use != 0 && e->alg == args->alg && same_shape(&e->args, want)) {
+            if (!alternate && !e->args.backward) {
+                e->last_use = ++comm->use_clock;   /* the one schedule of its shape */
+                *entry_p    = e;
+                return FOLD_OK;
+            }
+            cached[e->args.backward != 0] = e;
+            last = last == NULL || e->last_use > last->last_use ? e : last;
+            continue;
         }
         if (e->refs == 0 && (victim == NULL || e->last_use < victim->last_use)) {
             victim = e;
         }
+    }
+    want->backward = alternate && last != NULL && !last->args.backward;
+    if (cached[want->backward] != NULL) {
+        fold_sched_entry_t *e = cached[want->backward];
+        e->last_use = ++comm->use_clock;
+        *entry_p    = e;
+        return FOLD_OK;
+    }
+    if (victim == NULL && cached[!want->backward] != NULL &&
+        cached[!want->backward]->refs == 0) {
+        victim = cached[!want->backward];   /* every other entry is running */
     }
     if (victim == NULL) {
         fold_error("comm %u: more than %d collectives of different shapes in flight",
