@@ -116,19 +116,17 @@ static int sched_lookup(fold_comm_t *comm, const fold_exec_args_t *exec_args,
     const int alternate = alternates(exec_args);
     want->backward = 0;
     /* One pass: the shape's cached schedules by direction, the one used last, and the
-     * entry to build into if the direction wanted is not there. */
+     * least recently used free entry, to build into if the direction wanted is not
+     * there. A shape that never alternates has one schedule: the first match. */
     fold_sched_entry_t *victim = NULL, *cached[2] = {NULL, NULL}, *last = NULL;
     for (int i = 0; i < FOLD_SCHED_CACHE_SIZE; i++) {
         fold_sched_entry_t *e = &comm->cache[i];
         if (e->last_use != 0 && e->alg == args->alg && same_shape(&e->args, want)) {
-            if (!alternate && !e->args.backward) {
-                e->last_use = ++comm->use_clock;   /* the one schedule of its shape */
-                *entry_p    = e;
-                return FOLD_OK;
-            }
             cached[e->args.backward != 0] = e;
             last = last == NULL || e->last_use > last->last_use ? e : last;
-            continue;
+            if (!alternate) {
+                break;
+            }
         }
         if (e->refs == 0 && (victim == NULL || e->last_use < victim->last_use)) {
             victim = e;
@@ -140,10 +138,6 @@ static int sched_lookup(fold_comm_t *comm, const fold_exec_args_t *exec_args,
         e->last_use = ++comm->use_clock;
         *entry_p    = e;
         return FOLD_OK;
-    }
-    if (victim == NULL && cached[!want->backward] != NULL &&
-        cached[!want->backward]->refs == 0) {
-        victim = cached[!want->backward];   /* every other entry is running */
     }
     if (victim == NULL) {
         fold_error("comm %u: more than %d collectives of different shapes in flight",

@@ -256,8 +256,9 @@ int    fold_node_peer_read(const fold_node_t *node, int local, uint64_t epoch, i
                            size_t off_bytes, void *dst, size_t len, char *why, size_t whylen);
 /* For a call given up: no other rank reads or writes this rank's buffers of the
  * call of `epoch` from now on (their copies fail with FOLD_ERR_PEER_FAILED), and none
- * is still inside such a copy when it returns, unless one has been stuck in it for a
- * second (stopped: logged). Nothing where the call published no buffers. */
+ * is still inside such a copy when it returns, unless one is stopped (SIGSTOP, a
+ * debugger) or has been stuck in it for a second (logged). Nothing where the call
+ * published no buffers. */
 void   fold_node_peer_withdraw(fold_node_t *node, uint64_t epoch);
 /* FOLD_ERR_MISMATCH, with why naming both ranks and the field, when local rank
  * `local` published a different call for this epoch; FOLD_OK otherwise. */

@@ -357,8 +357,11 @@ void fold_node_peer_withdraw(fold_node_t *node, uint64_t epoch)
                 break;   /* a dead process copies nothing more */
             }
             const double now = fold_util_time_now();
-            const int halted = now > next_look && stopped(node, l);
-            next_look = now > next_look ? now + WITHDRAW_LOOK_S : next_look;
+            int halted = 0;
+            if (now > next_look) {
+                halted    = stopped(node, l);
+                next_look = now + WITHDRAW_LOOK_S;
+            }
             if (halted || now > until) {
                 fold_warn("comm %u: local rank %d is still copying this rank's buffers "
                           "of the call it gave up, %.3f s on%s; returning: they must stay "
