@@ -318,7 +318,8 @@ typedef struct fold_node_calib {
     double cma_us;          /* ... and this cost per call */
 } fold_node_calib_t;
 /* Measures the copy paths on this process's own memory, interleaved so that all
- * see the same conditions (about 15 ms). */
+ * see the same conditions (about 15 ms), on the process's first call; later calls
+ * get the same figures. */
 void   fold_node_calibrate(fold_node_calib_t *out);
 
 /* probe.c: what the node's first and last local ranks measure of each other through
