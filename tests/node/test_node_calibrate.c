@@ -2,7 +2,8 @@
  * What fold_init measures of the node (node/calibrate.c) and how it reaches the cost
  * model (fold_context_set_measured): every rate present and plausible, single copy
  * exactly where the kernel allows it, and the measured string read back as model
- * parameters. No speed is asserted: the machine is shared.
+ * parameters; a process measures once, whichever of its threads asks first. No speed
+ * is asserted: the machine is shared.
  */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
@@ -12,6 +13,7 @@
 
 #include <fold/fold_status.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/uio.h>
@@ -63,6 +65,35 @@ Test(node_calibrate, measures_every_rate_and_single_copy_where_allowed)
             cr_expect_float_eq(c.cma_mem_gbs, c.cma_gbs * c.copy_mem_gbs / c.copy_gbs, 1e-9);
         }
 #endif
+    }
+}
+
+/* Measured twice, the figures would differ in their low bits. */
+#define THREADS 6
+
+static void *calibrate_thread(void *arg)
+{
+    fold_node_calibrate(arg);
+    return NULL;
+}
+
+Test(node_calibrate, a_process_measures_once)
+{
+    fold_node_calib_t first, again, each[THREADS];
+    pthread_t t[THREADS];
+    for (int i = 0; i < THREADS; i++) {
+        cr_assert_eq(pthread_create(&t[i], NULL, calibrate_thread, &each[i]), 0);
+    }
+    for (int i = 0; i < THREADS; i++) {
+        cr_assert_eq(pthread_join(t[i], NULL), 0);
+    }
+    fold_node_calibrate(&first);
+    fold_node_calibrate(&again);
+    cr_expect(plausible(first.copy_gbs), "copy %g GB/s", first.copy_gbs);
+    cr_expect_eq(memcmp(&first, &again, sizeof(first)), 0, "a second call measured again");
+    for (int i = 0; i < THREADS; i++) {
+        cr_expect_eq(memcmp(&first, &each[i], sizeof(first)), 0,
+                     "thread %d got figures of its own", i);
     }
 }
 
