@@ -368,6 +368,8 @@ int fold_exec_start(fold_comm_t *comm, const fold_exec_args_t *args, fold_reques
     req->user_owned = 0;
     req->turn       = (fold_node_turn_t){0};
     req->peer_published = 0;
+    req->view        = NULL;
+    req->view_step   = FOLD_STEP_NONE;
     req->single_copy = args->alg != NULL && (args->alg->flags & FOLD_ALG_SINGLE_COPY);
     req->memory      = args->memory;
     req->stream_out = args->cargs.count * esize >= comm->ctx->stream_min;
@@ -555,6 +557,17 @@ static char *step_ptr(const fold_request_t *req, fold_ref_t ref)
     return req->buf[ref.buf] + ref.off * req->esize;
 }
 
+/* Operand k (0: src, 1: src2) of reduction i: a peer's bytes where they lie, if the
+ * reduction took its peer read over (exec_plan.h), else its buffer. */
+static const char *operand_ptr(const fold_request_t *req, uint32_t i, int k)
+{
+    const fold_step_t *st = &req->sched->steps[i];
+    if (req->view_step == i && req->plan->steps[i].view_operand == k + 1) {
+        return req->view;
+    }
+    return step_ptr(req, k ? st->src2 : st->src);
+}
+
 /* Whether step st's reduction is split among the context's threads. */
 static int reduce_threaded(const fold_request_t *req, const fold_step_t *st)
 {
@@ -569,19 +582,19 @@ int fold_exec_reduce_dense(const fold_request_t *req, uint32_t i)
     int threaded = reduce_threaded(req, st);
     if (req->stream_out && !threaded && req->plan->steps[i].final_out) {
         /* A large call's result, which nothing in the call reads again. */
-        return fold_reduce_local_stream(req->op, req->dtype, step_ptr(req, st->src),
-                                        step_ptr(req, st->src2), step_ptr(req, st->dst),
+        return fold_reduce_local_stream(req->op, req->dtype, operand_ptr(req, i, 0),
+                                        operand_ptr(req, i, 1), step_ptr(req, st->dst),
                                         st->count);
     }
     if (st->dst.buf == FOLD_BUF_SHM && !threaded) {
         /* Lines another core read last and reads next (reduce_kernel.h). Threaded
          * reductions keep their split. */
-        return fold_reduce_local_shared(req->op, req->dtype, step_ptr(req, st->src),
-                                        step_ptr(req, st->src2), step_ptr(req, st->dst),
+        return fold_reduce_local_shared(req->op, req->dtype, operand_ptr(req, i, 0),
+                                        operand_ptr(req, i, 1), step_ptr(req, st->dst),
                                         st->count);
     }
-    return fold_reduce_local(req->op, req->dtype, step_ptr(req, st->src),
-                             step_ptr(req, st->src2), step_ptr(req, st->dst), st->count,
+    return fold_reduce_local(req->op, req->dtype, operand_ptr(req, i, 0),
+                             operand_ptr(req, i, 1), step_ptr(req, st->dst), st->count,
                              ctx->nthreads, ctx->config.thread_threshold);
 }
 
@@ -603,8 +616,8 @@ static int reduce_dense_along(const fold_request_t *req, uint32_t i)
     const fold_step_t *st = &req->sched->steps[i];
     uint32_t c = req->plan->steps[i].copy_along;
     if (c != FOLD_STEP_NONE && st->dst.buf == FOLD_BUF_SHM && !reduce_threaded(req, st)) {
-        return fold_reduce_local_shared_also(req->op, req->dtype, step_ptr(req, st->src),
-                                             step_ptr(req, st->src2), step_ptr(req, st->dst),
+        return fold_reduce_local_shared_also(req->op, req->dtype, operand_ptr(req, i, 0),
+                                             operand_ptr(req, i, 1), step_ptr(req, st->dst),
                                              step_ptr(req, req->sched->steps[c].dst),
                                              st->count);
     }
@@ -650,6 +663,40 @@ static int reduce_rows(const fold_request_t *req, uint32_t i)
 }
 
 static void step_done(fold_request_t *req, uint32_t i);
+
+/* Reduction i takes over the peer read the plan gave it (exec_plan.h): it folds the
+ * peer's bytes where they lie, through a mapping of the peer's fold memory (req->view
+ * until view_end), or, where none holds them, the read's copy is made now. */
+static int view_begin(fold_request_t *req, uint32_t i, char *why, size_t whylen)
+{
+    const uint32_t r = req->plan->steps[i].view_of;
+    if (r == FOLD_STEP_NONE) {
+        return FOLD_OK;
+    }
+    const fold_step_t *rd = &req->sched->steps[r];
+    const fold_node_t *node = req->comm->node;
+    const int from_out = rd->flag == FOLD_BUF_OUT;
+    const size_t off = rd->src.off * req->esize, len = rd->count * req->esize;
+    const void *view;
+    int status = fold_node_peer_view_begin(node, rd->local, req->turn.epoch, from_out, off,
+                                           len, &view, why, whylen);
+    if (status == FOLD_OK && view == NULL) {
+        return fold_node_peer_read(node, rd->local, req->turn.epoch, from_out, off,
+                                   step_ptr(req, rd->dst), len, why, whylen);
+    }
+    req->view      = view;
+    req->view_step = status == FOLD_OK ? i : FOLD_STEP_NONE;
+    return status;
+}
+
+static void view_end(fold_request_t *req)
+{
+    if (req->view_step != FOLD_STEP_NONE) {
+        fold_node_peer_view_end(req->comm->node);
+        req->view      = NULL;
+        req->view_step = FOLD_STEP_NONE;
+    }
+}
 
 /* A flag post runs as soon as it is ready instead of joining the queue: it costs a
  * store, and the rank that waits on it should not wait behind the copies and
@@ -926,27 +973,31 @@ static int start_step(fold_request_t *req, uint32_t i)
         }
         return status;
     }
-    case FOLD_STEP_REDUCE:
+    case FOLD_STEP_REDUCE: {
+        char why[256] = "the local reduction failed";
+        uint32_t wire_recv = req->plan->steps[i].link;
+        if ((status = view_begin(req, i, why, sizeof(why))) != FOLD_OK) {
+            return request_fail(req, status, i, why);
+        }
         if (req->codec_accept) {
-            char why[256];
             status = fold_wire_reduce(req, i, why, sizeof(why));
-            uint32_t wire_recv = req->plan->steps[i].link;
-            if (status != FOLD_OK && wire_recv != FOLD_STEP_NONE) {
-                /* It decoded a received message: the sender's call may differ. */
-                status = recv_failure(req, wire_recv, status, why, sizeof(why));
-            }
-            if (status != FOLD_OK) {
-                return request_fail(req, status, i, why);
-            }
-            copy_along(req, i);
         } else {
             status = reduce_dense_along(req, i);
-            if (status != FOLD_OK) {
-                return request_fail(req, status, i, "the local reduction failed");
-            }
+        }
+        view_end(req);
+        if (status != FOLD_OK && req->codec_accept && wire_recv != FOLD_STEP_NONE) {
+            /* It decoded a received message: the sender's call may differ. */
+            status = recv_failure(req, wire_recv, status, why, sizeof(why));
+        }
+        if (status != FOLD_OK) {
+            return request_fail(req, status, i, why);
+        }
+        if (req->codec_accept) {
+            copy_along(req, i);
         }
         step_done(req, i);
         return FOLD_OK;
+    }
     case FOLD_STEP_REDUCE_ROWS:
         if ((status = reduce_rows(req, i)) != FOLD_OK) {
             return request_fail(req, status, i, "the local reduction failed");
@@ -983,6 +1034,10 @@ static int start_step(fold_request_t *req, uint32_t i)
     case FOLD_STEP_PEER_READ:
     case FOLD_STEP_PEER_WRITE: {
         char why[160];
+        if (req->plan->steps[i].viewed_by != FOLD_STEP_NONE) {
+            step_done(req, i);   /* the reduction that takes its bytes reads them */
+            return FOLD_OK;
+        }
         size_t off = st->kind == FOLD_STEP_PEER_READ ? st->src.off : st->dst.off;
         status = st->kind == FOLD_STEP_PEER_READ
                      ? fold_node_peer_read(comm->node, st->local, req->turn.epoch,

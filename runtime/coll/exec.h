@@ -90,6 +90,9 @@ struct fold_request {
     fold_coll_t         coll;
     int                 user_owned;   /* handed out by an i-call, freed by the user */
     int                 peer_published; /* IN/OUT published this call (shm_turn) */
+    const char         *view;         /* a peer's bytes that reduction view_step folds
+                                         where they lie (exec_plan.h), or NULL */
+    uint32_t            view_step;
     int                 single_copy;  /* its schedule reads or writes other ranks'
                                          buffers (FOLD_ALG_SINGLE_COPY) */
     int                 memory;       /* fold_exec_args_t's, for the fingerprint */

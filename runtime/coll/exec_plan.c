@@ -384,6 +384,96 @@ static void plan_copies_along(fold_wire_plan_t *plan, const fold_sched_t *s)
     }
 }
 
+/* ---- peer reads folded from where they lie --------------------------------------- */
+
+/* Whether step st reads or writes [r, r + n) of this rank's buffers (a peer step's
+ * local side included). */
+static int touches(const fold_sched_t *s, const fold_step_t *st, fold_ref_t r, size_t n)
+{
+    for (int k = 0; k < fold_step_nreads(st); k++) {
+        if (overlaps(s, fold_step_read(s, st, k), st->count, r, n)) {
+            return 1;
+        }
+    }
+    return writes_range(s, st, r, n);
+}
+
+/* The first step after `from` that touches [r, r + n), or FOLD_STEP_NONE. */
+static uint32_t next_user(const fold_sched_t *s, uint32_t from, fold_ref_t r, size_t n)
+{
+    for (uint32_t k = from + 1; k < s->nsteps; k++) {
+        if (touches(s, &s->steps[k], r, n)) {
+            return k;
+        }
+    }
+    return FOLD_STEP_NONE;
+}
+
+/* Step st writes all of [r, r + n) and reads none of it. */
+static int overwrites(const fold_sched_t *s, const fold_step_t *st, fold_ref_t r, size_t n)
+{
+    for (int k = 0; k < fold_step_nreads(st); k++) {
+        if (overlaps(s, fold_step_read(s, st, k), st->count, r, n)) {
+            return 0;
+        }
+    }
+    for (int k = 0; k < fold_step_nwrites(st); k++) {
+        fold_ref_t w = fold_step_write(s, st, k);
+        if (alias_of(s, w.buf) == alias_of(s, r.buf) && w.off <= r.off &&
+            w.off + st->count >= r.off + n) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* The operand (1 src, 2 src2) of reduction j that may fold peer read i's bytes where
+ * they lie, or 0 (see exec_plan.h). In a serial schedule the steps that touch this
+ * rank's buffers run in the order built, so the next user of the read's range is the
+ * next step in that order that touches it. */
+static int peer_view_operand(const fold_wire_plan_t *plan, const fold_sched_t *s,
+                             uint32_t i, uint32_t j)
+{
+    const fold_step_t *rd = &s->steps[i], *red = &s->steps[j];
+    const fold_plan_step_t *pj = &plan->steps[j];
+    if (red->kind != FOLD_STEP_REDUCE || red->count != rd->count || pj->wire != 0 ||
+        pj->counts != 0 || pj->copy_along != FOLD_STEP_NONE) {
+        return 0;
+    }
+    int operand = same_range(s, red->src, rd->dst) ? 1 : same_range(s, red->src2, rd->dst) ? 2 : 0;
+    fold_ref_t other = operand == 1 ? red->src2 : red->src;
+    if (operand == 0 || overlaps(s, other, red->count, rd->dst, rd->count)) {
+        return 0;   /* not its operand, or both are */
+    }
+    if (same_range(s, red->dst, rd->dst)) {
+        return operand;   /* the result goes over the range */
+    }
+    if (overlaps(s, red->dst, red->count, rd->dst, rd->count)) {
+        return 0;
+    }
+    /* The range keeps what it held before the read: whoever uses it next must write
+     * all of it first. */
+    uint32_t k = next_user(s, j, rd->dst, rd->count);
+    return k == FOLD_STEP_NONE || overwrites(s, &s->steps[k], rd->dst, rd->count) ? operand : 0;
+}
+
+static void plan_peer_views(fold_wire_plan_t *plan, const fold_sched_t *s)
+{
+    for (uint32_t i = 0; s->serial && i < s->nsteps; i++) {
+        const fold_step_t *rd = &s->steps[i];
+        if (rd->kind != FOLD_STEP_PEER_READ || rd->count == 0) {
+            continue;
+        }
+        uint32_t j = next_user(s, i, rd->dst, rd->count);
+        int operand = j == FOLD_STEP_NONE ? 0 : peer_view_operand(plan, s, i, j);
+        if (operand != 0 && plan->steps[j].view_of == FOLD_STEP_NONE) {
+            plan->steps[i].viewed_by    = j;
+            plan->steps[j].view_of      = i;
+            plan->steps[j].view_operand = (uint8_t)operand;
+        }
+    }
+}
+
 /* ---- the plan ------------------------------------------------------------------ */
 
 int fold_wire_plan_build(fold_wire_plan_t *plan, const fold_sched_t *s,
@@ -404,10 +494,13 @@ int fold_wire_plan_build(fold_wire_plan_t *plan, const fold_sched_t *s,
                                             .soft_src = FOLD_STEP_NONE,
                                             .soft_first = FOLD_STEP_NONE,
                                             .soft_next = FOLD_STEP_NONE,
-                                            .copy_along = FOLD_STEP_NONE};
+                                            .copy_along = FOLD_STEP_NONE,
+                                            .viewed_by = FOLD_STEP_NONE,
+                                            .view_of = FOLD_STEP_NONE};
     }
     plan_codec_links(plan, s);
     plan_copies_along(plan, s);
+    plan_peer_views(plan, s);
     int status = plan_answers(plan, s, remote);
     if (status == FOLD_OK) {
         status = plan_final_results(plan, s);

@@ -25,6 +25,15 @@
  * instead of two. Only where nothing but the reduction and posts of its range come
  * before the copy (fold_plan_copy_along), so that writing OUT early changes
  * nothing another step sees.
+ *
+ * Peer reads folded from where they lie. In a serial schedule (single copy), a read
+ * of another rank's buffer into a range whose next user is one reduction of exactly
+ * that range is taken over by the reduction: where the executor finds the bytes in a
+ * mapping of the peer's fold memory (node/xmap.c), the reduction folds them from
+ * there and the read copies nothing (one pass over them instead of two); where it
+ * does not, the reduction makes the read's copy first. Only where the range holds
+ * nothing anyone reads afterwards: the reduction writes its result over it, or the
+ * next step that touches it writes all of it.
  */
 #ifndef FOLD_EXEC_PLAN_H
 #define FOLD_EXEC_PLAN_H
@@ -83,6 +92,12 @@ typedef struct fold_plan_step {
                              reads (a peer write into another rank's OUT reads it):
                              the call's result, which a large call may stream to
                              memory */
+    /* Peer reads folded from where they lie (see the top): */
+    uint8_t  view_operand;  /* reduce: which operand a peer read it took over fills
+                               (1 src, 2 src2); 0 none */
+    uint32_t viewed_by;     /* peer read: the reduce that took it over, or
+                               FOLD_STEP_NONE */
+    uint32_t view_of;       /* reduce: that peer read, or FOLD_STEP_NONE */
 } fold_plan_step_t;
 
 typedef struct fold_wire_plan {

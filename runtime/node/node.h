@@ -272,6 +272,16 @@ int    fold_node_peer_started(const fold_node_t *node, int local,
 int    fold_node_peer_write(const fold_node_t *node, int local, uint64_t epoch,
                             size_t off_bytes, const void *src, size_t len, char *why,
                             size_t whylen);
+/* A fold straight from len bytes at byte off_bytes of local rank `local`'s IN
+ * (from_out 0) or OUT, through this rank's mapping of its fold memory, checked as a
+ * read is: FOLD_OK with *view those bytes, this rank's to read until
+ * fold_node_peer_view_end (a rank that gives the call up waits for it, as for a copy);
+ * FOLD_OK with *view NULL where no mapping holds them (the caller reads them with
+ * fold_node_peer_read); else the error a read would return, `why` saying what. */
+int    fold_node_peer_view_begin(const fold_node_t *node, int local, uint64_t epoch,
+                                 int from_out, size_t off_bytes, size_t len,
+                                 const void **view, char *why, size_t whylen);
+void   fold_node_peer_view_end(const fold_node_t *node);
 /* Whether this process can read the 8 bytes at addr in process pid (== expect). */
 int    fold_node_peer_probe(int64_t pid, uint64_t addr, uint64_t expect);
 
@@ -283,8 +293,11 @@ int   fold_node_xmap_create(fold_node_t *node);
 void  fold_node_xmap_destroy(fold_node_t *node);
 void *fold_node_xmap(const fold_node_t *node, int local, int32_t fd, uint64_t ino,
                      uint64_t bytes, uint64_t frees);
-/* Allocations mapped now, and copies made through a mapping so far. */
-void  fold_node_xmap_stats(const fold_node_t *node, int *mapped, uint64_t *copies);
+/* Counts one copy (view 0) or one fold straight from a mapping (view 1). */
+void  fold_node_xmap_count(const fold_node_t *node, int view);
+/* Allocations mapped now, and copies and folds made through a mapping so far. */
+void  fold_node_xmap_stats(const fold_node_t *node, int *mapped, uint64_t *copies,
+                           uint64_t *views);
 
 /* calibrate.c: what fold_init measures of the node, for the cost model's
  * parameters of the same names (0: not measured) */

@@ -168,25 +168,38 @@ void fold_node_peer_publish(fold_node_t *node, uint64_t epoch, const void *in, v
     atomic_store_explicit(&me->epoch, epoch, memory_order_release);
 }
 
-/* Through the peer's fold memory mapped here (1), else 0: the kernel copies. */
-static int mapped_copy(const fold_node_t *node, int local, int which, void *mine,
-                       size_t off_bytes, size_t len, int write)
+/* Bytes [off_bytes, off_bytes + len) of local rank `local`'s buffer `which` through
+ * its fold memory mapped here, or NULL: not fold memory, or no mapping. */
+static char *mapped_at(const fold_node_t *node, int local, int which, size_t off_bytes,
+                       size_t len)
 {
     const peer_line_t *l = line(node, local);
     if (l->fd[which] < 0) {
-        return 0;
+        return NULL;
     }
     char *base = fold_node_xmap(node, local, l->fd[which], l->ino[which], l->bytes[which],
                                 l->frees);
     const uint64_t at = l->off[which] + off_bytes;
     if (base == NULL || at > l->bytes[which] || len > l->bytes[which] - at) {
-        return 0;   /* no mapping, or a range it does not hold: the kernel checks it */
+        return NULL;   /* no mapping, or a range it does not hold: the kernel checks it */
+    }
+    return base + at;
+}
+
+/* Through the peer's fold memory mapped here (1), else 0: the kernel copies. */
+static int mapped_copy(const fold_node_t *node, int local, int which, void *mine,
+                       size_t off_bytes, size_t len, int write)
+{
+    char *theirs = mapped_at(node, local, which, off_bytes, len);
+    if (theirs == NULL) {
+        return 0;
     }
     if (write) {
-        memcpy(base + at, mine, len);
+        memcpy(theirs, mine, len);
     } else {
-        memcpy(mine, base + at, len);
+        memcpy(mine, theirs, len);
     }
+    fold_node_xmap_count(node, 0);
     return 1;
 }
 
@@ -308,6 +321,32 @@ static int peer_move(const fold_node_t *node, int local, uint64_t epoch, int whi
     }
     atomic_store_explicit(&me->busy, 0, memory_order_release);
     return status;
+}
+
+int fold_node_peer_view_begin(const fold_node_t *node, int local, uint64_t epoch,
+                              int from_out, size_t off_bytes, size_t len,
+                              const void **view, char *why, size_t whylen)
+{
+    *view = NULL;
+    if (line(node, local)->fd[from_out] < 0) {
+        return FOLD_OK;   /* not fold memory: the caller's read checks the call once */
+    }
+    peer_line_t *me = line(node, node->local_rank);
+    atomic_store_explicit(&me->busy, BUSY_WORD(epoch, local), memory_order_seq_cst);
+    uint64_t addr;
+    int status = peer_addr(node, local, epoch, from_out, &addr, why, whylen);
+    *view = status == FOLD_OK ? mapped_at(node, local, from_out, off_bytes, len) : NULL;
+    if (*view == NULL) {
+        atomic_store_explicit(&me->busy, 0, memory_order_release);
+        return status;
+    }
+    fold_node_xmap_count(node, 1);
+    return FOLD_OK;
+}
+
+void fold_node_peer_view_end(const fold_node_t *node)
+{
+    atomic_store_explicit(&line(node, node->local_rank)->busy, 0, memory_order_release);
 }
 
 int fold_node_peer_read(const fold_node_t *node, int local, uint64_t epoch, int from_out,

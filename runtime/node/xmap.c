@@ -40,6 +40,7 @@ struct fold_node_xmap {
     uint64_t    *frees;        /* per local rank: its count when its mappings were made */
     uint64_t     clock;
     uint64_t     copies;       /* copies made through a mapping (tests, debug log) */
+    uint64_t     views;        /* folds straight from a mapping (node.h) */
     int          refused;      /* the kernel said no once: copy through it from now on */
 };
 
@@ -122,7 +123,6 @@ void *fold_node_xmap(const fold_node_t *node, int local, int32_t fd, uint64_t in
         xmap_entry_t *e = &x->entry[i];
         if (e->local == local && e->ino == ino && e->bytes == bytes) {
             e->used = ++x->clock;
-            x->copies++;
             return e->base;
         }
         if (e->local < 0 || (oldest->local >= 0 && e->used < oldest->used)) {
@@ -138,15 +138,24 @@ void *fold_node_xmap(const fold_node_t *node, int local, int32_t fd, uint64_t in
         drop(oldest);
     }
     *oldest = (xmap_entry_t){local, ino, base, (size_t)bytes, ++x->clock};
-    x->copies++;
     return base;
 }
 
-void fold_node_xmap_stats(const fold_node_t *node, int *mapped, uint64_t *copies)
+void fold_node_xmap_count(const fold_node_t *node, int view)
+{
+    struct fold_node_xmap *x = node->xmap;
+    if (x != NULL) {
+        *(view ? &x->views : &x->copies) += 1;
+    }
+}
+
+void fold_node_xmap_stats(const fold_node_t *node, int *mapped, uint64_t *copies,
+                          uint64_t *views)
 {
     const struct fold_node_xmap *x = node->xmap;
     *mapped = 0;
     *copies = x != NULL ? x->copies : 0;
+    *views  = x != NULL ? x->views : 0;
     for (int i = 0; x != NULL && i < XMAP_SLOTS; i++) {
         *mapped += x->entry[i].local >= 0;
     }

@@ -1,7 +1,7 @@
 /*
  * The executor's plan of a schedule (coll/exec_plan.h): codec links read off the
- * dependencies, the soft waits of answers to peers on another node, final results
- * and copies made along.
+ * dependencies, the soft waits of answers to peers on another node, final results,
+ * copies made along and peer reads taken over by the reduction that uses them.
  */
 #include <criterion/criterion.h>
 
@@ -258,4 +258,105 @@ Test(exec_plan, a_reduction_into_the_segment_makes_the_copy_of_its_result_along)
     fold_sched_init(&s, &a);
     leader_block(&s, fold_ref_in(5), 10);
     cr_expect_eq(along_of(&s, 3, 5), FOLD_STEP_NONE, "IN overlaps it");
+}
+
+/* The reduction a peer read at step r hands its bytes to (FOLD_STEP_NONE: none); the
+ * reduction knows which operand they fill. */
+static uint32_t viewer_of(fold_sched_t *s, uint32_t r)
+{
+    fold_wire_plan_t p;
+    cr_assert_eq(fold_sched_finalize(s), FOLD_OK);
+    cr_assert_eq(fold_wire_plan_build(&p, s, NULL), FOLD_OK);
+    uint32_t j = p.steps[r].viewed_by;
+    if (j != FOLD_STEP_NONE) {
+        cr_expect_eq(p.steps[j].view_of, r);
+        const fold_step_t *red = &s->steps[j];
+        fold_ref_t filled = p.steps[j].view_operand == 1 ? red->src : red->src2;
+        cr_expect(p.steps[j].view_operand != 0 && filled.buf == s->steps[r].dst.buf &&
+                      filled.off == s->steps[r].dst.off,
+                  "operand %d is the read's range", p.steps[j].view_operand);
+    }
+    fold_wire_plan_free(&p);
+    fold_sched_cleanup(s);
+    return j;
+}
+
+Test(exec_plan, a_reduction_takes_over_the_peer_read_it_alone_uses)
+{
+    fold_coll_args_t a = args_for(FOLD_COLL_ALLREDUCE, 0, 0);
+    a.size = 3;
+    fold_sched_t s;
+
+    /* Single copy's chunk: the first row read straight into OUT and summed there; a
+     * row read into TMP and folded into OUT, the next chunk's read overwriting it. */
+    fold_sched_init(&s, &a);
+    fold_sched_serial(&s);
+    fold_sched_peer_read(&s, 1, 1, FOLD_BUF_IN, 0, fold_ref_out(0), 10);            /* 0 */
+    fold_sched_reduce(&s, fold_ref_in(0), fold_ref_out(0), fold_ref_out(0), 10);    /* 1 */
+    fold_sched_peer_read(&s, 2, 2, FOLD_BUF_IN, 0, fold_ref_tmp(0), 10);            /* 2 */
+    fold_sched_reduce(&s, fold_ref_out(0), fold_ref_tmp(0), fold_ref_out(0), 10);   /* 3 */
+    fold_sched_peer_read(&s, 2, 2, FOLD_BUF_IN, 10, fold_ref_tmp(0), 10);           /* 4 */
+    fold_sched_reduce(&s, fold_ref_tmp(0), fold_ref_in(10), fold_ref_out(10), 10);  /* 5 */
+    cr_assert_eq(fold_sched_finalize(&s), FOLD_OK);
+    fold_wire_plan_t p;
+    cr_assert_eq(fold_wire_plan_build(&p, &s, NULL), FOLD_OK);
+    cr_expect_eq(p.steps[0].viewed_by, 1);
+    cr_expect_eq(p.steps[1].view_operand, 2, "src2 is the row read");
+    cr_expect_eq(p.steps[2].viewed_by, 3, "TMP is written again before it is read");
+    cr_expect_eq(p.steps[4].viewed_by, 5, "the last read: nothing uses TMP afterwards");
+    cr_expect_eq(p.steps[5].view_operand, 1);
+    cr_expect_eq(p.steps[1].viewed_by, FOLD_STEP_NONE, "only peer reads are taken over");
+    fold_wire_plan_free(&p);
+    fold_sched_cleanup(&s);
+
+    /* Not serial: the reads may run before the steps built ahead of them. */
+    fold_sched_init(&s, &a);
+    fold_sched_peer_read(&s, 1, 1, FOLD_BUF_IN, 0, fold_ref_out(0), 10);
+    fold_sched_reduce(&s, fold_ref_in(0), fold_ref_out(0), fold_ref_out(0), 10);
+    cr_expect_eq(viewer_of(&s, 0), FOLD_STEP_NONE, "not serial");
+
+    /* The read's bytes are wanted again after the reduction: the row is sent on,
+     * copied, or only partly overwritten next. */
+    fold_sched_init(&s, &a);
+    fold_sched_serial(&s);
+    fold_sched_peer_read(&s, 1, 1, FOLD_BUF_IN, 0, fold_ref_tmp(0), 10);
+    fold_sched_reduce(&s, fold_ref_in(0), fold_ref_tmp(0), fold_ref_out(0), 10);
+    fold_sched_send(&s, 1, fold_ref_tmp(0), 10);
+    cr_expect_eq(viewer_of(&s, 0), FOLD_STEP_NONE, "sent on");
+    fold_sched_init(&s, &a);
+    fold_sched_serial(&s);
+    fold_sched_peer_read(&s, 1, 1, FOLD_BUF_IN, 0, fold_ref_tmp(0), 10);
+    fold_sched_reduce(&s, fold_ref_in(0), fold_ref_tmp(0), fold_ref_out(0), 10);
+    fold_sched_peer_write(&s, fold_ref_tmp(0), 1, 1, 0, 10);
+    cr_expect_eq(viewer_of(&s, 0), FOLD_STEP_NONE, "written into a peer");
+    fold_sched_init(&s, &a);
+    fold_sched_serial(&s);
+    fold_sched_peer_read(&s, 1, 1, FOLD_BUF_IN, 0, fold_ref_tmp(0), 10);
+    fold_sched_reduce(&s, fold_ref_in(0), fold_ref_tmp(0), fold_ref_out(0), 10);
+    fold_sched_peer_read(&s, 2, 2, FOLD_BUF_IN, 0, fold_ref_tmp(0), 5);
+    fold_sched_reduce(&s, fold_ref_in(0), fold_ref_tmp(0), fold_ref_out(20), 10);
+    cr_expect_eq(viewer_of(&s, 0), FOLD_STEP_NONE, "half of it read after the next read");
+
+    /* The next user is no reduction of exactly the range: a copy, a reduction of a
+     * part, one whose both operands are the range, one writing beside it. */
+    fold_sched_init(&s, &a);
+    fold_sched_serial(&s);
+    fold_sched_peer_read(&s, 1, 1, FOLD_BUF_IN, 0, fold_ref_tmp(0), 10);
+    fold_sched_copy(&s, fold_ref_tmp(0), fold_ref_out(0), 10);
+    cr_expect_eq(viewer_of(&s, 0), FOLD_STEP_NONE, "a copy");
+    fold_sched_init(&s, &a);
+    fold_sched_serial(&s);
+    fold_sched_peer_read(&s, 1, 1, FOLD_BUF_IN, 0, fold_ref_tmp(0), 10);
+    fold_sched_reduce(&s, fold_ref_in(0), fold_ref_tmp(0), fold_ref_out(0), 5);
+    cr_expect_eq(viewer_of(&s, 0), FOLD_STEP_NONE, "a part");
+    fold_sched_init(&s, &a);
+    fold_sched_serial(&s);
+    fold_sched_peer_read(&s, 1, 1, FOLD_BUF_IN, 0, fold_ref_tmp(0), 10);
+    fold_sched_reduce(&s, fold_ref_tmp(0), fold_ref_tmp(0), fold_ref_out(0), 10);
+    cr_expect_eq(viewer_of(&s, 0), FOLD_STEP_NONE, "both operands");
+    fold_sched_init(&s, &a);
+    fold_sched_serial(&s);
+    fold_sched_peer_read(&s, 1, 1, FOLD_BUF_IN, 0, fold_ref_tmp(0), 10);
+    fold_sched_reduce(&s, fold_ref_in(0), fold_ref_tmp(0), fold_ref_tmp(5), 10);
+    cr_expect_eq(viewer_of(&s, 0), FOLD_STEP_NONE, "its result overlaps the range");
 }

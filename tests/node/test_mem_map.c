@@ -1,7 +1,8 @@
 /*
  * Single copy through fold memory (node/xmap.c, node/peer.c): with a call's buffers
- * from fold_mem_alloc, the cma algorithm reads and writes the other ranks' buffers
- * through mappings of their allocations instead of the kernel's cross-memory attach;
+ * from fold_mem_alloc, the cma algorithm folds straight from the other ranks' inputs
+ * and writes into their outputs through mappings of their allocations instead of
+ * the kernel's cross-memory attach;
  * results match the reference on 2 and 3 ranks, allreduce and reduce (a root first
  * and last), in place or not, commutative or not, with every rank's buffers in fold
  * memory or only some (the others still go through the kernel); a freed allocation
@@ -88,16 +89,18 @@ static int map_rank(fold_context_t *ctx, int rank, int size, void *arg)
     for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]) && !bad; k++) {
         bad = one_call(w, rank, size, mc, &kinds[k]);
     }
-    /* Every rank reads another's IN in an allreduce: a rank with a peer in fold
-     * memory copied through a mapping, and one without did not. */
+    /* Every rank reads another's IN in an allreduce and writes into its OUT: a rank
+     * with a peer in fold memory folded straight from a mapping (nothing copied on
+     * the way) and copied into one, and one without did neither. */
     fold_comm_t *comm = w;
     int mapped;
-    uint64_t copies;
-    fold_node_xmap_stats(comm->node, &mapped, &copies);
+    uint64_t copies, views;
+    fold_node_xmap_stats(comm->node, &mapped, &copies, &views);
     int peers_in_fold = mc->fold_ranks - (rank < mc->fold_ranks);
-    if (!bad && (copies > 0) != (peers_in_fold > 0)) {
-        fprintf(stderr, "rank %d: %llu copies through mappings with %d peers in fold memory\n",
-                rank, (unsigned long long)copies, peers_in_fold);
+    if (!bad && ((copies > 0) != (peers_in_fold > 0) || (views > 0) != (peers_in_fold > 0))) {
+        fprintf(stderr, "rank %d: %llu copies and %llu folds through mappings with %d peers "
+                "in fold memory\n", rank, (unsigned long long)copies,
+                (unsigned long long)views, peers_in_fold);
         bad = 1;
     }
     return bad;
@@ -135,10 +138,10 @@ static int remap_rank(fold_context_t *ctx, int rank, int size, void *arg)
     map_case_t mc = {.fold_ranks = size};
     const call_kind_t sum = {1, 0, 0, FOLD_FLOAT32, 0};
     int bad = 0, mapped[2];
-    uint64_t copies;
+    uint64_t copies, views;
     for (int k = 0; k < 2 && !bad; k++) {
         bad = one_call(w, rank, size, &mc, &sum);   /* allocates and frees its buffers */
-        fold_node_xmap_stats(((fold_comm_t *)w)->node, &mapped[k], &copies);
+        fold_node_xmap_stats(((fold_comm_t *)w)->node, &mapped[k], &copies, &views);
     }
     if (!bad && (mapped[0] != 2 * (size - 1) || mapped[1] != mapped[0])) {
         fprintf(stderr, "rank %d: %d then %d allocations mapped, want %d both times\n", rank,
