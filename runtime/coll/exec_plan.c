@@ -431,13 +431,11 @@ static int overwrites(const fold_sched_t *s, const fold_step_t *st, fold_ref_t r
  * they lie, or 0 (see exec_plan.h). In a serial schedule the steps that touch this
  * rank's buffers run in the order built, so the next user of the read's range is the
  * next step in that order that touches it. */
-static int peer_view_operand(const fold_wire_plan_t *plan, const fold_sched_t *s,
-                             uint32_t i, uint32_t j)
+static int peer_view_operand(const fold_sched_t *s, uint32_t i, uint32_t j)
 {
     const fold_step_t *rd = &s->steps[i], *red = &s->steps[j];
-    const fold_plan_step_t *pj = &plan->steps[j];
-    if (red->kind != FOLD_STEP_REDUCE || red->count != rd->count || pj->wire != 0 ||
-        pj->counts != 0 || pj->copy_along != FOLD_STEP_NONE) {
+    if (red->kind != FOLD_STEP_REDUCE || red->count != rd->count ||
+        fold_plan_copy_along(s, j) != FOLD_STEP_NONE) {
         return 0;
     }
     int operand = same_range(s, red->src, rd->dst) ? 1 : same_range(s, red->src2, rd->dst) ? 2 : 0;
@@ -457,16 +455,26 @@ static int peer_view_operand(const fold_wire_plan_t *plan, const fold_sched_t *s
     return k == FOLD_STEP_NONE || overwrites(s, &s->steps[k], rd->dst, rd->count) ? operand : 0;
 }
 
+uint32_t fold_plan_peer_view(const fold_sched_t *s, uint32_t i, int *operand)
+{
+    const fold_step_t *rd = &s->steps[i];
+    *operand = 0;
+    if (!s->serial || rd->kind != FOLD_STEP_PEER_READ || rd->count == 0) {
+        return FOLD_STEP_NONE;
+    }
+    uint32_t j = next_user(s, i, rd->dst, rd->count);
+    *operand = j == FOLD_STEP_NONE ? 0 : peer_view_operand(s, i, j);
+    return *operand != 0 ? j : FOLD_STEP_NONE;
+}
+
+/* (A reduction whose operand or result a codec handles takes no read over.) */
 static void plan_peer_views(fold_wire_plan_t *plan, const fold_sched_t *s)
 {
     for (uint32_t i = 0; s->serial && i < s->nsteps; i++) {
-        const fold_step_t *rd = &s->steps[i];
-        if (rd->kind != FOLD_STEP_PEER_READ || rd->count == 0) {
-            continue;
-        }
-        uint32_t j = next_user(s, i, rd->dst, rd->count);
-        int operand = j == FOLD_STEP_NONE ? 0 : peer_view_operand(plan, s, i, j);
-        if (operand != 0 && plan->steps[j].view_of == FOLD_STEP_NONE) {
+        int operand;
+        uint32_t j = fold_plan_peer_view(s, i, &operand);
+        if (j != FOLD_STEP_NONE && plan->steps[j].wire == 0 && plan->steps[j].counts == 0 &&
+            plan->steps[j].view_of == FOLD_STEP_NONE) {
             plan->steps[i].viewed_by    = j;
             plan->steps[j].view_of      = i;
             plan->steps[j].view_operand = (uint8_t)operand;

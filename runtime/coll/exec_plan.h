@@ -118,5 +118,9 @@ void fold_wire_plan_free(fold_wire_plan_t *plan);
  * every step it waits for is r or a post right after r. The cost model prices such
  * a copy as one out of the core's own cache. */
 uint32_t fold_plan_copy_along(const fold_sched_t *s, uint32_t r);
+/* The reduction that takes peer read i over (see the top), *operand saying which of
+ * its operands the read fills (1 src, 2 src2), or FOLD_STEP_NONE. The cost model
+ * prices such a read through a mapping at nothing: the reduction reads its bytes. */
+uint32_t fold_plan_peer_view(const fold_sched_t *s, uint32_t i, int *operand);
 
 #endif

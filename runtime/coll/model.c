@@ -216,6 +216,8 @@ void fold_model_mapped(const fold_model_params_t *p, fold_model_params_t *mapped
      * the trace: 0.14 us per 8 KiB read or write, cores sharing an L3). */
     mapped->cma_gbs = fmin(p->shm_gbs, p->shm_write_gbs);
     mapped->cma_us  = p->move_us;
+    /* A read whose reduction folds its bytes where they lie copies nothing. */
+    mapped->peer_views = 1;
     /* Out of cache such a copy pays what a copy out of cache pays beyond one in it. */
     double extra = 1.0 / p->copy_mem_gbs - 1.0 / p->copy_gbs;
     mapped->cma_mem_gbs = 1.0 / (1.0 / mapped->cma_gbs + fmax(0, extra));
@@ -390,6 +392,7 @@ typedef struct model_step {
 
 #define SHM_READS  1
 #define SHM_WRITES 2
+#define PEER_VIEW  4   /* peer read: a reduction takes it over (exec_plan.h) */
 
 /* Every rank's schedule, one after the other; step g of the whole is step
  * g - base[r] of rank r. Successors are global step numbers. */
@@ -635,6 +638,13 @@ static int prog_append(model_prog_t *g, int rank, const fold_sched_t *s, size_t 
         uint32_t c = fold_plan_copy_along(s, r);
         if (c != FOLD_STEP_NONE) {
             g->steps[base + c].shm_access = 0;
+        }
+    }
+    /* A peer read a reduction takes over (exec_plan.h): priced by the parameters. */
+    for (uint32_t i = 0; s->uses_peer && s->serial && i < s->nsteps; i++) {
+        int operand;
+        if (fold_plan_peer_view(s, i, &operand) != FOLD_STEP_NONE) {
+            g->steps[base + i].shm_access = PEER_VIEW;
         }
     }
     g->nsteps         = base + s->nsteps;
@@ -1476,6 +1486,9 @@ static double local_cost(const model_sim_t *m, int rank, const model_step_t *st)
     case FOLD_STEP_REDUCE_ROWS: return rows_cost(m, rank, st);
     case FOLD_STEP_PEER_READ:
     case FOLD_STEP_PEER_WRITE:
+        if ((st->shm_access & PEER_VIEW) != 0 && m->p->peer_views > 0) {
+            return 0;   /* the reduction reads the bytes through the mapping */
+        }
         /* The kernel pins the pages and copies on this rank's CPU. */
         return m->p->cma_us + (double)st->amount * m->kernel_us[node];
     default:               return 0;

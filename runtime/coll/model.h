@@ -72,6 +72,10 @@ typedef struct fold_model_params {
     double move_us;          /* a copy's or reduction's start, beyond step_us: the
                                 prefetchers ramping up on a new stream (a step of
                                 less than 4 KiB pays its share) */
+    double peer_views;       /* 1 (fold_model_mapped): a peer read a reduction takes
+                                over (exec_plan.h) costs nothing, the reduction reading
+                                the bytes through the mapping; 0: it copies. Not a
+                                parameter one sets. */
 } fold_model_params_t;
 
 /* Generic defaults: a current x86 server node and a 100 Gb/s network. */

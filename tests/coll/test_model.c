@@ -609,6 +609,47 @@ Test(model_hand, a_mapped_read_is_a_copy_at_the_segments_rate)
     cr_expect_float_eq(m.flag_us, p.flag_us, EPS);
 }
 
+/* Rank 0 of a node reads 1000 bytes of rank 1's IN and folds them into its OUT; the
+ * read's range is used again afterwards (a copy of it) where `used_again`. */
+static double read_then_fold(const fold_model_params_t *p, int used_again)
+{
+    int one_node[2] = {0, 0};
+    hand_t h;
+    hand_init(&h, 2, one_node);
+    fold_sched_serial(&h.s[0]);
+    fold_sched_peer_read(&h.s[0], 1, 1, FOLD_BUF_IN, 0, fold_ref_tmp(0), 250);
+    fold_sched_reduce(&h.s[0], fold_ref_in(0), fold_ref_tmp(0), fold_ref_out(0), 250);
+    if (used_again) {
+        fold_sched_copy(&h.s[0], fold_ref_tmp(0), fold_ref_out(250), 250);
+    }
+    return hand_time(&h, p);
+}
+
+/* A read a reduction takes over (exec_plan.h) costs nothing through a mapping, where
+ * the reduction reads the bytes; through the kernel it is the read it was. */
+Test(model_hand, a_read_folded_where_it_lies_costs_nothing_through_a_mapping)
+{
+    fold_model_params_t p = round_params(), m;
+    p.cma_gbs       = 0.25;
+    p.cma_us        = 3;
+    p.shm_gbs       = 0.5;
+    p.shm_write_gbs = 1;
+    p.move_us       = 0.5;
+    fold_model_mapped(&p, &m);
+    cr_expect_float_eq(m.peer_views, 1, EPS);
+    cr_expect_float_eq(p.peer_views, 0, EPS, "the kernel's copy stays a copy");
+    /* mapped, taken over: only the fold; not taken over (its range copied afterwards,
+     * or the prices of a read that copies), the read too: a copy's start and 1000
+     * bytes at 0.5 GB/s, 0.5 + 2 us */
+    double folded = read_then_fold(&m, 0);
+    cr_expect_gt(read_then_fold(&m, 1) - folded, 2.5, "its range used again");
+    fold_model_params_t copies = m;
+    copies.peer_views = 0;
+    cr_expect_float_eq(read_then_fold(&copies, 0) - folded, 2.5, EPS);
+    /* through the kernel: its call and 1000 bytes at 0.25 GB/s, 3 + 4 us */
+    cr_expect_float_eq(read_then_fold(&p, 0) - folded, 7, EPS);
+}
+
 /* Ranks 0 and 1 each send 1000 bytes to rank 2, rank 3 (if any) 1000 bytes to
  * rank 4. Between nodes a message holds a link for 2 us (its bytes) and arrives
  * 5 + 2 us after it starts; within a node a channel for 1 us, arriving 3 + 1 later. */
