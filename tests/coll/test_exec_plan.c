@@ -276,6 +276,8 @@ static uint32_t viewer_of(fold_sched_t *s, uint32_t r)
                       filled.off == s->steps[r].dst.off,
                   "operand %d is the read's range", p.steps[j].view_operand);
     }
+    int operand;
+    cr_expect_eq(fold_plan_peer_view(s, r, &operand), j, "the model sees what the plan does");
     fold_wire_plan_free(&p);
     fold_sched_cleanup(s);
     return j;

@@ -592,14 +592,20 @@ Test(model_hand, messages_on_a_node_move_at_memory_rates_out_of_cache)
 /* Through a mapping of fold memory the same read is a copy over lines another core
  * wrote: the slower of the segment's copy rates (shm_gbs 0.5, shm_write_gbs 1), and
  * a copy's start (move_us) instead of the kernel's call. */
-Test(model_hand, a_mapped_read_is_a_copy_at_the_segments_rate)
+static fold_model_params_t single_copy_params(void)
 {
-    fold_model_params_t p = round_params(), m;
+    fold_model_params_t p = round_params();
     p.cma_gbs       = 0.25;
     p.cma_us        = 3;
     p.shm_gbs       = 0.5;
     p.shm_write_gbs = 1;
     p.move_us       = 0.5;
+    return p;
+}
+
+Test(model_hand, a_mapped_read_is_a_copy_at_the_segments_rate)
+{
+    fold_model_params_t p = single_copy_params(), m;
     fold_model_mapped(&p, &m);
     cr_expect_float_eq(m.cma_gbs, 0.5, EPS);
     cr_expect_float_eq(m.cma_us, 0.5, EPS, "a copy's start, not a flag hop or a kernel call");
@@ -629,12 +635,7 @@ static double read_then_fold(const fold_model_params_t *p, int used_again)
  * the reduction reads the bytes; through the kernel it is the read it was. */
 Test(model_hand, a_read_folded_where_it_lies_costs_nothing_through_a_mapping)
 {
-    fold_model_params_t p = round_params(), m;
-    p.cma_gbs       = 0.25;
-    p.cma_us        = 3;
-    p.shm_gbs       = 0.5;
-    p.shm_write_gbs = 1;
-    p.move_us       = 0.5;
+    fold_model_params_t p = single_copy_params(), m;
     fold_model_mapped(&p, &m);
     cr_expect_float_eq(m.peer_views, 1, EPS);
     cr_expect_float_eq(p.peer_views, 0, EPS, "the kernel's copy stays a copy");
