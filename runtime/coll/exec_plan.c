@@ -386,16 +386,21 @@ static void plan_copies_along(fold_wire_plan_t *plan, const fold_sched_t *s)
 
 /* ---- peer reads folded from where they lie --------------------------------------- */
 
-/* Whether step st reads or writes [r, r + n) of this rank's buffers (a peer step's
- * local side included). */
-static int touches(const fold_sched_t *s, const fold_step_t *st, fold_ref_t r, size_t n)
+/* Whether step st reads [r, r + n) of this rank's buffers, a peer write's source
+ * included (reads_range leaves peer steps out: they are no codec's business). */
+static int reads_local(const fold_sched_t *s, const fold_step_t *st, fold_ref_t r, size_t n)
 {
     for (int k = 0; k < fold_step_nreads(st); k++) {
         if (overlaps(s, fold_step_read(s, st, k), st->count, r, n)) {
             return 1;
         }
     }
-    return writes_range(s, st, r, n);
+    return 0;
+}
+
+static int touches(const fold_sched_t *s, const fold_step_t *st, fold_ref_t r, size_t n)
+{
+    return reads_local(s, st, r, n) || writes_range(s, st, r, n);
 }
 
 /* The first step after `from` that touches [r, r + n), or FOLD_STEP_NONE. */
@@ -412,10 +417,8 @@ static uint32_t next_user(const fold_sched_t *s, uint32_t from, fold_ref_t r, si
 /* Step st writes all of [r, r + n) and reads none of it. */
 static int overwrites(const fold_sched_t *s, const fold_step_t *st, fold_ref_t r, size_t n)
 {
-    for (int k = 0; k < fold_step_nreads(st); k++) {
-        if (overlaps(s, fold_step_read(s, st, k), st->count, r, n)) {
-            return 0;
-        }
+    if (reads_local(s, st, r, n)) {
+        return 0;
     }
     for (int k = 0; k < fold_step_nwrites(st); k++) {
         fold_ref_t w = fold_step_write(s, st, k);

@@ -307,19 +307,33 @@ int fold_node_peer_started(const fold_node_t *node, int local, fold_fingerprint_
     return 1;
 }
 
-/* One copy of local rank `local`'s buffer, bracketed by this rank's busy word. */
+/* The start of a use of local rank `local`'s buffer: this rank's busy word says so
+ * (see the top), then the call is checked and *addr is where the buffer lies. The use
+ * ends with use_end, whatever the status. */
+static int use_begin(const fold_node_t *node, int local, uint64_t epoch, int which,
+                     uint64_t *addr, char *why, size_t whylen)
+{
+    peer_line_t *me = line(node, node->local_rank);
+    atomic_store_explicit(&me->busy, BUSY_WORD(epoch, local), memory_order_seq_cst);
+    return peer_addr(node, local, epoch, which, addr, why, whylen);
+}
+
+static void use_end(const fold_node_t *node)
+{
+    atomic_store_explicit(&line(node, node->local_rank)->busy, 0, memory_order_release);
+}
+
+/* One copy of local rank `local`'s buffer. */
 static int peer_move(const fold_node_t *node, int local, uint64_t epoch, int which,
                      size_t off_bytes, void *mine, size_t len, int write, char *why,
                      size_t whylen)
 {
-    peer_line_t *me = line(node, node->local_rank);
-    atomic_store_explicit(&me->busy, BUSY_WORD(epoch, local), memory_order_seq_cst);
     uint64_t addr;
-    int status = peer_addr(node, local, epoch, which, &addr, why, whylen);
+    int status = use_begin(node, local, epoch, which, &addr, why, whylen);
     if (status == FOLD_OK && !mapped_copy(node, local, which, mine, off_bytes, len, write)) {
         status = peer_copy(node, local, mine, addr + off_bytes, len, write, why, whylen);
     }
-    atomic_store_explicit(&me->busy, 0, memory_order_release);
+    use_end(node);
     return status;
 }
 
@@ -331,13 +345,11 @@ int fold_node_peer_view_begin(const fold_node_t *node, int local, uint64_t epoch
     if (line(node, local)->fd[from_out] < 0) {
         return FOLD_OK;   /* not fold memory: the caller's read checks the call once */
     }
-    peer_line_t *me = line(node, node->local_rank);
-    atomic_store_explicit(&me->busy, BUSY_WORD(epoch, local), memory_order_seq_cst);
     uint64_t addr;
-    int status = peer_addr(node, local, epoch, from_out, &addr, why, whylen);
+    int status = use_begin(node, local, epoch, from_out, &addr, why, whylen);
     *view = status == FOLD_OK ? mapped_at(node, local, from_out, off_bytes, len) : NULL;
     if (*view == NULL) {
-        atomic_store_explicit(&me->busy, 0, memory_order_release);
+        use_end(node);
         return status;
     }
     fold_node_xmap_count(node, 1);
@@ -346,7 +358,7 @@ int fold_node_peer_view_begin(const fold_node_t *node, int local, uint64_t epoch
 
 void fold_node_peer_view_end(const fold_node_t *node)
 {
-    atomic_store_explicit(&line(node, node->local_rank)->busy, 0, memory_order_release);
+    use_end(node);
 }
 
 int fold_node_peer_read(const fold_node_t *node, int local, uint64_t epoch, int from_out,

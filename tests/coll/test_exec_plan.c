@@ -283,6 +283,21 @@ static uint32_t viewer_of(fold_sched_t *s, uint32_t r)
     return j;
 }
 
+/* A serial schedule whose step 0 reads 10 elements of local rank 1's IN into TMP. */
+static void read_row(fold_sched_t *s, const fold_coll_args_t *a)
+{
+    fold_sched_init(s, a);
+    fold_sched_serial(s);
+    fold_sched_peer_read(s, 1, 1, FOLD_BUF_IN, 0, fold_ref_tmp(0), 10);
+}
+
+/* ... and whose step 1 folds them with IN into OUT. */
+static void read_and_fold(fold_sched_t *s, const fold_coll_args_t *a)
+{
+    read_row(s, a);
+    fold_sched_reduce(s, fold_ref_in(0), fold_ref_tmp(0), fold_ref_out(0), 10);
+}
+
 Test(exec_plan, a_reduction_takes_over_the_peer_read_it_alone_uses)
 {
     fold_coll_args_t a = args_for(FOLD_COLL_ALLREDUCE, 0, 0);
@@ -319,46 +334,29 @@ Test(exec_plan, a_reduction_takes_over_the_peer_read_it_alone_uses)
 
     /* The read's bytes are wanted again after the reduction: the row is sent on,
      * copied, or only partly overwritten next. */
-    fold_sched_init(&s, &a);
-    fold_sched_serial(&s);
-    fold_sched_peer_read(&s, 1, 1, FOLD_BUF_IN, 0, fold_ref_tmp(0), 10);
-    fold_sched_reduce(&s, fold_ref_in(0), fold_ref_tmp(0), fold_ref_out(0), 10);
+    read_and_fold(&s, &a);
     fold_sched_send(&s, 1, fold_ref_tmp(0), 10);
     cr_expect_eq(viewer_of(&s, 0), FOLD_STEP_NONE, "sent on");
-    fold_sched_init(&s, &a);
-    fold_sched_serial(&s);
-    fold_sched_peer_read(&s, 1, 1, FOLD_BUF_IN, 0, fold_ref_tmp(0), 10);
-    fold_sched_reduce(&s, fold_ref_in(0), fold_ref_tmp(0), fold_ref_out(0), 10);
+    read_and_fold(&s, &a);
     fold_sched_peer_write(&s, fold_ref_tmp(0), 1, 1, 0, 10);
     cr_expect_eq(viewer_of(&s, 0), FOLD_STEP_NONE, "written into a peer");
-    fold_sched_init(&s, &a);
-    fold_sched_serial(&s);
-    fold_sched_peer_read(&s, 1, 1, FOLD_BUF_IN, 0, fold_ref_tmp(0), 10);
-    fold_sched_reduce(&s, fold_ref_in(0), fold_ref_tmp(0), fold_ref_out(0), 10);
+    read_and_fold(&s, &a);
     fold_sched_peer_read(&s, 2, 2, FOLD_BUF_IN, 0, fold_ref_tmp(0), 5);
     fold_sched_reduce(&s, fold_ref_in(0), fold_ref_tmp(0), fold_ref_out(20), 10);
     cr_expect_eq(viewer_of(&s, 0), FOLD_STEP_NONE, "half of it read after the next read");
 
     /* The next user is no reduction of exactly the range: a copy, a reduction of a
      * part, one whose both operands are the range, one writing beside it. */
-    fold_sched_init(&s, &a);
-    fold_sched_serial(&s);
-    fold_sched_peer_read(&s, 1, 1, FOLD_BUF_IN, 0, fold_ref_tmp(0), 10);
+    read_row(&s, &a);
     fold_sched_copy(&s, fold_ref_tmp(0), fold_ref_out(0), 10);
     cr_expect_eq(viewer_of(&s, 0), FOLD_STEP_NONE, "a copy");
-    fold_sched_init(&s, &a);
-    fold_sched_serial(&s);
-    fold_sched_peer_read(&s, 1, 1, FOLD_BUF_IN, 0, fold_ref_tmp(0), 10);
+    read_row(&s, &a);
     fold_sched_reduce(&s, fold_ref_in(0), fold_ref_tmp(0), fold_ref_out(0), 5);
     cr_expect_eq(viewer_of(&s, 0), FOLD_STEP_NONE, "a part");
-    fold_sched_init(&s, &a);
-    fold_sched_serial(&s);
-    fold_sched_peer_read(&s, 1, 1, FOLD_BUF_IN, 0, fold_ref_tmp(0), 10);
+    read_row(&s, &a);
     fold_sched_reduce(&s, fold_ref_tmp(0), fold_ref_tmp(0), fold_ref_out(0), 10);
     cr_expect_eq(viewer_of(&s, 0), FOLD_STEP_NONE, "both operands");
-    fold_sched_init(&s, &a);
-    fold_sched_serial(&s);
-    fold_sched_peer_read(&s, 1, 1, FOLD_BUF_IN, 0, fold_ref_tmp(0), 10);
+    read_row(&s, &a);
     fold_sched_reduce(&s, fold_ref_in(0), fold_ref_tmp(0), fold_ref_tmp(5), 10);
     cr_expect_eq(viewer_of(&s, 0), FOLD_STEP_NONE, "its result overlaps the range");
 }
