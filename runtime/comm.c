@@ -280,6 +280,7 @@ static int node_setup(fold_comm_t *comm, fold_node_allgather_fn allgather, void 
         .shm_size = ctx->config.shm_size, .shm_reserve = ctx->config.shm_reserve,
         .pipeline_depth = ctx->config.pipeline_depth,
         .single_copy = ctx->config.single_copy,
+        .huge_pages = ctx->config.huge_pages,
         .pool = comm != ctx->world ? &ctx->node_pool : NULL,
         .allgather = allgather,
         .allgather_arg = arg};

@@ -205,6 +205,7 @@ static const struct {
     {NULL, offsetof(fold_node_calib_t, reduce_stream_gbs), NO_FALLBACK, 0},
     {"cma_gbs", offsetof(fold_node_calib_t, cma_gbs), NO_FALLBACK, 1},
     {"cma_mem_gbs", offsetof(fold_node_calib_t, cma_mem_gbs), NO_FALLBACK, 1},
+    {NULL, offsetof(fold_node_calib_t, cma_huge_mem_gbs), NO_FALLBACK, 1},
     {"cma_us", offsetof(fold_node_calib_t, cma_us), NO_FALLBACK, 1},
 };
 #define NMEASURED (sizeof(measured_fields) / sizeof(measured_fields[0]))
@@ -242,6 +243,12 @@ void fold_context_set_measured(fold_context_t *ctx, const fold_node_calib_t *cal
             } else if (calib->xcopy_gbs > 0 && calib->copy_gbs > calib->xcopy_gbs) {
                 v *= calib->xcopy_gbs / calib->copy_gbs;
             }
+        }
+        /* The buffers the kernel copies are backed with huge pages (node/huge.c),
+         * whose pages it walks at a fraction of the cost of 4 KiB ones. */
+        if (measured_fields[i].offset == offsetof(fold_node_calib_t, cma_mem_gbs) &&
+            ctx->config.huge_pages && calib->cma_huge_mem_gbs > 0) {
+            v = calib->cma_huge_mem_gbs;
         }
         /* A byte count is written whole: the size syntax reads no exponent. */
         int bytes = measured_fields[i].offset == offsetof(fold_node_calib_t, l2_bytes);

@@ -9,6 +9,7 @@
  *   resync.c   bringing the segment back into step after a mismatched call
  *   fast.c     the tiny-message path of shm_flat, outside any schedule
  *   peer.c     single copy: reading and writing other local ranks' buffers
+ *   huge.c     huge pages under the buffers single copy has the kernel copy
  *   segment.c  the shared-memory object, its flags and its lifetime
  *   topo.c     who shares a node and a socket, leader order
  *
@@ -49,6 +50,19 @@ typedef struct fold_node_turn {
  * the segment (coll/sched.h's FOLD_FLAG_DONE): epoch e's end is the value e << 32. */
 #define FOLD_NODE_FLAG_DONE 3
 
+/* huge.c: the ranges of this rank's buffers it had backed with huge pages. */
+#define FOLD_NODE_HUGE_RANGES 8
+typedef struct fold_node_huge {
+    int      on;            /* FOLD_HUGE_PAGES auto, and the kernel has not refused */
+    unsigned next;          /* the entry the next new range takes */
+    unsigned unused;        /* ranges forgotten without having been passed again */
+    size_t   backed_bytes;  /* backed so far */
+    struct fold_node_huge_range {
+        uintptr_t lo, hi;   /* whole huge pages; hi 0: an empty entry */
+        unsigned  uses;     /* calls that passed it again */
+    } range[FOLD_NODE_HUGE_RANGES];
+} fold_node_huge_t;
+
 /*
  * A communicator's node state: its topology and, when this node has more than
  * one of its ranks, the node segment. Node-aware calls run one at a time, in the
@@ -84,6 +98,7 @@ typedef struct fold_node {
     int               single_copy;  /* every rank of the comm can reach its local
                                        peers' memory (peer.c), and may */
     int64_t          *pids;         /* per local rank, for single copy */
+    fold_node_huge_t  huge;         /* huge pages under buffers peers copy (huge.c) */
     struct fold_node_xmap *xmap;    /* peers' fold memory mapped here (xmap.c) */
     uint64_t          probe;        /* a known value peers read at setup */
     uint64_t          nonce;        /* the segment's, shared by its holders (pool.c) */
@@ -117,6 +132,8 @@ typedef struct fold_node_params {
                                                stages, for the smallest segment) */
     int                    single_copy;  /* FOLD_SINGLE_COPY: may peers' memory be
                                             used (then probed) */
+    int                    huge_pages;   /* FOLD_HUGE_PAGES: may the buffers peers copy
+                                            be backed with huge pages (huge.c) */
     struct fold_node_pool *pool;         /* the context's kept segment (pool.c); NULL:
                                             none is taken (the same on every rank: it
                                             costs one more allgather) */
@@ -299,6 +316,17 @@ void  fold_node_xmap_count(const fold_node_t *node, int view);
 void  fold_node_xmap_stats(const fold_node_t *node, int *mapped, uint64_t *copies,
                            uint64_t *views);
 
+/* huge.c: a buffer local peers will copy through the kernel gets its whole huge pages
+ * backed with huge pages (madvise MADV_COLLAPSE; see there): the kernel walks those
+ * at a fraction of the cost of 4 KiB ones. Nothing where h is off, the buffer holds
+ * no whole huge page, or was backed before. */
+void   fold_node_huge_init(fold_node_huge_t *h, int on);
+void   fold_node_huge_back(fold_node_huge_t *h, const void *buf, size_t bytes);
+/* The kernel's transparent huge page size; 0 where it has none. */
+size_t fold_node_huge_page_bytes(void);
+/* madvise MADV_COLLAPSE of [lo, lo + len), whole huge pages: 0, or -1 and errno. */
+int    fold_node_huge_collapse(void *lo, size_t len);
+
 /* calibrate.c: what fold_init measures of the node, for the cost model's
  * parameters of the same names (0: not measured) */
 typedef struct fold_node_calib {
@@ -328,6 +356,8 @@ typedef struct fold_node_calib {
     int    single_copy;     /* the kernel lets this process copy through it ... */
     double cma_gbs;         /* ... at this rate (1 MiB reads) */
     double cma_mem_gbs;     /* ... and out of cache (estimated, calibrate.c) */
+    double cma_huge_mem_gbs; /* ... and out of cache from huge pages (measured; 0
+                                where the kernel would not back memory with them) */
     double cma_us;          /* ... and this cost per call */
 } fold_node_calib_t;
 /* Measures the copy paths on this process's own memory, interleaved so that all

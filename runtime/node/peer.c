@@ -123,8 +123,8 @@ static peer_line_t *line(const fold_node_t *node, int local)
 
 /* Where IN and OUT lie in fold memory, for peers to map instead of copying through
  * the kernel; only a schedule that reads or writes them (single copy) looks. */
-static void publish_places(peer_line_t *me, const void *in, const void *out,
-                           const fold_fingerprint_t *call, int single_copy)
+static void publish_places(fold_node_t *node, peer_line_t *me, const void *in,
+                           const void *out, const fold_fingerprint_t *call, int single_copy)
 {
     const size_t bytes = call->count * fold_dtype_size((fold_dtype_t)call->dtype);
     fold_mem_place_t p[2] = {{.fd = -1}, {.fd = -1}};
@@ -134,6 +134,13 @@ static void publish_places(peer_line_t *me, const void *in, const void *out,
             p[1] = p[0];
         } else {
             fold_mem_find(out, bytes, &p[1]);
+        }
+        /* what the kernel will copy: its pages walked faster (huge.c) */
+        if (p[0].fd < 0) {
+            fold_node_huge_back(&node->huge, in, bytes);
+        }
+        if (p[1].fd < 0 && out != in) {
+            fold_node_huge_back(&node->huge, out, bytes);
         }
     }
     for (int b = 0; b < 2; b++) {
@@ -162,7 +169,7 @@ void fold_node_peer_publish(fold_node_t *node, uint64_t epoch, const void *in, v
     me->prev_call  = me->call;
     me->in    = (uint64_t)(uintptr_t)in;
     me->out   = (uint64_t)(uintptr_t)out;
-    publish_places(me, in, out, call, single_copy);
+    publish_places(node, me, in, out, call, single_copy);
     me->count = count_word(call);
     me->call  = fold_fingerprint_pack(&rest) | (pos & POS_MASK) << POS_SHIFT;
     atomic_store_explicit(&me->epoch, epoch, memory_order_release);

@@ -416,6 +416,7 @@ static int node_setup(const fold_node_params_t *p, fold_node_t *node, char *why,
         int alone = fold_topo_ppn(node->topo, node->topo->node_of[r]) == 1;
         node->single_copy = alone || ok_all[r].single_copy;
     }
+    fold_node_huge_init(&node->huge, node->single_copy && p->huge_pages);
     if (status == FOLD_OK) {
         node->local_rank = node->topo->local_of[rank];
     }

@@ -15,7 +15,9 @@
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -65,6 +67,36 @@ Test(node_calibrate, measures_every_rate_and_single_copy_where_allowed)
             cr_expect_float_eq(c.cma_mem_gbs, c.cma_gbs * c.copy_mem_gbs / c.copy_gbs, 1e-9);
         }
 #endif
+    }
+}
+
+/* Whether this kernel backs a region with a huge page when asked (node/huge.c). */
+static int kernel_collapses(void)
+{
+    const size_t page = fold_node_huge_page_bytes();
+    if (page < ((size_t)1 << 20) || page > ((size_t)4 << 20)) {
+        return 0;
+    }
+    char *raw = mmap(NULL, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                     -1, 0);
+    cr_assert_neq(raw, MAP_FAILED);
+    char *huge = (char *)(((uintptr_t)raw + page - 1) & ~(uintptr_t)(page - 1));
+    memset(huge, 1, page);
+    int ok = fold_node_huge_collapse(huge, page) == 0;
+    munmap(raw, 2 * page);
+    return ok;
+}
+
+Test(node_calibrate, measures_the_kernels_copy_from_huge_pages_where_it_makes_them)
+{
+    fold_node_calib_t c;
+    fold_node_calibrate(&c);
+    int expected = c.single_copy && c.copy_mem_gbs > 0 && kernel_collapses();
+    if (expected) {
+        cr_expect(plausible(c.cma_huge_mem_gbs), "from huge pages %g GB/s",
+                  c.cma_huge_mem_gbs);
+    } else {
+        cr_expect_eq(c.cma_huge_mem_gbs, 0);
     }
 }
 
@@ -126,6 +158,29 @@ Test(node_calibrate, measured_values_become_the_models_parameters)
     cr_expect_float_eq(ctx->model.copy_mem_gbs, 22, 1e-9);
     cr_expect_float_eq(ctx->model.cma_gbs, 17, 1e-9);
     cr_expect_float_eq(ctx->model.cma_mem_gbs, 4.675, 1e-9);
+    fold_context_free_virtual(ctx);
+}
+
+/* With FOLD_HUGE_PAGES on, the kernel's out-of-cache rate is the one measured from
+ * huge pages (the buffers it copies are backed so); off, the estimate. */
+Test(node_calibrate, huge_pages_give_the_kernels_rate_from_memory)
+{
+    fold_context_t *ctx = virtual_context();
+    fold_node_calib_t c = {.copy_gbs = 80, .single_copy = 1, .cma_gbs = 17,
+                           .cma_mem_gbs = 3.5, .cma_huge_mem_gbs = 6.25, .cma_us = 0.9};
+    ctx->config.huge_pages = 1;
+    fold_context_set_measured(ctx, &c);
+    cr_expect_str_eq(ctx->measured, "copy_gbs=80,shm_gbs=80,shm_write_gbs=80,cma_gbs=17,"
+                                    "cma_mem_gbs=6.25,cma_us=0.9");
+    ctx->config.huge_pages = 0;
+    fold_context_set_measured(ctx, &c);
+    cr_expect_str_eq(ctx->measured, "copy_gbs=80,shm_gbs=80,shm_write_gbs=80,cma_gbs=17,"
+                                    "cma_mem_gbs=3.5,cma_us=0.9");
+    c.cma_huge_mem_gbs = 0;   /* no huge page was had */
+    ctx->config.huge_pages = 1;
+    fold_context_set_measured(ctx, &c);
+    cr_expect_str_eq(ctx->measured, "copy_gbs=80,shm_gbs=80,shm_write_gbs=80,cma_gbs=17,"
+                                    "cma_mem_gbs=3.5,cma_us=0.9");
     fold_context_free_virtual(ctx);
 }
 

@@ -1,0 +1,158 @@
+/*
+ * Huge pages under the buffers peers copy through the kernel (node/huge.c): the whole
+ * huge pages inside a buffer are backed with them and nothing around it, its bytes
+ * stay, a buffer passed again is not asked for again, and a node stops after buffers
+ * passed only once. Where the kernel backs no memory with huge pages (THP off, an old
+ * kernel), the tests say so and skip.
+ */
+#define _GNU_SOURCE
+#include <criterion/criterion.h>
+
+#include "node/node.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#define MIB ((size_t)1 << 20)
+
+/* AnonHugePages of the mapping holding addr, in bytes (/proc/self/smaps). */
+static size_t huge_bytes_at(const void *addr)
+{
+    FILE *f = fopen("/proc/self/smaps", "r");
+    cr_assert_not_null(f);
+    char text[512];
+    int inside = 0;
+    size_t kib = 0;
+    while (fgets(text, sizeof(text), f) != NULL) {
+        unsigned long lo, hi;
+        if (sscanf(text, "%lx-%lx ", &lo, &hi) == 2 && strchr(text, ':') != NULL &&
+            strchr(text, '-') < strchr(text, ' ')) {
+            inside = (uintptr_t)addr >= lo && (uintptr_t)addr < hi;
+            continue;
+        }
+        if (inside && sscanf(text, "AnonHugePages: %zu kB", &kib) == 1) {
+            break;
+        }
+    }
+    fclose(f);
+    return kib << 10;
+}
+
+/* A mapping of `pages` huge pages plus one, filled with a pattern, and its first whole
+ * huge page; the test is skipped where the system gave it huge pages on first touch
+ * (THP "always"): what is collapsed could not be told from what was not. */
+typedef struct region {
+    char  *raw, *first;   /* the mapping, its first whole huge page */
+    size_t len, page;
+} region_t;
+
+static region_t map_region(size_t pages)
+{
+    region_t r = {.page = fold_node_huge_page_bytes()};
+    if (r.page == 0 || r.page > 4 * MIB) {
+        cr_skip_test("no transparent huge pages of at most 4 MiB here");
+    }
+    r.len = (pages + 1) * r.page;
+    r.raw = mmap(NULL, r.len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    cr_assert_neq(r.raw, MAP_FAILED);
+    r.first = (char *)(((uintptr_t)r.raw + r.page - 1) & ~(uintptr_t)(r.page - 1));
+    for (size_t i = 0; i < r.len; i++) {
+        r.raw[i] = (char)(i * 7 + 3);
+    }
+    if (huge_bytes_at(r.first) != 0) {
+        cr_skip_test("this system backs new memory with huge pages itself (THP always)");
+    }
+    return r;
+}
+
+static void check_bytes(const region_t *r)
+{
+    for (size_t i = 0; i < r->len; i++) {
+        if (r->raw[i] != (char)(i * 7 + 3)) {
+            cr_assert_fail("byte %zu of the mapping changed", i);
+        }
+    }
+}
+
+/* Whether the kernel collapses memory here at all (MADV_COLLAPSE, Linux 6.1). */
+static void skip_unless_collapsing(void)
+{
+    region_t probe = map_region(1);
+    int ok = fold_node_huge_collapse(probe.first, probe.page) == 0;
+    munmap(probe.raw, probe.len);
+    if (!ok) {
+        cr_skip_test("the kernel collapses no memory into huge pages here");
+    }
+}
+
+Test(node_huge, backs_the_whole_pages_inside_a_buffer_and_keeps_its_bytes)
+{
+    skip_unless_collapsing();
+    region_t r = map_region(4);
+    fold_node_huge_t h;
+    fold_node_huge_init(&h, 1);
+    cr_assert(h.on);
+    /* A buffer from 4 KiB into the first whole page to 4 KiB into the fourth: the
+     * second and third pages are whole inside it, the first and fourth are not. */
+    char *buf = r.first + 4096;
+    fold_node_huge_back(&h, buf, 3 * r.page);
+    cr_expect_eq(h.backed_bytes, 2 * r.page);
+    cr_expect_eq(huge_bytes_at(buf), 2 * r.page, "%zu bytes of the mapping are huge, "
+                 "not the two whole pages inside the buffer", huge_bytes_at(buf));
+    check_bytes(&r);
+    munmap(r.raw, r.len);
+}
+
+Test(node_huge, a_buffer_passed_again_is_not_asked_for_again)
+{
+    skip_unless_collapsing();
+    region_t r = map_region(2);
+    fold_node_huge_t h;
+    fold_node_huge_init(&h, 1);
+    for (int call = 0; call < 3; call++) {
+        fold_node_huge_back(&h, r.first, 2 * r.page);
+    }
+    cr_expect_eq(h.backed_bytes, 2 * r.page);
+    cr_expect_eq(h.range[0].uses, 2);
+    cr_expect(h.on);
+    check_bytes(&r);
+    munmap(r.raw, r.len);
+}
+
+Test(node_huge, stops_after_buffers_passed_only_once)
+{
+    skip_unless_collapsing();
+    const size_t n = FOLD_NODE_HUGE_RANGES + 6;
+    region_t r = map_region(n);
+    fold_node_huge_t h;
+    fold_node_huge_init(&h, 1);
+    /* n buffers of one huge page each, each passed once: the ranges table holds
+     * FOLD_NODE_HUGE_RANGES; each new one after that forgets one unused, and the
+     * fourth so forgotten stops the node before it asks for that new one. */
+    for (size_t i = 0; i < n; i++) {
+        fold_node_huge_back(&h, r.first + i * r.page, r.page);
+    }
+    cr_expect_not(h.on);
+    cr_expect_eq(h.unused, 4);
+    cr_expect_eq(h.backed_bytes, (FOLD_NODE_HUGE_RANGES + 3) * r.page);
+    check_bytes(&r);
+    munmap(r.raw, r.len);
+}
+
+Test(node_huge, off_or_small_leaves_buffers_as_they_are)
+{
+    region_t r = map_region(2);
+    fold_node_huge_t off, on;
+    fold_node_huge_init(&off, 0);
+    fold_node_huge_init(&on, 1);
+    fold_node_huge_back(&off, r.first, 2 * r.page);
+    /* no whole page inside: from 4 KiB into one page to 4 KiB short of the next's end */
+    fold_node_huge_back(&on, r.first + 4096, 2 * r.page - 8192);
+    cr_expect_eq(off.backed_bytes, 0);
+    cr_expect_eq(on.backed_bytes, 0);
+    cr_expect_eq(huge_bytes_at(r.first), 0);
+    check_bytes(&r);
+    munmap(r.raw, r.len);
+}
