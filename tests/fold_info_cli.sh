@@ -21,6 +21,8 @@ echo "$csv" | grep -q "^allreduce,dpml_pipelined,1048576,[12]," || fail "-p: no 
 echo "$csv" | grep -q "^reduce,shm_flat," && fail "-p: shm_flat across nodes"
 
 FOLD_MODEL=flag_us=0.75 "$INFO" -m | grep -q "^flag_us 0.75$" || fail "-m: FOLD_MODEL not applied"
+FOLD_HUGE_PAGES=off "$INFO" -m | grep -Eq "^# Huge pages under the kernel's copies \(FOLD_HUGE_PAGES=off\): (off;|no single|the kernel makes none)" ||
+    fail "-m: no line on huge pages"
 
 # -c: every table (runtime, MPI shim, tools), each variable with its default and the
 # environment's value, checked by the variable's parser.

@@ -165,6 +165,26 @@ static void print_stream(fold_context_t *ctx)
     }
 }
 
+/* Whether the buffers single copy has the kernel copy are backed with huge pages
+ * (FOLD_HUGE_PAGES, node/huge.c), and the kernel's rates from memory either way. */
+static void print_huge_pages(fold_context_t *ctx)
+{
+    const char *setting = "?";
+    fold_config_get(ctx, "FOLD_HUGE_PAGES", &setting);
+    const size_t page = fold_node_huge_page_bytes();
+    printf("# Huge pages under the kernel's copies (FOLD_HUGE_PAGES=%s): ", setting);
+    if (!ctx->calib.single_copy) {
+        printf("no single copy here\n");
+    } else if (page == 0 || ctx->calib.cma_huge_mem_gbs <= 0) {
+        printf("the kernel makes none here (huge page %zu bytes); its copy from memory "
+               "%.4g GB/s\n", page, ctx->calib.cma_mem_gbs);
+    } else {
+        printf("%s; its copy from memory %.4g GB/s from %zu-byte pages, %.4g over 4 KiB "
+               "ones (estimated)\n", ctx->config.huge_pages ? "on" : "off",
+               ctx->calib.cma_huge_mem_gbs, page, ctx->calib.cma_mem_gbs);
+    }
+}
+
 /* The cost model's parameters in effect: defaults, measured, the tuning file's,
  * FOLD_MODEL. */
 static int print_model(void)
@@ -181,6 +201,7 @@ static int print_model(void)
            ctx->file.path ? ctx->file.path : "(none)");
     fold_model_print(&ctx->model, "", stdout);
     print_stream(ctx);
+    print_huge_pages(ctx);
     fold_context_free_virtual(ctx);
     return 0;
 }
