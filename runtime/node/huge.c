@@ -6,11 +6,12 @@
  * outgrows the caches: two processes here, each reading half of the other's input
  * and writing half of its output through the kernel (cma's allreduce), took 743 us
  * at 4 MiB and 10.3-11.1 ms at 32 MiB over 4 KiB pages, 479 us and 6.8-7.1 ms when the
- * peer's buffers lay in 2 MiB pages (whose pages the copier's side are in does not
- * matter). So before a rank publishes buffers the kernel will copy, it asks the
+ * peer's buffers lay in 2 MiB pages (which pages the copier's own buffers lie in
+ * made no difference). So before a rank publishes buffers the kernel will copy, it asks the
  * kernel to back their whole huge pages with huge pages (madvise MADV_COLLAPSE, Linux
  * 6.1): the bytes stay as they are, nothing outside the buffer is touched, and the
- * kernel refuses where the program said MADV_NOHUGEPAGE or has THP disabled.
+ * kernel refuses where the program said MADV_NOHUGEPAGE or has THP disabled, and moves
+ * no page that something holds pinned (a NIC's registration, a device's): those stay.
  *
  * The first time costs about what touching the buffer the first time did (10-12 ms
  * for 32 MiB here; 28 ms in a process's first); a range once backed is remembered and
@@ -38,10 +39,28 @@
 
 static size_t huge_page_bytes;
 
-/* The kernel's transparent huge page size (2 MiB on x86-64), 0 where it has none. */
+#define THP_DIR "/sys/kernel/mm/transparent_hugepage/"
+
+/* Whether the system's administrator turned transparent huge pages off ("[never]"):
+ * MADV_COLLAPSE would make them all the same on some kernels. */
+static int thp_never(void)
+{
+    FILE *f = fopen(THP_DIR "enabled", "r");
+    char text[128] = "";
+    if (f != NULL) {
+        if (fgets(text, sizeof(text), f) == NULL) {
+            text[0] = '\0';
+        }
+        fclose(f);
+    }
+    return strstr(text, "[never]") != NULL;
+}
+
+/* The kernel's transparent huge page size (2 MiB on x86-64), 0 where it has none or
+ * they are off. */
 static void read_huge_page_bytes(void)
 {
-    FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/hpage_pmd_size", "r");
+    FILE *f = fopen(THP_DIR "hpage_pmd_size", "r");
     unsigned long long v = 0;
     if (f != NULL) {
         if (fscanf(f, "%llu", &v) != 1) {
@@ -49,7 +68,7 @@ static void read_huge_page_bytes(void)
         }
         fclose(f);
     }
-    huge_page_bytes = (size_t)v;
+    huge_page_bytes = thp_never() ? 0 : (size_t)v;
 }
 
 size_t fold_node_huge_page_bytes(void)

@@ -322,7 +322,7 @@ void  fold_node_xmap_stats(const fold_node_t *node, int *mapped, uint64_t *copie
  * no whole huge page, or was backed before. */
 void   fold_node_huge_init(fold_node_huge_t *h, int on);
 void   fold_node_huge_back(fold_node_huge_t *h, const void *buf, size_t bytes);
-/* The kernel's transparent huge page size; 0 where it has none. */
+/* The kernel's transparent huge page size; 0 where it has none or they are off. */
 size_t fold_node_huge_page_bytes(void);
 /* madvise MADV_COLLAPSE of [lo, lo + len), whole huge pages: 0, or -1 and errno. */
 int    fold_node_huge_collapse(void *lo, size_t len);
