@@ -121,9 +121,10 @@ static const fold_util_config_field_t config_fields[] = {
     {"HUGE_PAGES", "auto",
      "auto: before a call whose buffers the ranks of a node copy through the kernel "
      "(single copy, buffers outside fold memory), each rank backs the whole 2 MiB pages "
-     "inside its buffers with huge pages (madvise MADV_COLLAPSE; the bytes stay), once "
-     "per buffer: the kernel's copy of large buffers then runs up to 1.5x as fast. It "
-     "stops after four buffers passed only once. off: buffers are left as they are",
+     "inside its buffers with huge pages (madvise MADV_COLLAPSE; the bytes stay) when a "
+     "buffer is passed the second time: the kernel's copy of large buffers then runs up "
+     "to 1.5x as fast. It stops after four buffers backed and not passed again. off: "
+     "buffers are left as they are",
      FOLD_CONFIG_FIELD(huge_pages), FOLD_UTIL_CONFIG_ENUM(single_copy_names)},
     {"WORLD_SETUP", "init",
      "When the world communicator prepares what its collectives need: its node state "

@@ -13,11 +13,13 @@
  * kernel refuses where the program said MADV_NOHUGEPAGE or has THP disabled, and moves
  * no page that something holds pinned (a NIC's registration, a device's): those stay.
  *
- * The first time costs about what touching the buffer the first time did (10-12 ms
- * for 32 MiB here; 28 ms in a process's first); a range once backed is remembered and
- * not asked again. A program that passes a new buffer every call would pay that every
- * call, so the node stops after HUGE_UNUSED_LIMIT ranges were forgotten without having
- * been passed again.
+ * Backing costs about what touching the buffer the first time did (10-12 ms for
+ * 32 MiB here; 28 ms in a process's first), more than the call it would speed up: a
+ * buffer is backed when it is passed a second time, never for a call that uses it
+ * once. The last FOLD_NODE_HUGE_RANGES buffers are remembered (a model's gradient
+ * buckets, say), and one backed is not asked for again. A program that passes each
+ * new buffer exactly twice would pay without gain, so the node stops after
+ * HUGE_UNUSED_LIMIT backed ranges were forgotten without having been passed again.
  */
 #define _GNU_SOURCE
 #include "node/node.h"
@@ -99,17 +101,35 @@ static struct fold_node_huge_range *find(fold_node_huge_t *h, uintptr_t lo, uint
     return NULL;
 }
 
-/* The entry the next range takes; counts the one it forgets if that went unused. */
+/* The entry a new range takes; counts the one it forgets if that was backed and never
+ * passed again (a range seen once cost nothing). */
 static struct fold_node_huge_range *take_entry(fold_node_huge_t *h)
 {
     struct fold_node_huge_range *r = &h->range[h->next];
     h->next = (h->next + 1) % FOLD_NODE_HUGE_RANGES;
-    if (r->hi != 0 && r->uses == 0 && ++h->unused >= HUGE_UNUSED_LIMIT) {
+    if (r->hi != 0 && r->uses == 2 && ++h->unused >= HUGE_UNUSED_LIMIT) {
         h->on = 0;
-        fold_debug("huge pages: %u buffers were passed only once; no more are backed",
-                   h->unused);
+        fold_debug("huge pages: %u buffers were backed and not passed again; no more are "
+                   "backed", h->unused);
     }
     return r;
+}
+
+/* Asks the kernel for huge pages under [lo, hi); stops the node where it never will. */
+static void back(fold_node_huge_t *h, uintptr_t lo, uintptr_t hi)
+{
+    const double t0 = fold_util_time_now();
+    if (fold_node_huge_collapse((void *)lo, hi - lo) != 0) {
+        if (errno == EINVAL || errno == ENOSYS || errno == EPERM) {
+            h->on = 0;   /* no such advice, or not for this process: never again */
+        }
+        fold_debug("huge pages: backing %zu KiB at %p: %s%s", (size_t)(hi - lo) >> 10,
+                   (void *)lo, strerror(errno), h->on ? "" : "; no more are asked for");
+        return;
+    }
+    h->backed_bytes += hi - lo;
+    fold_debug("huge pages: backed %zu KiB at %p in %.2f ms", (size_t)(hi - lo) >> 10,
+               (void *)lo, (fold_util_time_now() - t0) * 1e3);
 }
 
 void fold_node_huge_back(fold_node_huge_t *h, const void *buf, size_t bytes)
@@ -123,26 +143,13 @@ void fold_node_huge_back(fold_node_huge_t *h, const void *buf, size_t bytes)
     if (hi <= lo) {
         return;   /* no whole huge page inside */
     }
-    struct fold_node_huge_range *seen = find(h, lo, hi);
-    if (seen != NULL) {
-        seen->uses++;
-        return;
+    struct fold_node_huge_range *r = find(h, lo, hi);
+    if (r == NULL) {
+        r = take_entry(h);
+        *r = (struct fold_node_huge_range){.lo = lo, .hi = hi, .uses = 1};
+        return;   /* first seen: a buffer passed once is not worth it */
     }
-    struct fold_node_huge_range *r = take_entry(h);
-    if (!h->on) {
-        return;
+    if (++r->uses == 2 && h->on) {
+        back(h, lo, hi);
     }
-    *r = (struct fold_node_huge_range){.lo = lo, .hi = hi};
-    const double t0 = fold_util_time_now();
-    if (fold_node_huge_collapse((void *)lo, hi - lo) != 0) {
-        if (errno == EINVAL || errno == ENOSYS || errno == EPERM) {
-            h->on = 0;   /* no such advice, or not for this process: never again */
-        }
-        fold_debug("huge pages: backing %zu KiB at %p: %s%s", (size_t)(hi - lo) >> 10,
-                   (void *)lo, strerror(errno), h->on ? "" : "; no more are asked for");
-        return;
-    }
-    h->backed_bytes += hi - lo;
-    fold_debug("huge pages: backed %zu KiB at %p in %.2f ms", (size_t)(hi - lo) >> 10,
-               (void *)lo, (fold_util_time_now() - t0) * 1e3);
 }

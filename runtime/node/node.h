@@ -50,16 +50,18 @@ typedef struct fold_node_turn {
  * the segment (coll/sched.h's FOLD_FLAG_DONE): epoch e's end is the value e << 32. */
 #define FOLD_NODE_FLAG_DONE 3
 
-/* huge.c: the ranges of this rank's buffers it had backed with huge pages. */
-#define FOLD_NODE_HUGE_RANGES 8
+/* huge.c: the ranges of this rank's buffers it passed last, and which it had backed
+ * with huge pages. */
+#define FOLD_NODE_HUGE_RANGES 32
 typedef struct fold_node_huge {
     int      on;            /* FOLD_HUGE_PAGES auto, and the kernel has not refused */
     unsigned next;          /* the entry the next new range takes */
-    unsigned unused;        /* ranges forgotten without having been passed again */
+    unsigned unused;        /* backed ranges forgotten without having been passed
+                               again */
     size_t   backed_bytes;  /* backed so far */
     struct fold_node_huge_range {
         uintptr_t lo, hi;   /* whole huge pages; hi 0: an empty entry */
-        unsigned  uses;     /* calls that passed it again */
+        unsigned  uses;     /* calls that passed it: backed at the second */
     } range[FOLD_NODE_HUGE_RANGES];
 } fold_node_huge_t;
 
@@ -317,9 +319,9 @@ void  fold_node_xmap_stats(const fold_node_t *node, int *mapped, uint64_t *copie
                            uint64_t *views);
 
 /* huge.c: a buffer local peers will copy through the kernel gets its whole huge pages
- * backed with huge pages (madvise MADV_COLLAPSE; see there): the kernel walks those
- * at a fraction of the cost of 4 KiB ones. Nothing where h is off, the buffer holds
- * no whole huge page, or was backed before. */
+ * backed with huge pages (madvise MADV_COLLAPSE; see there) the second time it is
+ * passed: the kernel walks those at a fraction of the cost of 4 KiB ones. Nothing
+ * where h is off, the buffer holds no whole huge page, or was backed before. */
 void   fold_node_huge_init(fold_node_huge_t *h, int on);
 void   fold_node_huge_back(fold_node_huge_t *h, const void *buf, size_t bytes);
 /* The kernel's transparent huge page size; 0 where it has none or they are off. */

@@ -1,8 +1,9 @@
 /*
  * Huge pages under the buffers peers copy through the kernel (node/huge.c): the whole
- * huge pages inside a buffer are backed with them and nothing around it, its bytes
- * stay, a buffer passed again is not asked for again, and a node stops after buffers
- * passed only once. Where the kernel backs no memory with huge pages (THP off, an old
+ * huge pages inside a buffer are backed with them, the second time it is passed, and
+ * nothing around it; its bytes stay; a buffer passed once is never backed, one backed
+ * is not asked for again, and a node stops after buffers that were backed and not
+ * passed again. Where the kernel backs no memory with huge pages (THP off, an old
  * kernel), the tests say so and skip.
  */
 #define _GNU_SOURCE
@@ -98,6 +99,9 @@ Test(node_huge, backs_the_whole_pages_inside_a_buffer_and_keeps_its_bytes)
      * second and third pages are whole inside it, the first and fourth are not. */
     char *buf = r.first + 4096;
     fold_node_huge_back(&h, buf, 3 * r.page);
+    cr_expect_eq(h.backed_bytes, 0, "backed at its first call");
+    cr_expect_eq(huge_bytes_at(buf), 0);
+    fold_node_huge_back(&h, buf, 3 * r.page);
     cr_expect_eq(h.backed_bytes, 2 * r.page);
     cr_expect_eq(huge_bytes_at(buf), 2 * r.page, "%zu bytes of the mapping are huge, "
                  "not the two whole pages inside the buffer", huge_bytes_at(buf));
@@ -111,27 +115,45 @@ Test(node_huge, a_buffer_passed_again_is_not_asked_for_again)
     region_t r = map_region(2);
     fold_node_huge_t h;
     fold_node_huge_init(&h, 1);
-    for (int call = 0; call < 3; call++) {
+    for (int call = 0; call < 4; call++) {
         fold_node_huge_back(&h, r.first, 2 * r.page);
     }
     cr_expect_eq(h.backed_bytes, 2 * r.page);
-    cr_expect_eq(h.range[0].uses, 2);
+    cr_expect_eq(h.range[0].uses, 4);
     cr_expect(h.on);
     check_bytes(&r);
     munmap(r.raw, r.len);
 }
 
-Test(node_huge, stops_after_buffers_passed_only_once)
+Test(node_huge, buffers_passed_once_are_never_backed)
 {
     skip_unless_collapsing();
-    const size_t n = FOLD_NODE_HUGE_RANGES + 6;
+    const size_t n = FOLD_NODE_HUGE_RANGES + 8;
     region_t r = map_region(n);
     fold_node_huge_t h;
     fold_node_huge_init(&h, 1);
-    /* n buffers of one huge page each, each passed once: the ranges table holds
-     * FOLD_NODE_HUGE_RANGES; each new one after that forgets one unused, and the
-     * fourth so forgotten stops the node before it asks for that new one. */
     for (size_t i = 0; i < n; i++) {
+        fold_node_huge_back(&h, r.first + i * r.page, r.page);
+    }
+    cr_expect_eq(h.backed_bytes, 0);
+    cr_expect_eq(huge_bytes_at(r.first), 0);
+    cr_expect(h.on, "buffers that cost nothing stopped the node");
+    munmap(r.raw, r.len);
+}
+
+Test(node_huge, stops_after_buffers_backed_and_not_passed_again)
+{
+    skip_unless_collapsing();
+    const size_t n = FOLD_NODE_HUGE_RANGES + 4;
+    region_t r = map_region(n);
+    fold_node_huge_t h;
+    fold_node_huge_init(&h, 1);
+    /* n buffers of one huge page each, each passed twice (backed at the second): the
+     * table holds FOLD_NODE_HUGE_RANGES; each new one after that forgets one backed
+     * and unused since, and the fourth so forgotten stops the node before that new
+     * one is backed. */
+    for (size_t i = 0; i < n; i++) {
+        fold_node_huge_back(&h, r.first + i * r.page, r.page);
         fold_node_huge_back(&h, r.first + i * r.page, r.page);
     }
     cr_expect_not(h.on);
@@ -147,9 +169,11 @@ Test(node_huge, off_or_small_leaves_buffers_as_they_are)
     fold_node_huge_t off, on;
     fold_node_huge_init(&off, 0);
     fold_node_huge_init(&on, 1);
-    fold_node_huge_back(&off, r.first, 2 * r.page);
     /* no whole page inside: from 4 KiB into one page to 4 KiB short of the next's end */
-    fold_node_huge_back(&on, r.first + 4096, 2 * r.page - 8192);
+    for (int call = 0; call < 2; call++) {
+        fold_node_huge_back(&off, r.first, 2 * r.page);
+        fold_node_huge_back(&on, r.first + 4096, 2 * r.page - 8192);
+    }
     cr_expect_eq(off.backed_bytes, 0);
     cr_expect_eq(on.backed_bytes, 0);
     cr_expect_eq(huge_bytes_at(r.first), 0);
