@@ -122,27 +122,33 @@ static peer_line_t *line(const fold_node_t *node, int local)
 }
 
 /* Where IN and OUT lie in fold memory, for peers to map instead of copying through
- * the kernel; only a schedule that reads or writes them (single copy) looks. */
-static void publish_places(fold_node_t *node, peer_line_t *me, const void *in,
-                           const void *out, const fold_fingerprint_t *call, int single_copy)
+ * the kernel (fd -1: they do not); only a schedule that reads or writes them (single
+ * copy) looks. What the kernel will copy gets huge pages first (huge.c), before the
+ * line is rewritten: peers waiting on it would wait through the kernel's work. */
+static void find_places(fold_node_t *node, const void *in, const void *out,
+                        const fold_fingerprint_t *call, int single_copy, fold_mem_place_t p[2])
 {
     const size_t bytes = call->count * fold_dtype_size((fold_dtype_t)call->dtype);
-    fold_mem_place_t p[2] = {{.fd = -1}, {.fd = -1}};
-    if (single_copy) {
-        fold_mem_find(in, bytes, &p[0]);
-        if (out == in) {
-            p[1] = p[0];
-        } else {
-            fold_mem_find(out, bytes, &p[1]);
-        }
-        /* what the kernel will copy: its pages walked faster (huge.c) */
-        if (p[0].fd < 0) {
-            fold_node_huge_back(&node->huge, in, bytes);
-        }
-        if (p[1].fd < 0 && out != in) {
-            fold_node_huge_back(&node->huge, out, bytes);
-        }
+    p[0] = p[1] = (fold_mem_place_t){.fd = -1};
+    if (!single_copy) {
+        return;
     }
+    fold_mem_find(in, bytes, &p[0]);
+    if (out == in) {
+        p[1] = p[0];
+    } else {
+        fold_mem_find(out, bytes, &p[1]);
+    }
+    if (p[0].fd < 0) {
+        fold_node_huge_back(&node->huge, in, bytes);
+    }
+    if (p[1].fd < 0 && out != in) {
+        fold_node_huge_back(&node->huge, out, bytes);
+    }
+}
+
+static void publish_places(peer_line_t *me, const fold_mem_place_t p[2])
+{
     for (int b = 0; b < 2; b++) {
         me->fd[b]    = p[b].fd;
         me->ino[b]   = p[b].ino;
@@ -156,6 +162,8 @@ void fold_node_peer_publish(fold_node_t *node, uint64_t epoch, const void *in, v
                             const fold_fingerprint_t *call, int single_copy)
 {
     peer_line_t *me = line(node, node->local_rank);
+    fold_mem_place_t places[2];
+    find_places(node, in, out, call, single_copy, places);
     fold_fingerprint_t rest = *call;
     rest.count = 0;
     const uint64_t pos = call->call;
@@ -169,7 +177,7 @@ void fold_node_peer_publish(fold_node_t *node, uint64_t epoch, const void *in, v
     me->prev_call  = me->call;
     me->in    = (uint64_t)(uintptr_t)in;
     me->out   = (uint64_t)(uintptr_t)out;
-    publish_places(node, me, in, out, call, single_copy);
+    publish_places(me, places);
     me->count = count_word(call);
     me->call  = fold_fingerprint_pack(&rest) | (pos & POS_MASK) << POS_SHIFT;
     atomic_store_explicit(&me->epoch, epoch, memory_order_release);
