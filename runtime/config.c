@@ -23,8 +23,9 @@ static int read_codec(const char *text, void *field, const void *arg, char *why,
     return 0;
 }
 
-/* FOLD_SINGLE_COPY: the field holds the index, so "off" is 0 and means off. */
-static const char *const single_copy_names[] = {"off", "auto", NULL};
+/* FOLD_SINGLE_COPY, FOLD_HUGE_PAGES: the field holds the index, so "off" is 0 and
+ * means off. */
+static const char *const off_auto_names[] = {"off", "auto", NULL};
 
 /* FOLD_STREAM: the index is a fold_stream_t. */
 static const char *const stream_names[] = {"off", "auto", "on", NULL};
@@ -117,7 +118,7 @@ static const fold_util_config_field_t config_fields[] = {
      "Single copy between the ranks of a node (cma: cross-memory attach, "
      "process_vm_readv): auto (where the kernel allows it, probed per communicator; the "
      "cost model weighs it against the segment with the rate fold_init measured) or off",
-     FOLD_CONFIG_FIELD(single_copy), FOLD_UTIL_CONFIG_ENUM(single_copy_names)},
+     FOLD_CONFIG_FIELD(single_copy), FOLD_UTIL_CONFIG_ENUM(off_auto_names)},
     {"HUGE_PAGES", "auto",
      "auto: before a call whose buffers the ranks of a node copy through the kernel "
      "(single copy, buffers outside fold memory), each rank backs the whole 2 MiB pages "
@@ -125,7 +126,7 @@ static const fold_util_config_field_t config_fields[] = {
      "buffer is passed the second time: the kernel's copy of large buffers then runs up "
      "to 1.5x as fast. It stops after four buffers backed and not passed again. off: "
      "buffers are left as they are",
-     FOLD_CONFIG_FIELD(huge_pages), FOLD_UTIL_CONFIG_ENUM(single_copy_names)},
+     FOLD_CONFIG_FIELD(huge_pages), FOLD_UTIL_CONFIG_ENUM(off_auto_names)},
     {"WORLD_SETUP", "init",
      "When the world communicator prepares what its collectives need: its node state "
      "(topology, shared-memory segment, the probe of what two cores cost each other) and "

@@ -149,7 +149,7 @@ void fold_node_huge_back(fold_node_huge_t *h, const void *buf, size_t bytes)
         *r = (struct fold_node_huge_range){.lo = lo, .hi = hi, .uses = 1};
         return;   /* first seen: a buffer passed once is not worth it */
     }
-    if (++r->uses == 2 && h->on) {
+    if (++r->uses == 2) {
         back(h, lo, hi);
     }
 }

@@ -125,6 +125,17 @@ Test(node_huge, a_buffer_passed_again_is_not_asked_for_again)
     munmap(r.raw, r.len);
 }
 
+/* n buffers of one huge page each, the whole pages of r from its first, each passed
+ * `passes` times in a row. */
+static void pass_pages(fold_node_huge_t *h, const region_t *r, size_t n, int passes)
+{
+    for (size_t i = 0; i < n; i++) {
+        for (int call = 0; call < passes; call++) {
+            fold_node_huge_back(h, r->first + i * r->page, r->page);
+        }
+    }
+}
+
 Test(node_huge, buffers_passed_once_are_never_backed)
 {
     skip_unless_collapsing();
@@ -132,9 +143,7 @@ Test(node_huge, buffers_passed_once_are_never_backed)
     region_t r = map_region(n);
     fold_node_huge_t h;
     fold_node_huge_init(&h, 1);
-    for (size_t i = 0; i < n; i++) {
-        fold_node_huge_back(&h, r.first + i * r.page, r.page);
-    }
+    pass_pages(&h, &r, n, 1);
     cr_expect_eq(h.backed_bytes, 0);
     cr_expect_eq(huge_bytes_at(r.first), 0);
     cr_expect(h.on, "buffers that cost nothing stopped the node");
@@ -148,14 +157,11 @@ Test(node_huge, stops_after_buffers_backed_and_not_passed_again)
     region_t r = map_region(n);
     fold_node_huge_t h;
     fold_node_huge_init(&h, 1);
-    /* n buffers of one huge page each, each passed twice (backed at the second): the
-     * table holds FOLD_NODE_HUGE_RANGES; each new one after that forgets one backed
-     * and unused since, and the fourth so forgotten stops the node before that new
-     * one is backed. */
-    for (size_t i = 0; i < n; i++) {
-        fold_node_huge_back(&h, r.first + i * r.page, r.page);
-        fold_node_huge_back(&h, r.first + i * r.page, r.page);
-    }
+    /* Each buffer passed twice (backed at the second): the table holds
+     * FOLD_NODE_HUGE_RANGES; each new one after that forgets one backed and unused
+     * since, and the fourth so forgotten stops the node before that new one is
+     * backed. */
+    pass_pages(&h, &r, n, 2);
     cr_expect_not(h.on);
     cr_expect_eq(h.unused, 4);
     cr_expect_eq(h.backed_bytes, (FOLD_NODE_HUGE_RANGES + 3) * r.page);
