@@ -35,6 +35,7 @@ typedef struct perf_case {
     int         with_mpi;
     double     *times;       /* iterations fold times, then iterations MPI times, then 1 */
     size_t      mismatches;
+    long        first_calls; /* untimed fold calls before the warm-ups (settle_choice) */
 } perf_case_t;
 
 static const char *alg_variable(perf_coll_t coll)
@@ -397,6 +398,7 @@ static void fill_row(const perf_env_t *env, const perf_case_t *pc, const char *a
     row->bytes      = pc->bytes;
     row->count      = pc->count;
     row->iterations = pc->iterations;
+    row->first_calls = pc->first_calls;
     perf_latency_summarize(pc->times, n, &row->latency);
     row->algbw_gbs = perf_algbw_gbs(pc->bytes, row->latency.median_us);
     row->busbw_gbs = row->algbw_gbs * perf_busbw_factor(pc->coll, env->ranks);
@@ -415,6 +417,29 @@ static void fill_row(const perf_env_t *env, const perf_case_t *pc, const char *a
 
 /* ---- the sweep -------------------------------------------------------------- */
 
+/* Calls of fold alone, untimed, before the warm-ups, while fold tries rivals for
+ * these arguments (FOLD_ONLINE: up to 4 candidates in blocks of calls, 32 calls by
+ * default): what they cost is a first-calls cost, as connections and page faults are,
+ * and the warm-ups and timed calls should see the choice they settle on. With the few
+ * warm-ups large sizes get (2 at 32 MiB), the trials had been the timed calls: 2-rank
+ * 16 MiB reduce's median came out 1978-2451 us against 1499-1697 once settled. At
+ * least one call; every rank sees the trials end at the same call. */
+#define PERF_SETTLE_MAX 128
+static int settle_choice(const perf_env_t *env, const perf_buffers_t *b, perf_case_t *pc)
+{
+    const perf_options_t *o = env->opts;
+    int status = FOLD_OK, trying = 0;
+    pc->first_calls = 0;
+    do {
+        status = iteration_of(env, b, pc, pc->first_calls++, RUN_FOLD, NULL);
+        if (status == FOLD_OK) {
+            status = fold_selection_trying(env->comm, perf_coll_name(pc->coll), pc->count,
+                                           o->dtype, o->op, o->root, &trying);
+        }
+    } while (status == FOLD_OK && trying && pc->first_calls < PERF_SETTLE_MAX);
+    return status;
+}
+
 static int run_case(perf_env_t *env, const perf_buffers_t *b, perf_case_t *pc,
                     perf_row_t *row)
 {
@@ -424,9 +449,11 @@ static int run_case(perf_env_t *env, const perf_buffers_t *b, perf_case_t *pc,
         return FOLD_ERR_NO_MEMORY;
     }
     int status = fold_barrier(env->comm);
-    /* Warmed as timed (mpi-apart: fold's block, then MPI's): fold's first calls of a
-     * size may try rivals (FOLD_ONLINE), and they should find the caches as the timed
-     * calls will. */
+    if (status == FOLD_OK) {
+        status = settle_choice(env, b, pc);
+    }
+    /* Warmed as timed (mpi-apart: fold's block, then MPI's), so that they find the
+     * caches as the timed calls will. */
     const int apart = pc->with_mpi && env->opts->compare_apart;
     double *fold_w = warmup_us + nw, *mpi_w = warmup_us + 2 * nw;
     if (status == FOLD_OK) {

@@ -532,7 +532,10 @@ static const perf_option_t perf_option_table[] = {
     {{"factor", 'f', "N", "size multiplier from one row to the next (default 2)"}, opt_factor},
     {{"iters", 'n', "N", "timed iterations per size, at most (default 1000); with "
      "--iter-bytes 0 --time-per-size 0 exactly N everywhere"}, opt_iters},
-    {{"warmup", 'w', "N", "warm-up iterations per size, at most (default 10)"}, opt_warmup},
+    {{"warmup", 'w', "N", "warm-up iterations per size, at most (default 10); before them "
+     "fold alone runs, untimed, the first call and any in which it still tries rivals "
+     "(FOLD_ONLINE), so that the timed calls see its settled choice (JSON: first_calls)"},
+     opt_warmup},
     {{"iter-bytes", 0, "SIZE", "fewer iterations for large sizes: a size of B bytes runs "
      "clamp(SIZE / B, min(10, N), N) iterations and min(W, max(1, iterations / 5)) warm-ups; "
      "0 always runs N and W (default 256M)"}, opt_iter_bytes},

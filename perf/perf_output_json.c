@@ -73,8 +73,8 @@ static void json_row(FILE *f, const perf_run_info_t *info, const perf_row_t *r)
     fprintf(f, ", \"requested\": ");
     json_string(f, r->requested);
     fprintf(f, ", \"segment_bytes\": %zu", r->segment_bytes);
-    fprintf(f, ", \"bytes\": %zu, \"count\": %zu, \"iterations\": %ld", r->bytes, r->count,
-            r->iterations);
+    fprintf(f, ", \"bytes\": %zu, \"count\": %zu, \"iterations\": %ld, \"first_calls\": %ld",
+            r->bytes, r->count, r->iterations, r->first_calls);
     json_number(f, "avg_us", "%.3f", r->latency.avg_us);
     json_number(f, "min_us", "%.3f", r->latency.min_us);
     json_number(f, "max_us", "%.3f", r->latency.max_us);

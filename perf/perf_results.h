@@ -44,6 +44,9 @@ typedef struct perf_row {
     size_t         bytes;
     size_t         count;
     long           iterations;
+    long           first_calls;              /* untimed calls before the warm-ups: the
+                                                first, and those that tried rivals
+                                                (FOLD_ONLINE) */
     perf_latency_t latency;
     double         algbw_gbs;
     double         busbw_gbs;

@@ -378,6 +378,24 @@ const char *fold_selected_for_buffers(fold_comm_h comm, const char *collective,
     return choice.alg->name;
 }
 
+int fold_selection_trying(fold_comm_h comm, const char *collective, size_t count,
+                          fold_dtype_t dtype, fold_op_t op, int root, int *trying)
+{
+    fold_coll_t coll;
+    if (trying == NULL || !fold_comm_valid(comm) || fold_dtype_size(dtype) == 0 ||
+        fold_reduction_from_name(collective, &coll) != 0) {
+        return FOLD_ERR_INVALID_ARG;
+    }
+    int status = fold_guard_enter(comm->ctx, "fold_selection_trying");
+    if (status != FOLD_OK) {
+        return status;
+    }
+    *trying = fold_online_trying(comm, coll, count, dtype, op,
+                                 coll == FOLD_COLL_REDUCE ? root : -1);
+    fold_guard_leave(comm->ctx);
+    return FOLD_OK;
+}
+
 size_t fold_selected_segment_size(fold_comm_h comm, const char *collective, size_t count,
                                   fold_dtype_t dtype)
 {

@@ -17,7 +17,7 @@
  * and fold enforces it. A call that changes a context's state (collectives, blocking
  * and non-blocking; fold_test, fold_wait, fold_request_free; communicator split,
  * create and free; fold_config_set/get; fold_selected_algorithm, _segment_size and
- * fold_selected_for_buffers; fold_serve_advice;
+ * fold_selected_for_buffers; fold_selection_trying; fold_serve_advice;
  * fold_finalize) claims the context with one atomic compare-and-swap; a call from
  * another thread meanwhile, or from a user op or callback inside such a call, is
  * refused with FOLD_ERR_IN_USE (logged, naming the call) and changes nothing. The
@@ -220,6 +220,15 @@ size_t fold_selected_segment_size(fold_comm_h comm, const char *collective, size
 const char *fold_selected_for_buffers(fold_comm_h comm, const char *collective,
                                       const void *sendbuf, const void *recvbuf, size_t count,
                                       fold_dtype_t dtype, size_t *segment_size);
+
+/* Whether the blocking calls with these arguments are still trying the cost model's
+ * rivals (FOLD_ONLINE: their first calls time each and the ranks agree on the
+ * fastest): *trying is 1 from the first such call until they agree, else 0 (before any
+ * call, and where nothing is tried). Every rank answers alike after the same calls.
+ * For benchmarks, whose warm-ups should last until the choice has settled. root is a
+ * reduce's root (-1: any); an allreduce ignores it. */
+int fold_selection_trying(fold_comm_h comm, const char *collective, size_t count,
+                          fold_dtype_t dtype, fold_op_t op, int root, int *trying);
 
 /* Whether fold expects to serve a call of `bytes` per rank faster than the MPI
  * library beside it, for layers such as the MPI shim that choose between the two:

@@ -319,6 +319,13 @@ int fold_online_agreed(const fold_comm_t *comm, fold_coll_t coll, size_t count,
     return 1;
 }
 
+int fold_online_trying(const fold_comm_t *comm, fold_coll_t coll, size_t count,
+                       fold_dtype_t dtype, fold_op_t op, int root)
+{
+    const fold_online_key_t *k = find(comm->online, coll, count, dtype, op, root);
+    return k != NULL && k->state == FOLD_ONLINE_TRYING;
+}
+
 void fold_online_free(fold_comm_t *comm)
 {
     free(comm->online);

@@ -95,6 +95,10 @@ int  fold_online_after(fold_comm_t *comm, fold_online_key_t *key, double us);
  * (fold_selected_algorithm). */
 int  fold_online_agreed(const fold_comm_t *comm, fold_coll_t coll, size_t count,
                         fold_dtype_t dtype, fold_op_t op, int root, fold_choice_t *choice);
+/* Whether blocking calls with these arguments (root -1: any root) have begun trying
+ * candidates and not yet agreed (fold_selection_trying). */
+int  fold_online_trying(const fold_comm_t *comm, fold_coll_t coll, size_t count,
+                        fold_dtype_t dtype, fold_op_t op, int root);
 void fold_online_free(fold_comm_t *comm);
 
 /* The parts without a communicator, for the tests: */

@@ -282,8 +282,21 @@ typedef struct seen {
     int         state[RANKS];
     int         ncand[RANKS];
     int         keys[RANKS];
+    int         trying[RANKS][5];      /* fold_selection_trying: see loop_of_calls */
     char        wrong[RANKS][160];
 } seen_t;
+
+/* fold_selection_trying for this rank's calls: at arguments of the loop's allreduce,
+ * or of its reduce to `root`. */
+static int trying_of(fold_comm_t *w, const char *coll, size_t count, int root)
+{
+    int trying = -1;
+    if (fold_selection_trying(w, coll, count, FOLD_FLOAT32, FOLD_OP_SUM, root, &trying) !=
+        FOLD_OK) {
+        return -1;
+    }
+    return trying;
+}
 
 /* Rank r's element i: small integers, so every sum is exact in float32. */
 static float input_of(int r, size_t i)
@@ -321,10 +334,16 @@ static int loop_of_calls(fold_context_t *ctx, int rank, int size, void *arg)
     bad = bad || fold_select(w, FOLD_COLL_ALLREDUCE, count, FOLD_FLOAT32, FOLD_OP_SUM, &pick) !=
                      FOLD_OK;
     s->fast_pick[rank] = !bad && pick.fast;
+    /* trying: [0] before any call, [1] after the first allreduce, then after the loop
+     * [2] the allreduce, [3] the reduce to the last rank, [4] a reduce to rank 0 */
+    s->trying[rank][0] = trying_of(w, "allreduce", count, 0);
     for (int c = 0; !bad && c < s->calls; c++) {
         memset(out, 0, count * sizeof(float));
         bad = fold_allreduce(in, out, count, FOLD_FLOAT32, FOLD_OP_SUM, w) != FOLD_OK ||
               check_sum(out, count, size, "allreduce", s->wrong[rank], sizeof(s->wrong[rank]));
+        if (c == 0) {
+            s->trying[rank][1] = trying_of(w, "allreduce", count, 0);
+        }
         /* A non-blocking call amid the trials: served, never counted. */
         if (!bad && c == 1) {
             fold_request_h req;
@@ -343,6 +362,9 @@ static int loop_of_calls(fold_context_t *ctx, int rank, int size, void *arg)
                    check_sum(out, count, size, "reduce", s->wrong[rank], sizeof(s->wrong[rank])));
         }
     }
+    s->trying[rank][2] = trying_of(w, "allreduce", count, 0);
+    s->trying[rank][3] = trying_of(w, "reduce", count, size - 1);
+    s->trying[rank][4] = trying_of(w, "reduce", count, 0);
     s->agreed[rank] = bad ? NULL : fold_selected_algorithm(w, "allreduce", count, FOLD_FLOAT32);
     s->fast_calls[rank] = w->node != NULL ? w->node->fast_calls : 0;
     const fold_online_key_t *k = w->online ? &w->online->key[0] : NULL;
@@ -417,6 +439,14 @@ Test(select_online, the_ranks_try_the_rivals_and_agree_on_one)
                  "every rank logs the allreduce's decision once:\n%s", log);
     cr_expect_eq(occurrences(log, "reduce of 16384 float32 (sum, root 2): tried"), 0,
                  "5 reduce calls cannot have decided:\n%s", log);
+    /* What a benchmark asks to warm up until the choice settles. */
+    for (int r = 0; r < RANKS; r++) {
+        cr_expect_eq(s.trying[r][0], 0, "rank %d: trying before any call", r);
+        cr_expect_eq(s.trying[r][1], 1, "rank %d: not trying after the first call", r);
+        cr_expect_eq(s.trying[r][2], 0, "rank %d: still trying once decided", r);
+        cr_expect_eq(s.trying[r][3], 1, "rank %d: the undecided reduce not trying", r);
+        cr_expect_eq(s.trying[r][4], 0, "rank %d: a reduce to another root trying", r);
+    }
     free(log);
 }
 
@@ -471,6 +501,15 @@ Test(select_online, a_tiny_path_pick_is_tried_too)
     free(log);
 }
 
+/* Bad arguments to the query: an error, nothing answered. */
+Test(select_online, the_trying_query_refuses_bad_arguments)
+{
+    int trying = 7;
+    cr_expect_eq(fold_selection_trying(NULL, "allreduce", 16, FOLD_FLOAT32, FOLD_OP_SUM, 0,
+                                       &trying), FOLD_ERR_INVALID_ARG);
+    cr_expect_eq(trying, 7);
+}
+
 Test(select_online, zero_tries_nothing)
 {
     seen_t s;
@@ -478,6 +517,7 @@ Test(select_online, zero_tries_nothing)
     for (int r = 0; r < RANKS; r++) {
         cr_expect_eq(s.keys[r], 0, "rank %d kept %d argument sets", r, s.keys[r]);
         cr_expect_str_eq(s.agreed[r], s.agreed[0]);
+        cr_expect_eq(s.trying[r][1], 0, "rank %d: trying with FOLD_ONLINE=0", r);
     }
     cr_expect_eq(occurrences(log, "from now on"), 0, "%s", log);
     free(log);

@@ -112,6 +112,32 @@ for inplace in "" -i; do
     expect_in out6 "buffers in fold memory"
 done
 
+# The calls in which fold tries rivals (FOLD_ONLINE) run untimed before the warm-ups,
+# until the ranks agree, and the JSON counts them: with the generic machine's rates
+# (rivals within reach at 64 KiB, as in test_select_online) and 3 trials a candidate,
+# a decision means at least 2 candidates x 3 calls; without one, only the first call.
+rates="copy_gbs=40,copy_mem_gbs=15,reduce_gbs=30,reduce_mem_gbs=12,l2_bytes=0"
+rates="$rates,copy_l2_gbs=40,reduce_l2_gbs=30,shm_gbs=10,shm_reduce_gbs=10,shm_write_gbs=10"
+rates="$rates,shm_fold_gbs=10,shm_fold_far_gbs=10,cma_gbs=8,cma_mem_gbs=3,cma_us=1"
+FOLD_MODEL=$rates FOLD_ONLINE=3 FOLD_LOG_LEVEL=debug "$@" -x FOLD_MODEL="$rates" \
+    -x FOLD_ONLINE=3 -x FOLD_LOG_LEVEL=debug "$PERF" -c allreduce -b 64k -e 64k -n 10 -w 1 \
+    -A auto,ring --check --probe-size 0 --json "$TMP/settle.json" >"$TMP/out8" 2>"$TMP/err8"
+expect_checked 8 2 "online trials" $?
+decided=$(grep -c "allreduce of 16384 float32 (sum, root 0): tried" "$TMP/err8")
+if command -v python3 >/dev/null 2>&1; then
+    python3 - "$TMP/settle.json" "$decided" <<'PY' || fail "first_calls is not what it should be"
+import json, sys
+rows = json.load(open(sys.argv[1]))["results"]
+decided = int(sys.argv[2]) > 0
+for row in rows:
+    calls = row["first_calls"]
+    if row["requested"] == "ring" or not decided:
+        assert calls == 1, (row["requested"], calls)
+    else:
+        assert 6 <= calls <= 12, calls
+PY
+fi
+
 # MPI's iterations in blocks of their own (--compare mpi-apart): every row has MPI's time.
 if [ -n "$compare" ]; then
     "$@" "$PERF" -c allreduce,reduce -b 8 -e 64k -f 64 -n 20 -w 2 --check \
