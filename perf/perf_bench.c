@@ -403,6 +403,7 @@ static void fill_row(const perf_env_t *env, const perf_case_t *pc, const char *a
     row->algbw_gbs = perf_algbw_gbs(pc->bytes, row->latency.median_us);
     row->busbw_gbs = row->algbw_gbs * perf_busbw_factor(pc->coll, env->ranks);
     row->bound_us  = perf_bound_us(&env->layout, pc->coll, pc->bytes, o->root);
+    row->probe_gbs = perf_probe_slowest_node(&env->layout);
     row->checked   = o->check;
     row->check_ok  = pc->times[2 * n] == 0;
     if (pc->with_mpi) {
@@ -440,6 +441,25 @@ static int settle_choice(const perf_env_t *env, const perf_buffers_t *b, perf_ca
     return status;
 }
 
+/* --probe-size each: the streaming probe over this size's own footprint, before its
+ * calls (it evicts their buffers, which the warm-ups bring back), so that bound_us
+ * holds where the buffers stay in the caches too; below PERF_PROBE_EACH_MIN, where
+ * the bound is a few nanoseconds, none. */
+#define PERF_PROBE_EACH_MIN ((size_t)4096)
+static int probe_size(perf_env_t *env, const perf_case_t *pc)
+{
+    const perf_options_t *o = env->opts;
+    for (int node = 0; node < env->layout.nnodes; node++) {
+        env->layout.node_bw_gbs[node] = NAN;
+    }
+    if (pc->bytes < PERF_PROBE_EACH_MIN) {
+        return FOLD_OK;
+    }
+    size_t footprint = perf_probe_footprint(&env->layout, env->rank, pc->coll, pc->bytes,
+                                            o->root);
+    return perf_probe_bandwidth(&env->layout, env->comm, footprint);
+}
+
 static int run_case(perf_env_t *env, const perf_buffers_t *b, perf_case_t *pc,
                     perf_row_t *row)
 {
@@ -448,7 +468,10 @@ static int run_case(perf_env_t *env, const perf_buffers_t *b, perf_case_t *pc,
     if (warmup_us == NULL) {
         return FOLD_ERR_NO_MEMORY;
     }
-    int status = fold_barrier(env->comm);
+    int status = env->opts->probe_each ? probe_size(env, pc) : FOLD_OK;
+    if (status == FOLD_OK) {
+        status = fold_barrier(env->comm);
+    }
     if (status == FOLD_OK) {
         status = settle_choice(env, b, pc);
     }

@@ -193,7 +193,7 @@ int main(int argc, char **argv)
     }
     perf_data_spec_init(&env.spec, &opts, env.ranks);
     status = perf_node_layout_init(&env.layout, env.comm);
-    if (status == FOLD_OK) {
+    if (status == FOLD_OK && !opts.probe_each) {
         status = perf_probe_bandwidth(&env.layout, env.comm, opts.probe_bytes);
     }
     if (status != FOLD_OK) {
@@ -232,6 +232,7 @@ int main(int argc, char **argv)
     info->fold_version    = fold_version_string();
     info->mpi_library     = opts.compare_mpi ? perf_mpi_library_version() : "";
     info->node_bw_gbs     = perf_probe_slowest_node(&env.layout);
+    info->probe_each      = opts.probe_each;
     info->compare_mpi     = opts.compare_mpi;
     info->compare_apart   = opts.compare_apart;
     info->checked         = opts.check;

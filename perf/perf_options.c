@@ -476,6 +476,10 @@ static int opt_plot(perf_options_t *o, const char *arg, char *why, size_t whylen
 
 static int opt_probe_size(perf_options_t *o, const char *arg, char *why, size_t whylen)
 {
+    o->probe_each = strcmp(arg, "each") == 0;
+    if (o->probe_each) {
+        return 0;
+    }
     if (perf_parse_size(arg, &o->probe_bytes) != 0) {
         snprintf(why, whylen, SIZE_HINT);
         return -1;
@@ -603,7 +607,9 @@ static const perf_option_t perf_option_table[] = {
     {{"plot", 0, "FILE", "draw latency and bus bandwidth against size per algorithm into a PNG "
      "(needs gnuplot: the program FOLD_PERF_GNUPLOT names, else gnuplot on PATH)"}, opt_plot},
     {{"probe-size", 0, "SIZE", "bytes streamed by the start-up bandwidth probe behind bound_us "
-     "(default 64M; 0: no probe and no bound)"}, opt_probe_size},
+     "(default 64M; 0: no probe and no bound); each: every size from 4 KiB probed before "
+     "its calls over its own footprint, so that bound_us holds in the caches too"},
+     opt_probe_size},
     {{"inject-error", 0, "R[:I]", "testing: rank R corrupts element I (default 0) of every "
      "result it checks, so that --check must fail"}, opt_inject_error},
     {{"version", 'V', NULL, "print fold's version and exit"}, opt_version},
@@ -638,7 +644,10 @@ static const char perf_help_notes[] =
     "               + bytes on the root's node  (write the output once)\n"
     "  bound_us is that traffic over the node's bandwidth, the largest over nodes. It leaves\n"
     "  the network out, so it is a floor, not a prediction; sizes that stay in the caches\n"
-    "  can beat it, since the probe streams from memory.\n"
+    "  can beat it, since the probe streams from memory. --probe-size each probes every\n"
+    "  size from 4 KiB before its calls instead, over its own footprint (that traffic per\n"
+    "  rank, in passes of at least 1 MiB): the bound then holds in the caches too, and\n"
+    "  where the footprint outgrows them it steps as any streaming loop does.\n"
     "\n"
     "MPI beside fold (--compare mpi; needs a build with MPI and an MPI launcher)\n"
     "  fold and MPI run on the same buffers, taking turns of 8 calls each (which one goes\n"

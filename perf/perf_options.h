@@ -71,6 +71,7 @@ typedef struct perf_options {
     const char *json_path;
     const char *plot_path;
     size_t      probe_bytes;    /* 0 disables the bandwidth probe */
+    int         probe_each;     /* --probe-size each: every size probed at its footprint */
     int         inject_rank;    /* -1: no injected error */
     size_t      inject_index;
     int         help;

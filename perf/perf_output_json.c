@@ -53,7 +53,8 @@ static void json_run_info(FILE *f, const perf_run_info_t *info)
             info->fresh ? "true" : "false", info->batch ? "true" : "false",
             info->fold_memory ? "fold" : "host", info->sparsity,
             perf_distribution_name(info->distribution));
-    fprintf(f, "  \"node_bandwidth_gbs\": ");
+    fprintf(f, "  \"probe\": \"%s\",\n  \"node_bandwidth_gbs\": ",
+            info->probe_each ? "each size" : "start-up");
     if (isnan(info->node_bw_gbs)) {
         fputs("null", f);
     } else {
@@ -83,6 +84,9 @@ static void json_row(FILE *f, const perf_run_info_t *info, const perf_row_t *r)
     json_number(f, "algbw_gbs", "%.6f", r->algbw_gbs);
     json_number(f, "busbw_gbs", "%.6f", r->busbw_gbs);
     json_number(f, "bound_us", "%.3f", r->bound_us);
+    if (info->probe_each) {
+        json_number(f, "probe_gbs", "%.3f", r->probe_gbs);
+    }
     fprintf(f, ", \"check\": \"%s\"", perf_row_check_text(r));
     if (info->compare_mpi) {
         json_number(f, "mpi_median_us", "%.3f", r->has_mpi ? r->mpi_median_us : NAN);

@@ -28,7 +28,10 @@ void perf_table_print_header(FILE *out, const perf_run_info_t *info)
     } else {
         fprintf(out, "# data: dense\n");
     }
-    if (isnan(info->node_bw_gbs)) {
+    if (info->probe_each) {
+        fprintf(out, "# memory bound: streaming c[i] += a[i] over each size's own footprint "
+                "(its inputs and outputs, from 4 KiB), probed before its calls\n");
+    } else if (isnan(info->node_bw_gbs)) {
         fprintf(out, "# memory bound: not probed (--probe-size 0)\n");
     } else {
         fprintf(out, "# memory bound: streaming c[i] += a[i] at %.1f GB/s per node "

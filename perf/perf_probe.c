@@ -9,6 +9,10 @@
 
 enum { PROBE_REPEATS = 5 };
 
+/* A timed sample streams at least this many bytes per rank (passes over a footprint
+ * smaller than that), so that the clock's resolution does not decide a small one. */
+#define PROBE_SAMPLE_BYTES ((size_t)1 << 20)
+
 /* 12 bytes per element of c[i] += a[i]: read a, read c, write c. */
 #define PROBE_BYTES_PER_ELEMENT 12.0
 
@@ -126,6 +130,7 @@ int perf_probe_bandwidth(perf_node_layout_t *layout, fold_comm_h comm, size_t pr
         a[i] = 1.0f;
         c[i] = 0.0f;
     }
+    const size_t passes = (PROBE_SAMPLE_BYTES + probe_bytes - 1) / probe_bytes;
     double mine[PROBE_REPEATS];
     for (int rep = 0; rep < PROBE_REPEATS; rep++) {
         status = fold_barrier(comm);
@@ -133,7 +138,9 @@ int perf_probe_bandwidth(perf_node_layout_t *layout, fold_comm_h comm, size_t pr
             goto out;
         }
         double start = perf_now_us();
-        stream_add(c, a, n);
+        for (size_t k = 0; k < passes; k++) {
+            stream_add(c, a, n);
+        }
         mine[rep] = perf_now_us() - start;
     }
     volatile float keep = c[n / 2];   /* the sums are used, so the loop stays */
@@ -150,7 +157,8 @@ int perf_probe_bandwidth(perf_node_layout_t *layout, fold_comm_h comm, size_t pr
                 double t = all[(size_t)r * PROBE_REPEATS + rep];
                 slowest = layout->node_of[r] == node && t > slowest ? t : slowest;
             }
-            double bytes = PROBE_BYTES_PER_ELEMENT * (double)n * layout->local_ranks[node];
+            double bytes = PROBE_BYTES_PER_ELEMENT * (double)n * (double)passes *
+                           layout->local_ranks[node];
             double gbs = slowest > 0 ? bytes / slowest * 1e-3 : 0;
             best = gbs > best ? gbs : best;
         }
@@ -183,6 +191,14 @@ double perf_bound_traffic_bytes(const perf_node_layout_t *layout, int node, perf
     }
     int root_here = root >= 0 && root < layout->ranks && layout->node_of[root] == node;
     return (double)bytes * local + (root_here ? (double)bytes : 0.0);
+}
+
+size_t perf_probe_footprint(const perf_node_layout_t *layout, int rank, perf_coll_t coll,
+                            size_t bytes, int root)
+{
+    const int node = layout->node_of[rank];
+    return (size_t)(perf_bound_traffic_bytes(layout, node, coll, bytes, root) /
+                    layout->local_ranks[node]);
 }
 
 double perf_bound_us(const perf_node_layout_t *layout, perf_coll_t coll, size_t bytes,

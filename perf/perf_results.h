@@ -31,6 +31,7 @@ typedef struct perf_run_info {
     const char  *fold_version;
     const char  *mpi_library;     /* "" unless --compare mpi */
     double       node_bw_gbs;     /* slowest node's streaming bandwidth; NAN: no probe */
+    int          probe_each;      /* --probe-size each: a probe per size (row probe_gbs) */
     int          compare_mpi;
     int          compare_apart;   /* MPI's iterations in a block of their own */
     int          checked;
@@ -51,6 +52,8 @@ typedef struct perf_row {
     double         algbw_gbs;
     double         busbw_gbs;
     double         bound_us;                 /* NAN without the probe */
+    double         probe_gbs;                /* --probe-size each: the slowest node's
+                                                bandwidth at this size's footprint */
     int            checked;
     int            check_ok;
     int            has_mpi;

@@ -138,6 +138,25 @@ for row in rows:
 PY
 fi
 
+# --probe-size each: a probe per size from 4 KiB over its own footprint, a bound in
+# every such row and none below.
+"$@" "$PERF" -c allreduce,reduce -b 2k -e 64k -f 32 -n 10 -w 1 --check --probe-size each \
+    --json "$TMP/each.json" >"$TMP/out9" 2>"$TMP/err9"
+expect_checked 9 4 "--probe-size each" $?
+expect_in out9 "over each size's own footprint"
+if command -v python3 >/dev/null 2>&1; then
+    python3 - "$TMP/each.json" <<'PY' || fail "--probe-size each: the bounds are not right"
+import json, sys
+doc = json.load(open(sys.argv[1]))
+assert doc["probe"] == "each size", doc["probe"]
+for row in doc["results"]:
+    if row["bytes"] < 4096:
+        assert row["bound_us"] is None and row["probe_gbs"] is None, row
+    else:
+        assert row["bound_us"] > 0 and row["probe_gbs"] > 0, row
+PY
+fi
+
 # MPI's iterations in blocks of their own (--compare mpi-apart): every row has MPI's time.
 if [ -n "$compare" ]; then
     "$@" "$PERF" -c allreduce,reduce -b 8 -e 64k -f 64 -n 20 -w 2 --check \

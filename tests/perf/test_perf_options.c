@@ -130,6 +130,19 @@ Test(perf_options, every_option)
     cr_expect_eq(o.inject_index, 17);
 }
 
+/* --probe-size each: every size probed at its own footprint; a size still sets the
+ * start-up probe and leaves the per-size one off. */
+Test(perf_options, probe_size_each)
+{
+    perf_options_t o;
+    cr_assert_eq(PARSE(&o, "--probe-size", "each"), 0, "%s", err);
+    cr_expect_eq(o.probe_each, 1);
+    cr_assert_eq(PARSE(&o, "--probe-size", "16M"), 0, "%s", err);
+    cr_expect_eq(o.probe_each, 0);
+    cr_expect_eq(o.probe_bytes, (size_t)16 << 20);
+    cr_expect_neq(PARSE(&o, "--probe-size", "eachx"), 0);
+}
+
 Test(perf_options, batch)
 {
     perf_options_t o;
