@@ -63,7 +63,7 @@ static void solo_call(solo_t *s, unsigned kind, unsigned i)
     fold_comm_h w = fold_comm_world(s->ctx);
     int64_t in[4] = {i, 2 * i, 3, -(int64_t)i}, out[4] = {0};
     int st;
-    switch (kind % 10) {
+    switch (kind % 11) {
     case 0:
         st = fold_allreduce(in, out, 4, FOLD_INT64, FOLD_OP_SUM, w);
         count(&s->t, st, memcmp(in, out, sizeof(in)) == 0, "fold_allreduce");
@@ -128,6 +128,12 @@ static void solo_call(solo_t *s, unsigned kind, unsigned i)
         /* NULL is the refusal here (logged); otherwise the same answer as alone. */
         count(&s->t, alg == NULL ? FOLD_ERR_IN_USE : FOLD_OK,
               alg != NULL && strcmp(alg, s->selected) == 0, "fold_selected_algorithm");
+        break;
+    }
+    case 9: {
+        int trying = -1;   /* 32 B: below what FOLD_ONLINE tries */
+        st = fold_selection_trying(w, "allreduce", 4, FOLD_INT64, FOLD_OP_SUM, -1, &trying);
+        count(&s->t, st, trying == 0, "fold_selection_trying");
         break;
     }
     default: {
