@@ -449,10 +449,10 @@ static int settle_choice(const perf_env_t *env, const perf_buffers_t *b, perf_ca
 static int probe_size(perf_env_t *env, const perf_case_t *pc)
 {
     const perf_options_t *o = env->opts;
-    for (int node = 0; node < env->layout.nnodes; node++) {
-        env->layout.node_bw_gbs[node] = NAN;
-    }
     if (pc->bytes < PERF_PROBE_EACH_MIN) {
+        for (int node = 0; node < env->layout.nnodes; node++) {
+            env->layout.node_bw_gbs[node] = NAN;
+        }
         return FOLD_OK;
     }
     size_t footprint = perf_probe_footprint(&env->layout, env->rank, pc->coll, pc->bytes,

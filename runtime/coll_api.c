@@ -326,6 +326,19 @@ int fold_barrier(fold_comm_h comm)
     return status;
 }
 
+/* What every selection query opens with: its arguments checked and the context
+ * claimed (FOLD_OK: fold_guard_leave after), else FOLD_ERR_INVALID_ARG or the claim's
+ * refusal. */
+static int selection_enter(fold_comm_h comm, const char *collective, fold_dtype_t dtype,
+                           const char *caller, fold_coll_t *coll)
+{
+    if (!fold_comm_valid(comm) || fold_dtype_size(dtype) == 0 ||
+        fold_reduction_from_name(collective, coll) != 0) {
+        return FOLD_ERR_INVALID_ARG;
+    }
+    return fold_guard_enter(comm->ctx, caller);
+}
+
 /* Selection for a call of this kind on these buffers (NULL: on no particular ones; it
  * remembers its decisions in the communicator), for tools and logs. */
 static int selected(fold_comm_h comm, const char *collective, size_t count, fold_dtype_t dtype,
@@ -333,12 +346,11 @@ static int selected(fold_comm_h comm, const char *collective, size_t count, fold
                     fold_choice_t *choice)
 {
     fold_coll_t coll;
-    if (!fold_comm_valid(comm) || fold_dtype_size(dtype) == 0 ||
-        fold_reduction_from_name(collective, &coll) != 0 ||
-        fold_guard_enter(comm->ctx, caller) != FOLD_OK) {
-        return FOLD_ERR_INVALID_ARG;
+    int status = selection_enter(comm, collective, dtype, caller, &coll);
+    if (status != FOLD_OK) {
+        return status;
     }
-    int status = fold_select_placed(comm, coll, count, dtype, FOLD_OP_SUM, in, out, choice);
+    status = fold_select_placed(comm, coll, count, dtype, FOLD_OP_SUM, in, out, choice);
     /* What the calls agreed on, where they tried rivals (any root). */
     if (status == FOLD_OK && !choice->memory) {
         fold_online_agreed(comm, coll, count, dtype, FOLD_OP_SUM, -1, choice);
@@ -382,11 +394,9 @@ int fold_selection_trying(fold_comm_h comm, const char *collective, size_t count
                           fold_dtype_t dtype, fold_op_t op, int root, int *trying)
 {
     fold_coll_t coll;
-    if (trying == NULL || !fold_comm_valid(comm) || fold_dtype_size(dtype) == 0 ||
-        fold_reduction_from_name(collective, &coll) != 0) {
-        return FOLD_ERR_INVALID_ARG;
-    }
-    int status = fold_guard_enter(comm->ctx, "fold_selection_trying");
+    int status = trying == NULL ? FOLD_ERR_INVALID_ARG
+                                : selection_enter(comm, collective, dtype,
+                                                  "fold_selection_trying", &coll);
     if (status != FOLD_OK) {
         return status;
     }
