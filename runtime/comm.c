@@ -281,6 +281,7 @@ static int node_setup(fold_comm_t *comm, fold_node_allgather_fn allgather, void 
         .pipeline_depth = ctx->config.pipeline_depth,
         .single_copy = ctx->config.single_copy,
         .huge_pages = ctx->config.huge_pages,
+        .adopt      = ctx->config.adopt,
         .pool = comm != ctx->world ? &ctx->node_pool : NULL,
         .allgather = allgather,
         .allgather_arg = arg};

@@ -50,6 +50,7 @@ typedef struct fold_config {
     long         dpml_leaders;      /* 0 = auto */
     int          single_copy;       /* 0 off, 1 auto (FOLD_SINGLE_COPY) */
     int          huge_pages;        /* 0 off, 1 auto (FOLD_HUGE_PAGES) */
+    int          adopt;             /* 0 off, 1 auto (FOLD_ADOPT) */
     int          world_setup;       /* FOLD_WORLD_SETUP: fold_world_setup_t */
     size_t       shm_size;          /* node segment data bytes per communicator */
     size_t       shm_reserve;       /* /dev/shm bytes segments leave free; SIZE_MAX: auto */

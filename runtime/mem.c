@@ -153,3 +153,8 @@ uint64_t fold_mem_frees(void)
 {
     return atomic_load_explicit(&frees, memory_order_acquire);
 }
+
+void fold_mem_count_free(void)
+{
+    atomic_fetch_add_explicit(&frees, 1, memory_order_acq_rel);
+}

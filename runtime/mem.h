@@ -25,5 +25,22 @@ int fold_mem_find(const void *p, size_t len, fold_mem_place_t *place);
 /* Allocations freed so far in this process: a peer that mapped one of them drops its
  * mappings of this process when the number moves (the pages live while mapped). */
 uint64_t fold_mem_frees(void);
+/* One more: fold memory stopped being mappable where a peer may have mapped it. */
+void     fold_mem_count_free(void);
+
+/* mem_adopt.c: a buffer single copy moves, passed the second time, moves into fold
+ * memory at its own address (whole pages of private anonymous memory only). 1 with
+ * *place once [buf, buf + bytes) lies in adopted memory; else 0, place->fd -1. */
+int fold_mem_adopt(const void *buf, size_t bytes, fold_mem_place_t *place);
+/* Whether adoption can start in this process (UCX's memory events seen; tested once). */
+int fold_mem_adopt_usable(void);
+
+typedef struct fold_mem_adopt_stats {
+    int      pieces;             /* adopted ranges watched */
+    int      exposed;            /* of them whole buffers peers may map */
+    uint64_t adopted_bytes;      /* moved into fold memory so far */
+    uint64_t privatised_bytes;   /* made private again (releases, forks) */
+} fold_mem_adopt_stats_t;
+void fold_mem_adopt_stats(fold_mem_adopt_stats_t *s);
 
 #endif

@@ -890,11 +890,14 @@ static int model_pick(fold_comm_t *comm, fold_coll_t coll, size_t bytes,
         if (!fold_select_reference) {
             shared_add(key, choice, best_us);
         }
-        char name[96];
+        char name[96], weight[32] = "";
         fold_select_format_alg(choice->alg, choice->seg_bytes, name, sizeof(name));
-        fold_debug("comm %u: %s from %zu B%s: %s (leaders %d%s%s), predicted %.2f us", comm->id,
-                   fold_coll_name(coll), at, mapped ? " in fold memory" : "", name,
-                   choice->leaders,
+        if (choice->root_weight > 0) {
+            snprintf(weight, sizeof(weight), ", root's block %d%%", choice->root_weight);
+        }
+        fold_debug("comm %u: %s from %zu B%s: %s (leaders %d%s%s%s), predicted %.2f us",
+                   comm->id, fold_coll_name(coll), at, mapped ? " in fold memory" : "", name,
+                   choice->leaders, weight,
                    choice->inter ? ", between nodes " : "",
                    choice->inter ? choice->inter->name : "", best_us);
     }

@@ -227,11 +227,14 @@ static void log_decision(const fold_comm_t *comm, const fold_online_key_t *k,
     char line[512];
     size_t at = 0;
     for (int i = 0; i < k->ncand && at < sizeof(line); i++) {
-        char name[96];
+        char name[96], weight[32] = "";
         fold_select_format_alg(k->cand[i].alg, k->cand[i].seg_bytes, name, sizeof(name));
+        if (k->cand[i].root_weight > 0) {
+            snprintf(weight, sizeof(weight), ", root's block %d%%", k->cand[i].root_weight);
+        }
         at += (size_t)snprintf(line + at, sizeof(line) - at,
-                               "%s%s (leaders %d) %.2f us (model %.2f)", i ? ", " : "", name,
-                               k->cand[i].leaders, score[i], k->pred_us[i]);
+                               "%s%s (leaders %d%s) %.2f us (model %.2f)", i ? ", " : "", name,
+                               k->cand[i].leaders, weight, score[i], k->pred_us[i]);
     }
     char pick[96];
     fold_select_format_alg(k->cand[k->pick].alg, k->cand[k->pick].seg_bytes, pick,

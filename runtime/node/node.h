@@ -101,6 +101,8 @@ typedef struct fold_node {
                                        peers' memory (peer.c), and may */
     int64_t          *pids;         /* per local rank, for single copy */
     fold_node_huge_t  huge;         /* huge pages under buffers peers copy (huge.c) */
+    int               adopt;        /* buffers peers copy may move into fold memory
+                                       (FOLD_ADOPT, mem_adopt.c) */
     struct fold_node_xmap *xmap;    /* peers' fold memory mapped here (xmap.c) */
     uint64_t          probe;        /* a known value peers read at setup */
     uint64_t          nonce;        /* the segment's, shared by its holders (pool.c) */
@@ -136,6 +138,8 @@ typedef struct fold_node_params {
                                             used (then probed) */
     int                    huge_pages;   /* FOLD_HUGE_PAGES: may the buffers peers copy
                                             be backed with huge pages (huge.c) */
+    int                    adopt;        /* FOLD_ADOPT: may they move into fold memory
+                                            (mem_adopt.c) */
     struct fold_node_pool *pool;         /* the context's kept segment (pool.c); NULL:
                                             none is taken (the same on every rank: it
                                             costs one more allgather) */

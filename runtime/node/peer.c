@@ -133,11 +133,14 @@ static void find_places(fold_node_t *node, const void *in, const void *out,
     if (!single_copy) {
         return;
     }
-    fold_mem_find(in, bytes, &p[0]);
+    const int adopt = node->adopt;
+    if (!fold_mem_find(in, bytes, &p[0]) && adopt) {
+        fold_mem_adopt(in, bytes, &p[0]);
+    }
     if (out == in) {
         p[1] = p[0];
-    } else {
-        fold_mem_find(out, bytes, &p[1]);
+    } else if (!fold_mem_find(out, bytes, &p[1]) && adopt && out != NULL) {
+        fold_mem_adopt(out, bytes, &p[1]);
     }
     if (p[0].fd < 0) {
         fold_node_huge_back(&node->huge, in, bytes);

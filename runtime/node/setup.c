@@ -417,6 +417,7 @@ static int node_setup(const fold_node_params_t *p, fold_node_t *node, char *why,
         node->single_copy = alone || ok_all[r].single_copy;
     }
     fold_node_huge_init(&node->huge, node->single_copy && p->huge_pages);
+    node->adopt = node->single_copy && p->adopt;
     if (status == FOLD_OK) {
         node->local_rank = node->topo->local_of[rank];
     }

@@ -1,0 +1,433 @@
+/*
+ * Adopted buffers: a buffer a rank passes to single copy a second time (an iterative
+ * solver's IN and OUT, a gradient bucket, a benchmark's loop) moves into fold memory
+ * at the same address. Its pages are copied into an anonymous shared-memory file,
+ * which is then mapped over them (mmap MAP_FIXED): the bytes and the addresses stay,
+ * and the other ranks of the node map the file (node/xmap.c) and copy at memcpy's
+ * speed instead of the kernel's (process_vm_readv pins every page it copies).
+ *
+ * Shared pages behave like the private ones they replace except where memory is
+ * given back or a process forks: after madvise(MADV_DONTNEED) a private page reads
+ * zeros (allocators count on it) while a shared one keeps its bytes, mremap would
+ * carry the sharing along, and a forked child would share the pages instead of
+ * getting a copy. So every release of address space (munmap, mremap, MAP_FIXED over,
+ * brk, madvise giving pages back, glibc's own calls from malloc and free included)
+ * is reported here first, through UCX's memory events (libucm), and the adopted
+ * pages it touches become private again, bytes kept, before it proceeds; a forked
+ * child makes all of them private (pthread_atfork). Nothing else may be in use there:
+ * the caller is giving those pages up or moving them. Adoption starts only where
+ * UCX's hooks patch the functions themselves ("bistro": its "reloc" mode misses
+ * glibc's internal calls) and a test munmap is seen.
+ *
+ * Only whole pages that are the buffer itself, in private anonymous writable memory
+ * (heap or mmap, not the stack), are adopted: the bytes of no other object are ever
+ * copied. Mapping over the buffer goes through libc, so every listener to memory
+ * events (a registration cache of pinned pages) hears that its pages changed.
+ *
+ *   pieces: adopted ranges; "exposed" while a piece is a whole buffer as adopted,
+ *   with its file open for peers; a release inside a piece privatises that part and
+ *   leaves the rest as unexposed pieces (still shared, still watched).
+ */
+#define _GNU_SOURCE
+#include "mem.h"
+#include "log.h"
+
+#include <ucm/api/ucm.h>
+
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define ADOPT_PIECES  256   /* adopted ranges watched at most */
+#define ADOPT_SPARE   16    /* pieces kept free for splits by releases */
+#define ADOPT_SEEN    16    /* buffers remembered while counting their passes */
+/* Adopted buffers released before their third use: a program that passes each new
+ * buffer exactly twice would pay two copies each for nothing, so adoption stops. */
+#define ADOPT_WASTE_LIMIT 4
+#define ADOPT_FILE_NAME   "fold-adopted"   /* /proc/self/maps shows "/memfd:fold-adopted" */
+
+typedef struct piece {
+    uintptr_t lo, hi;      /* hi 0: a free slot */
+    uint64_t  file_off;    /* where lo lies in the file */
+    uint64_t  ino;
+    int       fd;          /* open while exposed, else -1 */
+    uint32_t  uses;        /* calls that found it exposed, the adopting one counted */
+} piece_t;
+
+typedef struct seen {
+    uintptr_t lo, hi;
+} seen_t;
+
+static piece_t         pieces[ADOPT_PIECES];
+static seen_t          seen[ADOPT_SEEN];
+static unsigned        seen_next;
+static _Atomic int     npieces;       /* pieces in use: the event handler's quick look */
+static _Atomic int     state;         /* 0 untested, 1 usable, -1 not */
+static unsigned        waste;
+static uint64_t        adopted_bytes, privatised_bytes;
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t  once = PTHREAD_ONCE_INIT;
+/* The range this thread is mapping over right now: its release is the adoption. */
+static __thread uintptr_t replacing_lo, replacing_hi;
+static volatile int   probe_seen;   /* the self-test's munmap reached the handler */
+static void *volatile probe_at;
+
+/* Raw system calls: under the lock nothing may go through the hooked libc functions
+ * (the handler would wait for the lock its own thread holds). */
+static void *raw_mmap(void *at, size_t len, int prot, int flags, int fd, off_t off)
+{
+    return (void *)syscall(SYS_mmap, at, len, prot, flags, fd, off);
+}
+
+static void *raw_mremap(void *from, size_t len, void *to)
+{
+    return (void *)syscall(SYS_mremap, from, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, to);
+}
+
+/* [lo, hi) becomes private anonymous memory with the same bytes: copied into new
+ * pages, which are then moved over it. 0, or -1 (the range stays shared). */
+static int privatise(uintptr_t lo, uintptr_t hi)
+{
+    const size_t len = hi - lo;
+    void *fresh = raw_mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (fresh == MAP_FAILED) {
+        return -1;
+    }
+    memcpy(fresh, (void *)lo, len);
+    if (raw_mremap(fresh, len, (void *)lo) == MAP_FAILED) {
+        syscall(SYS_munmap, fresh, len);
+        return -1;
+    }
+    privatised_bytes += len;
+    return 0;
+}
+
+static piece_t *free_slot(void)
+{
+    for (int i = 0; i < ADOPT_PIECES; i++) {
+        if (pieces[i].hi == 0) {
+            return &pieces[i];
+        }
+    }
+    return NULL;
+}
+
+/* The piece stops being a buffer peers may map. Under the lock. */
+static void unexpose(piece_t *p)
+{
+    if (p->fd >= 0) {
+        close(p->fd);
+        p->fd = -1;
+        fold_mem_count_free();   /* peers drop their mappings of this process */
+        if (p->uses < 3) {
+            waste++;
+        }
+    }
+}
+
+static void take_out(piece_t *p)
+{
+    *p = (piece_t){.fd = -1};
+    atomic_fetch_sub_explicit(&npieces, 1, memory_order_relaxed);
+}
+
+/* [lo, hi) is being released or mapped over: the pieces it overlaps give that part
+ * up (private again with its bytes unless this thread is mapping a new adoption
+ * there) and keep the rest. Under the lock. */
+static void release(uintptr_t lo, uintptr_t hi, int replaced)
+{
+    for (int i = 0; i < ADOPT_PIECES; i++) {
+        piece_t *p = &pieces[i];
+        if (p->hi == 0 || p->hi <= lo || hi <= p->lo) {
+            continue;
+        }
+        const uintptr_t x = p->lo > lo ? p->lo : lo, y = p->hi < hi ? p->hi : hi;
+        if (!replaced) {
+            privatise(x, y);
+        }
+        unexpose(p);
+        const piece_t whole = *p;
+        take_out(p);
+        if (whole.lo < x) {   /* the part before stays shared */
+            piece_t *left = free_slot();
+            *left = (piece_t){.lo = whole.lo, .hi = x, .file_off = whole.file_off,
+                              .ino = whole.ino, .fd = -1, .uses = 3};
+            atomic_fetch_add_explicit(&npieces, 1, memory_order_relaxed);
+        }
+        if (y < whole.hi) {   /* and the part after, where a slot is left */
+            piece_t *right = free_slot();
+            if (right == NULL) {
+                privatise(y, whole.hi);   /* never reached: ADOPT_SPARE */
+                continue;
+            }
+            *right = (piece_t){.lo = y, .hi = whole.hi,
+                               .file_off = whole.file_off + (y - whole.lo), .ino = whole.ino,
+                               .fd = -1, .uses = 3};
+            atomic_fetch_add_explicit(&npieces, 1, memory_order_relaxed);
+        }
+    }
+}
+
+static void on_unmapped(ucm_event_type_t type, ucm_event_t *event, void *arg)
+{
+    (void)type;
+    (void)arg;
+    const uintptr_t lo = (uintptr_t)event->vm_unmapped.address;
+    const uintptr_t hi = lo + event->vm_unmapped.size;
+    if (lo == (uintptr_t)probe_at) {
+        probe_seen = 1;
+    }
+    if (atomic_load_explicit(&npieces, memory_order_acquire) == 0 || hi <= lo) {
+        return;
+    }
+    const int replaced = lo >= replacing_lo && hi <= replacing_hi && replacing_hi != 0;
+    pthread_mutex_lock(&lock);
+    release(lo, hi, replaced);
+    pthread_mutex_unlock(&lock);
+}
+
+/* A forked child gets its own copy of every adopted page, as of private memory. */
+static void before_fork(void)
+{
+    pthread_mutex_lock(&lock);
+}
+
+static void after_fork_parent(void)
+{
+    pthread_mutex_unlock(&lock);
+}
+
+static void after_fork_child(void)
+{
+    for (int i = 0; i < ADOPT_PIECES; i++) {
+        if (pieces[i].hi != 0) {
+            privatise(pieces[i].lo, pieces[i].hi);
+            if (pieces[i].fd >= 0) {
+                close(pieces[i].fd);
+            }
+            pieces[i] = (piece_t){.fd = -1};
+        }
+    }
+    atomic_store(&npieces, 0);
+    pthread_mutex_unlock(&lock);
+}
+
+static void start(void)
+{
+    for (int i = 0; i < ADOPT_PIECES; i++) {
+        pieces[i].fd = -1;
+    }
+    if (ucm_global_opts.mmap_hook_mode != UCM_MMAP_HOOK_BISTRO) {
+        fold_debug("adopted buffers: off (UCX_MEM_MMAP_HOOK_MODE is not bistro: glibc's "
+                   "own releases of memory would go unseen)");
+        atomic_store(&state, -1);
+        return;
+    }
+    ucs_status_t st = ucm_set_event_handler(UCM_EVENT_VM_UNMAPPED, -1, on_unmapped, NULL);
+    if (st != UCS_OK) {
+        fold_debug("adopted buffers: off (UCX's memory events: %s)", ucs_status_string(st));
+        atomic_store(&state, -1);
+        return;
+    }
+    void *p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p != MAP_FAILED) {
+        probe_at = p;
+        munmap(p, 4096);
+        probe_at = NULL;
+    }
+    if (!probe_seen || pthread_atfork(before_fork, after_fork_parent, after_fork_child) != 0) {
+        ucm_unset_event_handler(UCM_EVENT_VM_UNMAPPED, on_unmapped, NULL);
+        fold_debug("adopted buffers: off (%s)", probe_seen ? "pthread_atfork failed"
+                                                           : "a test munmap was not reported");
+        atomic_store(&state, -1);
+        return;
+    }
+    atomic_store(&state, 1);
+}
+
+int fold_mem_adopt_usable(void)
+{
+    pthread_once(&once, start);
+    return atomic_load(&state) == 1;
+}
+
+/* Whether [lo, hi) lies in private anonymous writable mappings (not the stack), from
+ * /proc/self/maps. */
+static int plain_memory(uintptr_t lo, uintptr_t hi)
+{
+    FILE *f = fopen("/proc/self/maps", "r");
+    if (f == NULL) {
+        return 0;
+    }
+    char line[512];
+    uintptr_t at = lo;
+    while (at < hi && fgets(line, sizeof(line), f) != NULL) {
+        uintptr_t a, b;
+        char perms[8];
+        unsigned long long off, inode;
+        int name_at = 0;
+        if (sscanf(line, "%" SCNxPTR "-%" SCNxPTR " %7s %llx %*s %llu %n", &a, &b, perms, &off,
+                   &inode, &name_at) < 5 || b <= at) {
+            continue;
+        }
+        const char *name = line + name_at;
+        const int anonymous = strncmp(perms, "rw-p", 4) == 0 && inode == 0 &&
+                              (name[0] == '\n' || name[0] == '\0' ||
+                               strncmp(name, "[heap]", 6) == 0);
+        /* A buffer that grew over one adopted before (a benchmark's next size). */
+        const int adopted = strncmp(perms, "rw-s", 4) == 0 &&
+                            strncmp(name, "/memfd:" ADOPT_FILE_NAME " ", 8 + strlen(ADOPT_FILE_NAME)) == 0;
+        const int plain = a <= at && (anonymous || adopted);
+        if (!plain) {
+            break;
+        }
+        at = b;
+    }
+    fclose(f);
+    return at >= hi;
+}
+
+/* The exposed piece holding [lo, hi), or NULL. Under the lock. */
+static piece_t *exposed_holding(uintptr_t lo, uintptr_t hi)
+{
+    for (int i = 0; i < ADOPT_PIECES; i++) {
+        piece_t *p = &pieces[i];
+        if (p->fd >= 0 && p->lo <= lo && hi <= p->hi) {
+            return p;
+        }
+    }
+    return NULL;
+}
+
+static void place_of(const piece_t *p, uintptr_t lo, fold_mem_place_t *place)
+{
+    *place = (fold_mem_place_t){.fd = p->fd, .ino = p->ino,
+                                .off = p->file_off + (lo - p->lo),
+                                .bytes = p->file_off + (p->hi - p->lo)};
+}
+
+/* 1 the second time [lo, hi) is passed (the first is remembered). Under the lock. */
+static int passed_before(uintptr_t lo, uintptr_t hi)
+{
+    for (int i = 0; i < ADOPT_SEEN; i++) {
+        if (seen[i].lo == lo && seen[i].hi == hi) {
+            seen[i] = (seen_t){0};
+            return 1;
+        }
+    }
+    seen[seen_next] = (seen_t){lo, hi};
+    seen_next = (seen_next + 1) % ADOPT_SEEN;
+    return 0;
+}
+
+/* The file, holding the bytes of [lo, hi): its descriptor, or -1. */
+static int copy_into_file(uintptr_t lo, uintptr_t hi, uint64_t *ino)
+{
+    const size_t len = hi - lo;
+    int fd = memfd_create(ADOPT_FILE_NAME, MFD_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || ftruncate(fd, (off_t)len) != 0 || fstat(fd, &st) != 0) {
+        if (fd >= 0) {
+            close(fd);
+        }
+        return -1;
+    }
+    for (size_t done = 0; done < len;) {
+        ssize_t n = pwrite(fd, (const char *)lo + done, len - done, (off_t)done);
+        if (n <= 0) {
+            close(fd);
+            return -1;
+        }
+        done += (size_t)n;
+    }
+    *ino = (uint64_t)st.st_ino;
+    return fd;
+}
+
+/* Maps the file over [lo, hi) and records the piece: 1, or 0 (nothing changed). */
+static int map_over(uintptr_t lo, uintptr_t hi, int fd, uint64_t ino)
+{
+    replacing_lo = lo;
+    replacing_hi = hi;
+    void *at = mmap((void *)lo, hi - lo, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0);
+    replacing_lo = replacing_hi = 0;
+    if (at != (void *)lo) {
+        fold_warn("adopted buffers: mapping %zu KiB at %p failed: %s", (size_t)(hi - lo) >> 10,
+                  (void *)lo, strerror(errno));
+        return 0;
+    }
+    pthread_mutex_lock(&lock);
+    piece_t *p = free_slot();   /* reserved: adopt() saw ADOPT_SPARE free */
+    *p = (piece_t){.lo = lo, .hi = hi, .ino = ino, .fd = fd, .uses = 1};
+    atomic_fetch_add_explicit(&npieces, 1, memory_order_release);
+    adopted_bytes += hi - lo;
+    pthread_mutex_unlock(&lock);
+    return 1;
+}
+
+static int slots_left(void)
+{
+    return ADOPT_PIECES - atomic_load_explicit(&npieces, memory_order_relaxed);
+}
+
+int fold_mem_adopt(const void *buf, size_t bytes, fold_mem_place_t *place)
+{
+    *place = (fold_mem_place_t){.fd = -1};
+    const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    const uintptr_t lo = (uintptr_t)buf, hi = lo + bytes;
+    if (buf == NULL || bytes == 0 || lo % page != 0 || bytes % page != 0 || hi < lo ||
+        !fold_mem_adopt_usable()) {
+        return 0;
+    }
+    pthread_mutex_lock(&lock);
+    piece_t *p = exposed_holding(lo, hi);
+    if (p != NULL) {
+        p->uses++;
+        place_of(p, lo, place);
+        pthread_mutex_unlock(&lock);
+        return 1;
+    }
+    int go = waste < ADOPT_WASTE_LIMIT && slots_left() > ADOPT_SPARE && passed_before(lo, hi);
+    pthread_mutex_unlock(&lock);
+    if (!go || !plain_memory(lo, hi)) {
+        return 0;
+    }
+    uint64_t ino = 0;
+    int fd = copy_into_file(lo, hi, &ino);
+    if (fd < 0) {
+        fold_debug("adopted buffers: no file for %zu KiB: %s", bytes >> 10, strerror(errno));
+        return 0;
+    }
+    if (!map_over(lo, hi, fd, ino)) {
+        close(fd);
+        return 0;
+    }
+    fold_debug("adopted buffers: %zu KiB at %p now lie in fold memory", bytes >> 10, buf);
+    pthread_mutex_lock(&lock);
+    p = exposed_holding(lo, hi);
+    if (p != NULL) {
+        place_of(p, lo, place);
+    }
+    pthread_mutex_unlock(&lock);
+    return p != NULL;
+}
+
+void fold_mem_adopt_stats(fold_mem_adopt_stats_t *s)
+{
+    pthread_mutex_lock(&lock);
+    *s = (fold_mem_adopt_stats_t){.pieces = atomic_load(&npieces),
+                                  .adopted_bytes = adopted_bytes,
+                                  .privatised_bytes = privatised_bytes};
+    for (int i = 0; i < ADOPT_PIECES; i++) {
+        s->exposed += pieces[i].fd >= 0;
+    }
+    pthread_mutex_unlock(&lock);
+}

@@ -1,0 +1,382 @@
+/*
+ * Adopted buffers (runtime/mem_adopt.c): a page-aligned buffer of whole pages, passed
+ * the second time, moves into fold memory at its own address with its bytes; what
+ * only private memory does stays true afterwards (madvise DONTNEED reads zeros, a
+ * forked child writes its own copy, mremap and munmap keep or drop the bytes as
+ * asked); other memory is never adopted; and single copy between ranks (threads on
+ * the loopback fabric, mapping each other through /proc/self/fd as processes do)
+ * gives the reference's results call after call on adopted buffers whose inputs
+ * change between calls.
+ */
+#define _GNU_SOURCE
+#include <criterion/criterion.h>
+
+#include "coll_reference.h"
+#include "loopback_harness.h"
+#include "comm.h"
+#include "mem.h"
+#include "node/node.h"
+
+#include <fcntl.h>
+#include <malloc.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define PAGES 16
+
+static size_t page(void)
+{
+    return (size_t)sysconf(_SC_PAGESIZE);
+}
+
+static void fill(unsigned char *p, size_t len, unsigned seed)
+{
+    for (size_t i = 0; i < len; i++) {
+        p[i] = (unsigned char)(i * 7 + seed);
+    }
+}
+
+static int filled(const unsigned char *p, size_t len, unsigned seed)
+{
+    for (size_t i = 0; i < len; i++) {
+        if (p[i] != (unsigned char)(i * 7 + seed)) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static int all_zero(const unsigned char *p, size_t len)
+{
+    for (size_t i = 0; i < len; i++) {
+        if (p[i] != 0) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static void fill_from(unsigned char *p, size_t len, size_t first, unsigned seed)
+{
+    for (size_t i = 0; i < len; i++) {
+        p[i] = (unsigned char)((first + i) * 7 + seed);
+    }
+}
+
+static int filled_from(const unsigned char *p, size_t len, size_t first, unsigned seed)
+{
+    unsigned char *want = malloc(len);
+    fill_from(want, len, first, seed);
+    int same = memcmp(p, want, len) == 0;
+    free(want);
+    return same;
+}
+
+/* The /proc/self/maps permissions of the mapping holding p ("rw-s"), or "". */
+static void perms_at(const void *p, char perms[8])
+{
+    FILE *f = fopen("/proc/self/maps", "r");
+    char line[512];
+    strcpy(perms, "");
+    while (f != NULL && fgets(line, sizeof(line), f) != NULL) {
+        unsigned long a, b;
+        char pm[8];
+        if (sscanf(line, "%lx-%lx %7s", &a, &b, pm) == 3 && a <= (unsigned long)p &&
+            (unsigned long)p < b) {
+            strcpy(perms, pm);
+        }
+    }
+    if (f != NULL) {
+        fclose(f);
+    }
+}
+
+/* Adopts [p, p + len) (two passes); asserts it worked. */
+static fold_mem_place_t adopt(void *p, size_t len)
+{
+    fold_mem_place_t place;
+    cr_assert_eq(fold_mem_adopt(p, len, &place), 0, "adopted on the first pass");
+    cr_assert_eq(place.fd, -1);
+    cr_assert_eq(fold_mem_adopt(p, len, &place), 1, "not adopted on the second pass");
+    cr_assert_geq(place.fd, 0);
+    return place;
+}
+
+static void *fresh_pages(size_t len)
+{
+    void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    cr_assert_neq(p, MAP_FAILED);
+    return p;
+}
+
+Test(mem_adopt, usable_here)
+{
+    /* Debian's UCX hooks in bistro mode; a machine where it cannot is reported. */
+    cr_assert(fold_mem_adopt_usable(), "UCX's memory events are not seen here");
+}
+
+Test(mem_adopt, bytes_stay_and_the_pages_are_shared)
+{
+    const size_t len = PAGES * page();
+    unsigned char *p = fresh_pages(len);
+    fill(p, len, 1);
+    char perms[8];
+    perms_at(p, perms);
+    cr_assert_str_eq(perms, "rw-p");
+    fold_mem_place_t place = adopt(p, len);
+    cr_expect(filled(p, len, 1), "the bytes changed");
+    cr_expect_eq(place.off, 0);
+    cr_expect_eq(place.bytes, len);
+    perms_at(p, perms);
+    cr_expect_str_eq(perms, "rw-s");
+    /* Another mapping of the file (what a peer makes) sees the buffer and writes it. */
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/self/fd/%d", place.fd);
+    int fd = open(path, O_RDWR);
+    cr_assert_geq(fd, 0);
+    unsigned char *alias = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    cr_assert_neq(alias, MAP_FAILED);
+    cr_expect(filled(alias, len, 1));
+    alias[5] = 0xAB;
+    cr_expect_eq(p[5], 0xAB);
+    munmap(alias, len);
+    /* A part of it is found too, at its offset. */
+    fold_mem_place_t part;
+    cr_expect_eq(fold_mem_adopt(p + page(), 2 * page(), &part), 1);
+    cr_expect_eq(part.off, page());
+    munmap(p, len);
+}
+
+Test(mem_adopt, dontneed_reads_zeros_as_private_memory_does)
+{
+    const size_t len = PAGES * page();
+    unsigned char *p = fresh_pages(len);
+    fill(p, len, 2);
+    adopt(p, len);
+    cr_assert_eq(madvise(p + 4 * page(), 4 * page(), MADV_DONTNEED), 0);
+    cr_expect(all_zero(p + 4 * page(), 4 * page()), "dropped pages kept their bytes");
+    cr_expect(filled(p, 4 * page(), 2), "the pages before lost their bytes");
+    cr_expect(filled_from(p + 8 * page(), 8 * page(), 8 * page(), 2), "the pages after lost their bytes");
+    fold_mem_adopt_stats_t s;
+    fold_mem_adopt_stats(&s);
+    cr_expect_eq(s.exposed, 0, "a buffer partly given back is still offered to peers");
+    cr_expect_eq(s.pieces, 2, "the two shared parts left are watched");
+    /* Those parts stay watched: giving them back reads zeros as well. */
+    cr_assert_eq(madvise(p, len, MADV_DONTNEED), 0);
+    cr_expect(all_zero(p, len));
+    fold_mem_adopt_stats(&s);
+    cr_expect_eq(s.pieces, 0);
+    char perms[8];
+    perms_at(p, perms);
+    cr_expect_str_eq(perms, "rw-p");
+    munmap(p, len);
+}
+
+Test(mem_adopt, munmap_of_a_part_keeps_the_rest)
+{
+    const size_t len = PAGES * page();
+    unsigned char *p = fresh_pages(len);
+    fill(p, len, 3);
+    adopt(p, len);
+    cr_assert_eq(munmap(p + 6 * page(), 4 * page()), 0);
+    cr_expect(filled(p, 6 * page(), 3));
+    cr_expect(filled_from(p + 10 * page(), 6 * page(), 10 * page(), 3));
+    /* A new private mapping in the hole is not taken for the old buffer. */
+    void *hole = mmap(p + 6 * page(), 4 * page(), PROT_READ | PROT_WRITE,
+                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+    cr_assert_eq(hole, p + 6 * page());
+    fold_mem_place_t place;
+    cr_expect_eq(fold_mem_adopt(p, len, &place), 0, "a buffer with new pages found adopted");
+    munmap(p, len);
+    fold_mem_adopt_stats_t s;
+    fold_mem_adopt_stats(&s);
+    cr_expect_eq(s.pieces, 0);
+}
+
+Test(mem_adopt, mremap_moves_the_bytes_into_private_memory)
+{
+    const size_t len = PAGES * page();
+    unsigned char *p = fresh_pages(len);
+    fill(p, len, 4);
+    adopt(p, len);
+    unsigned char *q = mremap(p, len, 4 * len, MREMAP_MAYMOVE);
+    cr_assert_neq(q, MAP_FAILED);
+    cr_expect(filled(q, len, 4), "mremap lost the bytes");
+    char perms[8];
+    perms_at(q, perms);
+    cr_expect_str_eq(perms, "rw-p");
+    munmap(q, 4 * len);
+}
+
+Test(mem_adopt, a_forked_child_writes_its_own_copy)
+{
+    const size_t len = PAGES * page();
+    unsigned char *p = fresh_pages(len);
+    fill(p, len, 5);
+    adopt(p, len);
+    pid_t child = fork();
+    cr_assert_geq(child, 0);
+    if (child == 0) {
+        int ok = filled(p, len, 5);
+        memset(p, 0x5A, len);
+        _exit(ok ? 0 : 1);
+    }
+    int status = 0;
+    cr_assert_eq(waitpid(child, &status, 0), child);
+    cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the child saw other bytes");
+    cr_expect(filled(p, len, 5), "the child's writes reached the parent");
+    fold_mem_place_t place;
+    cr_expect_eq(fold_mem_adopt(p, len, &place), 1, "the parent's buffer stays adopted");
+    munmap(p, len);
+}
+
+Test(mem_adopt, heap_buffers_freed_and_trimmed)
+{
+    const size_t len = PAGES * page();
+    unsigned char *p = NULL;
+    cr_assert_eq(posix_memalign((void **)&p, page(), len), 0);
+    fill(p, len, 6);
+    adopt(p, len);
+    cr_expect(filled(p, len, 6));
+    free(p);
+    malloc_trim(0);   /* gives the free pages back: glibc's own madvise */
+    unsigned char *q = calloc(1, len);
+    cr_assert_not_null(q);
+    cr_expect(all_zero(q, len), "calloc's memory holds bytes");
+    free(q);
+    /* Big blocks come from mmap and go back with munmap. */
+    const size_t big = 64u << 20;
+    cr_assert_eq(posix_memalign((void **)&p, page(), big), 0);
+    memset(p, 1, big);
+    adopt(p, big);
+    free(p);
+    fold_mem_adopt_stats_t s;
+    fold_mem_adopt_stats(&s);
+    cr_expect_eq(s.exposed, 0, "a freed block is still offered to peers");
+}
+
+Test(mem_adopt, a_grown_buffer_is_adopted_again)
+{
+    const size_t len = PAGES * page();
+    unsigned char *p = fresh_pages(2 * len);
+    fill(p, 2 * len, 7);
+    adopt(p, len);
+    adopt(p, 2 * len);
+    cr_expect(filled(p, 2 * len, 7));
+    fold_mem_adopt_stats_t s;
+    fold_mem_adopt_stats(&s);
+    cr_expect_eq(s.exposed, 1);
+    cr_expect_eq(s.pieces, 1);
+    munmap(p, 2 * len);
+}
+
+Test(mem_adopt, other_memory_is_left_alone)
+{
+    const size_t len = PAGES * page();
+    fold_mem_place_t place;
+    /* Not page-aligned, not whole pages. */
+    unsigned char *p = fresh_pages(len);
+    for (int pass = 0; pass < 2; pass++) {
+        cr_expect_eq(fold_mem_adopt(p + 64, len - page(), &place), 0);
+        cr_expect_eq(fold_mem_adopt(p, len - 64, &place), 0);
+    }
+    /* Read-only, and shared file memory. */
+    cr_assert_eq(mprotect(p, len, PROT_READ), 0);
+    for (int pass = 0; pass < 2; pass++) {
+        cr_expect_eq(fold_mem_adopt(p, len, &place), 0, "read-only memory adopted");
+    }
+    munmap(p, len);
+    FILE *f = tmpfile();
+    cr_assert_not_null(f);
+    cr_assert_eq(ftruncate(fileno(f), (off_t)len), 0);
+    unsigned char *file = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fileno(f), 0);
+    cr_assert_neq(file, MAP_FAILED);
+    for (int pass = 0; pass < 2; pass++) {
+        cr_expect_eq(fold_mem_adopt(file, len, &place), 0, "a file's pages adopted");
+    }
+    munmap(file, len);
+    fclose(f);
+    /* The stack. */
+    unsigned char stack[3 * 4096];
+    unsigned char *s = (unsigned char *)(((uintptr_t)stack + 4095) & ~(uintptr_t)4095);
+    if (page() == 4096) {
+        for (int pass = 0; pass < 2; pass++) {
+            cr_expect_eq(fold_mem_adopt(s, 4096, &place), 0, "stack pages adopted");
+        }
+    }
+    fold_mem_adopt_stats_t st;
+    fold_mem_adopt_stats(&st);
+    cr_expect_eq(st.pieces, 0);
+}
+
+/* ---- single copy on adopted buffers ----------------------------------------- */
+
+#define CALLS 5
+#define COUNT (64 * 1024)   /* 256 KiB of float32: whole pages */
+
+static int adopt_rank(fold_context_t *ctx, int rank, int size, void *arg)
+{
+    const int allreduce = *(const int *)arg;
+    fold_comm_h w = fold_comm_world(ctx);
+    fold_config_set(ctx, "ALLREDUCE_ALG", "cma");
+    fold_config_set(ctx, "REDUCE_ALG", "cma");
+    const size_t bytes = COUNT * sizeof(float);
+    float *in = NULL, *out = NULL, *want = malloc(bytes);
+    if (posix_memalign((void **)&in, page(), bytes) || posix_memalign((void **)&out, page(), bytes) ||
+        want == NULL) {
+        return 1;
+    }
+    int bad = 0;
+    for (int c = 0; c < CALLS && !bad; c++) {
+        /* New inputs every call: the peers must read them, not an old copy. */
+        for (size_t i = 0; i < COUNT; i++) {
+            in[i] = (float)((rank + 1) * (c + 1) + (int)(i % 13));
+            want[i] = 0;
+            for (int r = 0; r < size; r++) {
+                want[i] += (float)((r + 1) * (c + 1) + (int)(i % 13));
+            }
+        }
+        memset(out, 0xFF, bytes);
+        const int root = c % size;
+        int st = allreduce ? fold_allreduce(in, out, COUNT, FOLD_FLOAT32, FOLD_OP_SUM, w)
+                           : fold_reduce(in, out, COUNT, FOLD_FLOAT32, FOLD_OP_SUM, root, w);
+        const int has_out = allreduce || rank == root;
+        bad = st != FOLD_OK || (has_out && memcmp(out, want, bytes) != 0);
+        if (bad) {
+            fprintf(stderr, "rank %d, call %d (%s, root %d): %s\n", rank, c,
+                    allreduce ? "allreduce" : "reduce", root,
+                    st != FOLD_OK ? fold_status_string(st) : "wrong result");
+        }
+    }
+    fold_mem_place_t place;
+    if (!bad && fold_mem_adopt(in, bytes, &place) != 1) {
+        fprintf(stderr, "rank %d: its IN was not adopted after %d calls\n", rank, CALLS);
+        bad = 1;
+    }
+    uint64_t copies, views;
+    int mapped;
+    fold_node_xmap_stats(((fold_comm_t *)w)->node, &mapped, &copies, &views);
+    if (!bad && copies + views == 0) {
+        fprintf(stderr, "rank %d: nothing went through a mapping\n", rank);
+        bad = 1;
+    }
+    free(in);
+    free(out);
+    free(want);
+    return bad;
+}
+
+Test(mem_adopt, single_copy_on_adopted_buffers)
+{
+    int allreduce = 1;
+    cr_expect_eq(lh_run(2, adopt_rank, &allreduce), 0, "allreduce, 2 ranks");
+    cr_expect_eq(lh_run(3, adopt_rank, &allreduce), 0, "allreduce, 3 ranks");
+    allreduce = 0;
+    cr_expect_eq(lh_run(2, adopt_rank, &allreduce), 0, "reduce, 2 ranks");
+    cr_expect_eq(lh_run(3, adopt_rank, &allreduce), 0, "reduce, 3 ranks");
+}
