@@ -32,8 +32,11 @@ void     fold_mem_count_free(void);
  * memory at its own address (whole pages of private anonymous memory only). 1 with
  * *place once [buf, buf + bytes) lies in adopted memory; else 0, place->fd -1. */
 int fold_mem_adopt(const void *buf, size_t bytes, fold_mem_place_t *place);
-/* Whether adoption can start in this process (UCX's memory events seen; tested once). */
+/* Whether adoption can start in this process (glibc's malloc, UCX's memory events
+ * seen; tested once). */
 int fold_mem_adopt_usable(void);
+/* Tests under a sanitizer, on memory they map themselves: skip the allocator's check. */
+void fold_mem_adopt_trust_any_allocator(void);
 
 typedef struct fold_mem_adopt_stats {
     int      pieces;             /* adopted ranges watched */

@@ -17,7 +17,10 @@
  * child makes all of them private (pthread_atfork). Nothing else may be in use there:
  * the caller is giving those pages up or moving them. Adoption starts only where
  * UCX's hooks patch the functions themselves ("bistro": its "reloc" mode misses
- * glibc's internal calls) and a test munmap is seen.
+ * glibc's internal calls) and a test munmap is seen, and only under glibc's own
+ * malloc: another allocator (jemalloc, tcmalloc, a sanitizer's) may give memory back
+ * through raw system calls nothing hears, and UCX would replace it with its own to
+ * hear them.
  *
  * Only whole pages that are the buffer itself, in private anonymous writable memory
  * (heap or mmap, not the stack), are adopted: the bytes of no other object are ever
@@ -34,6 +37,7 @@
 
 #include <ucm/api/ucm.h>
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -79,6 +83,23 @@ static pthread_once_t  once = PTHREAD_ONCE_INIT;
 static __thread uintptr_t replacing_lo, replacing_hi;
 static volatile int   probe_seen;   /* the self-test's munmap reached the handler */
 static void *volatile probe_at;
+static int            any_allocator;   /* tests: trust an interposed malloc */
+
+void fold_mem_adopt_trust_any_allocator(void)
+{
+    any_allocator = 1;
+}
+
+/* Whether malloc is glibc's own, not one interposed before it. */
+static int glibc_malloc(void)
+{
+    void *libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
+    void *theirs = libc != NULL ? dlsym(libc, "malloc") : NULL;
+    if (libc != NULL) {
+        dlclose(libc);
+    }
+    return theirs != NULL && theirs == dlsym(RTLD_DEFAULT, "malloc");
+}
 
 /* Raw system calls: under the lock nothing may go through the hooked libc functions
  * (the handler would wait for the lock its own thread holds). */
@@ -228,6 +249,12 @@ static void start(void)
     if (ucm_global_opts.mmap_hook_mode != UCM_MMAP_HOOK_BISTRO) {
         fold_debug("adopted buffers: off (UCX_MEM_MMAP_HOOK_MODE is not bistro: glibc's "
                    "own releases of memory would go unseen)");
+        atomic_store(&state, -1);
+        return;
+    }
+    if (!any_allocator && !glibc_malloc()) {
+        fold_debug("adopted buffers: off (malloc is not glibc's: another allocator may give "
+                   "memory back unseen)");
         atomic_store(&state, -1);
         return;
     }
