@@ -35,6 +35,8 @@ int fold_mem_adopt(const void *buf, size_t bytes, fold_mem_place_t *place);
 /* Whether adoption can start in this process (glibc's malloc, UCX's memory events
  * seen; tested once). */
 int fold_mem_adopt_usable(void);
+/* NULL where adoption can start, else why not (for fold_info). */
+const char *fold_mem_adopt_why_off(void);
 /* Tests under a sanitizer, on memory they map themselves: skip the allocator's check. */
 void fold_mem_adopt_trust_any_allocator(void);
 

@@ -74,6 +74,7 @@ static piece_t         pieces[ADOPT_PIECES];
 static seen_t          seen[ADOPT_SEEN];
 static unsigned        seen_next;
 static _Atomic int     npieces;       /* pieces in use: the event handler's quick look */
+static int             top;           /* slots ever used: the lookups look no further */
 static _Atomic int     state;         /* 0 untested, 1 usable, -1 not */
 static unsigned        waste;
 static uint64_t        adopted_bytes, privatised_bytes;
@@ -84,6 +85,21 @@ static __thread uintptr_t replacing_lo, replacing_hi;
 static volatile int   probe_seen;   /* the self-test's munmap reached the handler */
 static void *volatile probe_at;
 static int            any_allocator;   /* tests: trust an interposed malloc */
+static const char    *off_reason = "not tested yet";
+
+/* Adoption stays off in this process, for `why`. */
+static void stay_off(const char *why)
+{
+    off_reason = why;
+    fold_debug("adopted buffers: off (%s)", why);
+    atomic_store(&state, -1);
+}
+
+const char *fold_mem_adopt_why_off(void)
+{
+    fold_mem_adopt_usable();
+    return atomic_load(&state) == 1 ? NULL : off_reason;
+}
 
 void fold_mem_adopt_trust_any_allocator(void)
 {
@@ -135,6 +151,7 @@ static piece_t *free_slot(void)
 {
     for (int i = 0; i < ADOPT_PIECES; i++) {
         if (pieces[i].hi == 0) {
+            top = i + 1 > top ? i + 1 : top;
             return &pieces[i];
         }
     }
@@ -165,7 +182,7 @@ static void take_out(piece_t *p)
  * there) and keep the rest. Under the lock. */
 static void release(uintptr_t lo, uintptr_t hi, int replaced)
 {
-    for (int i = 0; i < ADOPT_PIECES; i++) {
+    for (int i = 0; i < top; i++) {
         piece_t *p = &pieces[i];
         if (p->hi == 0 || p->hi <= lo || hi <= p->lo) {
             continue;
@@ -247,21 +264,16 @@ static void start(void)
         pieces[i].fd = -1;
     }
     if (ucm_global_opts.mmap_hook_mode != UCM_MMAP_HOOK_BISTRO) {
-        fold_debug("adopted buffers: off (UCX_MEM_MMAP_HOOK_MODE is not bistro: glibc's "
-                   "own releases of memory would go unseen)");
-        atomic_store(&state, -1);
+        stay_off("UCX_MEM_MMAP_HOOK_MODE is not bistro: glibc's own releases of memory "
+                 "would go unseen");
         return;
     }
     if (!any_allocator && !glibc_malloc()) {
-        fold_debug("adopted buffers: off (malloc is not glibc's: another allocator may give "
-                   "memory back unseen)");
-        atomic_store(&state, -1);
+        stay_off("malloc is not glibc's: another allocator may give memory back unseen");
         return;
     }
-    ucs_status_t st = ucm_set_event_handler(UCM_EVENT_VM_UNMAPPED, -1, on_unmapped, NULL);
-    if (st != UCS_OK) {
-        fold_debug("adopted buffers: off (UCX's memory events: %s)", ucs_status_string(st));
-        atomic_store(&state, -1);
+    if (ucm_set_event_handler(UCM_EVENT_VM_UNMAPPED, -1, on_unmapped, NULL) != UCS_OK) {
+        stay_off("UCX's memory events could not be set up");
         return;
     }
     void *p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -272,9 +284,8 @@ static void start(void)
     }
     if (!probe_seen || pthread_atfork(before_fork, after_fork_parent, after_fork_child) != 0) {
         ucm_unset_event_handler(UCM_EVENT_VM_UNMAPPED, on_unmapped, NULL);
-        fold_debug("adopted buffers: off (%s)", probe_seen ? "pthread_atfork failed"
-                                                           : "a test munmap was not reported");
-        atomic_store(&state, -1);
+        stay_off(probe_seen ? "pthread_atfork failed"
+                            : "UCX's memory events did not report a test munmap");
         return;
     }
     atomic_store(&state, 1);
@@ -325,7 +336,7 @@ static int plain_memory(uintptr_t lo, uintptr_t hi)
 /* The exposed piece holding [lo, hi), or NULL. Under the lock. */
 static piece_t *exposed_holding(uintptr_t lo, uintptr_t hi)
 {
-    for (int i = 0; i < ADOPT_PIECES; i++) {
+    for (int i = 0; i < top; i++) {
         piece_t *p = &pieces[i];
         if (p->fd >= 0 && p->lo <= lo && hi <= p->hi) {
             return p;

@@ -6,6 +6,7 @@
  * up with (transport, node path).
  */
 #include "comm.h"
+#include "mem.h"
 #ifdef FOLD_INFO_SHIM_TABLE
 #include "shim_config.h"
 #endif
@@ -185,6 +186,18 @@ static void print_huge_pages(fold_context_t *ctx)
     }
 }
 
+/* Whether buffers single copy moves may move into fold memory (FOLD_ADOPT,
+ * mem_adopt.c), and why not. */
+static void print_adopt(fold_context_t *ctx)
+{
+    const char *setting = "?";
+    fold_config_get(ctx, "FOLD_ADOPT", &setting);
+    const char *why = ctx->config.adopt ? fold_mem_adopt_why_off() : "FOLD_ADOPT=off";
+    printf("# Adopted buffers (FOLD_ADOPT=%s): %s%s\n", setting,
+           !ctx->calib.single_copy ? "no single copy here" : why == NULL ? "on" : "off: ",
+           !ctx->calib.single_copy || why == NULL ? "" : why);
+}
+
 /* The cost model's parameters in effect: defaults, measured, the tuning file's,
  * FOLD_MODEL. */
 static int print_model(void)
@@ -202,6 +215,7 @@ static int print_model(void)
     fold_model_print(&ctx->model, "", stdout);
     print_stream(ctx);
     print_huge_pages(ctx);
+    print_adopt(ctx);
     fold_context_free_virtual(ctx);
     return 0;
 }
