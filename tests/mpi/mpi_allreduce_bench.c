@@ -4,7 +4,7 @@
  * fold: run it with and without LD_PRELOAD=libfold-mpi.so to compare.
  *
  *   mpi_allreduce_bench [-c allreduce|reduce] [-b BYTES] [-e BYTES] [-n ITERS] [-w WARMUP]
- *                       [-k] [-a] [-l]
+ *                       [-k] [-a] [-p] [-l]
  *
  * Per size: warm-up, a barrier, ITERS calls each timed on its own. Printed: over ranks
  * the average of each rank's mean time per call (as osu_allreduce prints), and the
@@ -14,7 +14,8 @@
  * iterations, at least 2): `-b 8192 -e 8192 -n 100 -w 0` in a fresh process times an
  * application's first 100 calls. -k checks one call's result per size (integer-valued
  * floats). -a takes the buffers from MPI_Alloc_mem (freed with MPI_Free_mem) instead
- * of malloc: with the fold shim and FOLD_MPI_ALLOC_MEM=1 that is fold memory. -l
+ * of malloc: with the fold shim and FOLD_MPI_ALLOC_MEM=1 that is fold memory. -p takes
+ * them page-aligned (posix_memalign), as the OSU benchmarks do. -l
  * times back-to-back calls in LOOP_ROUNDS loops of ITERS / LOOP_ROUNDS calls, two clock
  * reads a loop, instead of each call on its own (the reads cost ~0.04 us a call, as
  * much as a tenth of an 8-byte allreduce): avg_us is then all loops' time per call, and
@@ -25,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 typedef struct bench_options {
     int    reduce;
@@ -34,19 +36,22 @@ typedef struct bench_options {
     int    check;
     int    alloc_mem;   /* -a: MPI_Alloc_mem */
     int    loop;        /* -l: time loops of calls, not each call */
+    int    page_aligned;   /* -p: posix_memalign to the page */
 } bench_options_t;
 
 #define LOOP_ROUNDS 5
 
 static int parse_options(int argc, char **argv, bench_options_t *o)
 {
-    *o = (bench_options_t){0, 8, 16u << 20, 1000, -1, 0, 0, 0};
+    *o = (bench_options_t){0, 8, 16u << 20, 1000, -1, 0, 0, 0, 0};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (strcmp(a, "-k") == 0) {
             o->check = 1;
         } else if (strcmp(a, "-a") == 0) {
             o->alloc_mem = 1;
+        } else if (strcmp(a, "-p") == 0) {
+            o->page_aligned = 1;
         } else if (strcmp(a, "-l") == 0) {
             o->loop = 1;
         } else if (v != NULL && strcmp(a, "-c") == 0) {
@@ -121,7 +126,7 @@ int main(int argc, char **argv)
     if (parse_options(argc, argv, &o) != 0) {
         if (rank == 0) {
             fprintf(stderr, "usage: %s [-c allreduce|reduce] [-b BYTES] [-e BYTES] [-n ITERS] "
-                    "[-w WARMUP] [-k] [-a] [-l]\n", argv[0]);
+                    "[-w WARMUP] [-k] [-a] [-p] [-l]\n", argv[0]);
         }
         MPI_Finalize();
         return 2;
@@ -131,6 +136,12 @@ int main(int argc, char **argv)
     if (o.alloc_mem) {
         MPI_Alloc_mem((MPI_Aint)(max_count * sizeof(float)), MPI_INFO_NULL, &in);
         MPI_Alloc_mem((MPI_Aint)(max_count * sizeof(float)), MPI_INFO_NULL, &out);
+    } else if (o.page_aligned) {
+        const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+        if (posix_memalign((void **)&in, page, max_count * sizeof(float)) != 0 ||
+            posix_memalign((void **)&out, page, max_count * sizeof(float)) != 0) {
+            in = out = NULL;
+        }
     } else {
         in  = malloc(max_count * sizeof(float));
         out = malloc(max_count * sizeof(float));
