@@ -79,6 +79,9 @@ static _Atomic int     state;         /* 0 untested, 1 usable, -1 not */
 static unsigned        waste;
 static uint64_t        adopted_bytes, privatised_bytes;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+/* One adoption at a time (two threads passing one buffer to two calls would map two
+ * files over it); held across the mapping, whose event takes `lock`. */
+static pthread_mutex_t adopting = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t  once = PTHREAD_ONCE_INIT;
 /* The range this thread is mapping over right now: its release is the adoption. */
 static __thread uintptr_t replacing_lo, replacing_hi;
@@ -235,12 +238,14 @@ static void on_unmapped(ucm_event_type_t type, ucm_event_t *event, void *arg)
 /* A forked child gets its own copy of every adopted page, as of private memory. */
 static void before_fork(void)
 {
+    pthread_mutex_lock(&adopting);
     pthread_mutex_lock(&lock);
 }
 
 static void after_fork_parent(void)
 {
     pthread_mutex_unlock(&lock);
+    pthread_mutex_unlock(&adopting);
 }
 
 static void after_fork_child(void)
@@ -256,6 +261,7 @@ static void after_fork_child(void)
     }
     atomic_store(&npieces, 0);
     pthread_mutex_unlock(&lock);
+    pthread_mutex_unlock(&adopting);
 }
 
 static void start(void)
@@ -416,6 +422,42 @@ static int slots_left(void)
     return ADOPT_PIECES - atomic_load_explicit(&npieces, memory_order_relaxed);
 }
 
+/* The exposed piece holding [lo, hi) gives *place (1), or 0. Counts a use. */
+static int look_up(uintptr_t lo, uintptr_t hi, fold_mem_place_t *place)
+{
+    pthread_mutex_lock(&lock);
+    piece_t *p = exposed_holding(lo, hi);
+    if (p != NULL) {
+        p->uses++;
+        place_of(p, lo, place);
+    }
+    pthread_mutex_unlock(&lock);
+    return p != NULL;
+}
+
+/* Moves [lo, hi) into a file mapped over it: 1, or 0 (left as it was). Holding
+ * `adopting`. */
+static int adopt_new(uintptr_t lo, uintptr_t hi)
+{
+    if (!plain_memory(lo, hi)) {
+        return 0;
+    }
+    uint64_t ino = 0;
+    int fd = copy_into_file(lo, hi, &ino);
+    if (fd < 0) {
+        fold_debug("adopted buffers: no file for %zu KiB: %s", (size_t)(hi - lo) >> 10,
+                   strerror(errno));
+        return 0;
+    }
+    if (!map_over(lo, hi, fd, ino)) {
+        close(fd);
+        return 0;
+    }
+    fold_debug("adopted buffers: %zu KiB at %p now lie in fold memory", (size_t)(hi - lo) >> 10,
+               (void *)lo);
+    return 1;
+}
+
 int fold_mem_adopt(const void *buf, size_t bytes, fold_mem_place_t *place)
 {
     *place = (fold_mem_place_t){.fd = -1};
@@ -425,37 +467,20 @@ int fold_mem_adopt(const void *buf, size_t bytes, fold_mem_place_t *place)
         !fold_mem_adopt_usable()) {
         return 0;
     }
-    pthread_mutex_lock(&lock);
-    piece_t *p = exposed_holding(lo, hi);
-    if (p != NULL) {
-        p->uses++;
-        place_of(p, lo, place);
-        pthread_mutex_unlock(&lock);
+    if (look_up(lo, hi, place)) {
         return 1;
     }
+    pthread_mutex_lock(&lock);
     int go = waste < ADOPT_WASTE_LIMIT && slots_left() > ADOPT_SPARE && passed_before(lo, hi);
     pthread_mutex_unlock(&lock);
-    if (!go || !plain_memory(lo, hi)) {
+    if (!go) {
         return 0;
     }
-    uint64_t ino = 0;
-    int fd = copy_into_file(lo, hi, &ino);
-    if (fd < 0) {
-        fold_debug("adopted buffers: no file for %zu KiB: %s", bytes >> 10, strerror(errno));
-        return 0;
-    }
-    if (!map_over(lo, hi, fd, ino)) {
-        close(fd);
-        return 0;
-    }
-    fold_debug("adopted buffers: %zu KiB at %p now lie in fold memory", bytes >> 10, buf);
-    pthread_mutex_lock(&lock);
-    p = exposed_holding(lo, hi);
-    if (p != NULL) {
-        place_of(p, lo, place);
-    }
-    pthread_mutex_unlock(&lock);
-    return p != NULL;
+    pthread_mutex_lock(&adopting);
+    /* Another thread may have adopted it meanwhile. */
+    int found = look_up(lo, hi, place) || (adopt_new(lo, hi) && look_up(lo, hi, place));
+    pthread_mutex_unlock(&adopting);
+    return found;
 }
 
 void fold_mem_adopt_stats(fold_mem_adopt_stats_t *s)

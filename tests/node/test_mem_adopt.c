@@ -20,6 +20,7 @@
 
 #include <fcntl.h>
 #include <malloc.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -405,4 +406,65 @@ Test(mem_adopt, single_copy_on_adopted_buffers, .init = own_pages)
     allreduce = 0;
     cr_expect_eq(lh_run(2, adopt_rank, &allreduce), 0, "reduce, 2 ranks");
     cr_expect_eq(lh_run(3, adopt_rank, &allreduce), 0, "reduce, 3 ranks");
+}
+
+/* ---- two threads passing one buffer ------------------------------------------ */
+
+typedef struct racer {
+    unsigned char   *buf;
+    size_t           len;
+    pthread_barrier_t *start;
+    int              adopted;
+} racer_t;
+
+static void *race(void *arg)
+{
+    racer_t *r = arg;
+    fold_mem_place_t place;
+    pthread_barrier_wait(r->start);
+    for (int pass = 0; pass < 4; pass++) {
+        r->adopted |= fold_mem_adopt(r->buf, r->len, &place);
+    }
+    return NULL;
+}
+
+Test(mem_adopt, two_threads_adopt_one_buffer_once, .init = own_pages)
+{
+    const size_t len = PAGES * page();
+    for (int round = 0; round < 100; round++) {
+        unsigned char *p = fresh_pages(len);
+        fill(p, len, (unsigned)round);
+        pthread_barrier_t start;
+        pthread_barrier_init(&start, NULL, 2);
+        racer_t r[2] = {{p, len, &start, 0}, {p, len, &start, 0}};
+        pthread_t t[2];
+        for (int i = 0; i < 2; i++) {
+            cr_assert_eq(pthread_create(&t[i], NULL, race, &r[i]), 0);
+        }
+        for (int i = 0; i < 2; i++) {
+            pthread_join(t[i], NULL);
+        }
+        pthread_barrier_destroy(&start);
+        cr_expect(r[0].adopted && r[1].adopted, "round %d: a thread never found it adopted",
+                  round);
+        fold_mem_adopt_stats_t s;
+        fold_mem_adopt_stats(&s);
+        cr_expect_eq(s.pieces, 1, "round %d: %d pieces for one buffer", round, s.pieces);
+        cr_expect(filled(p, len, (unsigned)round), "round %d: the bytes changed", round);
+        /* The file peers would map is the one under the buffer. */
+        fold_mem_place_t place;
+        cr_assert_eq(fold_mem_adopt(p, len, &place), 1);
+        char path[64];
+        snprintf(path, sizeof(path), "/proc/self/fd/%d", place.fd);
+        int fd = open(path, O_RDWR);
+        cr_assert_geq(fd, 0);
+        unsigned char *alias = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        close(fd);
+        cr_assert_neq(alias, MAP_FAILED);
+        alias[len - 1] ^= 0xFF;
+        cr_expect_eq(p[len - 1], alias[len - 1], "round %d: peers would map another file",
+                     round);
+        munmap(alias, len);
+        munmap(p, len);
+    }
 }
