@@ -128,9 +128,9 @@ static const fold_util_config_field_t config_fields[] = {
      "buffers are left as they are",
      FOLD_CONFIG_FIELD(huge_pages), FOLD_UTIL_CONFIG_ENUM(off_auto_names)},
     {"ADOPT", "auto",
-     "auto: a buffer whose whole pages single copy moves between the ranks of a node "
-     "(page-aligned, a whole number of pages, heap or mmap) moves into fold memory at "
-     "the same address the second time it is passed (its bytes copied into shared "
+     "auto: a buffer single copy moves between the ranks of a node moves its whole "
+     "pages (heap or mmap; at least 256 KiB unless it starts and ends on pages) into "
+     "fold memory at the same address the second time it is passed (its bytes copied into shared "
      "memory mapped over it), so that peers copy it at memcpy's speed, not the kernel's; "
      "where UCX's memory events (bistro hooks) report every release of memory, which "
      "makes those pages private again first, and a forked child gets private copies. "

@@ -12,9 +12,10 @@
 /* Where a buffer lies in fold memory: enough for a peer process to map it. */
 typedef struct fold_mem_place {
     int32_t  fd;      /* this process's descriptor of the allocation (-1: not fold memory) */
-    uint32_t pad;
+    uint32_t pages_only;   /* 1: only the buffer's whole pages lie in it (an adopted buffer
+                              that starts or ends inside a page), from off on */
     uint64_t ino;     /* its inode: names it for as long as it lives */
-    uint64_t off;     /* the buffer's offset in it */
+    uint64_t off;     /* the buffer's offset in it (pages_only: its first whole page's) */
     uint64_t bytes;   /* the allocation's size */
 } fold_mem_place_t;
 
@@ -29,8 +30,9 @@ uint64_t fold_mem_frees(void);
 void     fold_mem_count_free(void);
 
 /* mem_adopt.c: a buffer single copy moves, passed the second time, moves into fold
- * memory at its own address (whole pages of private anonymous memory only). 1 with
- * *place once [buf, buf + bytes) lies in adopted memory; else 0, place->fd -1. */
+ * memory at its own address (its whole pages, of private anonymous memory only). 1
+ * with *place once [buf, buf + bytes) lies in adopted memory (place->pages_only where
+ * only its whole pages do); else 0, place->fd -1. */
 int fold_mem_adopt(const void *buf, size_t bytes, fold_mem_place_t *place);
 /* Whether adoption can start in this process (glibc's malloc, UCX's memory events
  * seen; tested once). */
@@ -45,6 +47,7 @@ typedef struct fold_mem_adopt_stats {
     int      exposed;            /* of them whole buffers peers may map */
     uint64_t adopted_bytes;      /* moved into fold memory so far */
     uint64_t privatised_bytes;   /* made private again (releases, forks) */
+    int      wasted;             /* buffers released before their third call */
 } fold_mem_adopt_stats_t;
 void fold_mem_adopt_stats(fold_mem_adopt_stats_t *s);
 

@@ -22,10 +22,12 @@
  * through raw system calls nothing hears, and UCX would replace it with its own to
  * hear them.
  *
- * Only whole pages that are the buffer itself, in private anonymous writable memory
- * (heap or mmap, not the stack), are adopted: the bytes of no other object are ever
- * copied. Mapping over the buffer goes through libc, so every listener to memory
- * events (a registration cache of pinned pages) hears that its pages changed.
+ * Only the buffer's own whole pages, in private anonymous writable memory (heap or
+ * mmap, not the stack), are adopted: the bytes of no other object are ever copied. A
+ * buffer that starts or ends inside a page (malloc's) moves its whole pages if they
+ * are many; peers copy its partial pages at either end through the kernel. Mapping
+ * over the buffer goes through libc, so every listener to memory events (a
+ * registration cache of pinned pages) hears that its pages changed.
  *
  *   pieces: adopted ranges; "exposed" while a piece is a whole buffer as adopted,
  *   with its file open for peers; a release inside a piece privatises that part and
@@ -54,9 +56,13 @@
 #define ADOPT_SPARE   16    /* pieces kept free for splits by releases */
 #define ADOPT_SEEN    16    /* buffers remembered while counting their passes */
 /* Adopted buffers released before their third use: a program that passes each new
- * buffer exactly twice would pay two copies each for nothing, so adoption stops. */
+ * buffer exactly twice would pay two copies each for nothing, so adoption stops after
+ * this many, unless as many were used more. */
 #define ADOPT_WASTE_LIMIT 4
 #define ADOPT_FILE_NAME   "fold-adopted"   /* /proc/self/maps shows "/memfd:fold-adopted" */
+/* The least whole pages a buffer that starts or ends inside a page moves with: the
+ * partial pages then cost two kernel calls in a call (~1 us each here). */
+#define ADOPT_MIN_PAGES_ONLY (256u << 10)
 
 typedef struct piece {
     uintptr_t lo, hi;      /* hi 0: a free slot */
@@ -76,7 +82,8 @@ static unsigned        seen_next;
 static _Atomic int     npieces;       /* pieces in use: the event handler's quick look */
 static int             top;           /* slots ever used: the lookups look no further */
 static _Atomic int     state;         /* 0 untested, 1 usable, -1 not */
-static unsigned        waste;
+static unsigned        waste, useful;   /* adopted buffers released: before their
+                                           third use, and after */
 static uint64_t        adopted_bytes, privatised_bytes;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 /* One adoption at a time (two threads passing one buffer to two calls would map two
@@ -170,6 +177,8 @@ static void unexpose(piece_t *p)
         fold_mem_count_free();   /* peers drop their mappings of this process */
         if (p->uses < 3) {
             waste++;
+        } else {
+            useful++;
         }
     }
 }
@@ -327,8 +336,9 @@ static int plain_memory(uintptr_t lo, uintptr_t hi)
                               (name[0] == '\n' || name[0] == '\0' ||
                                strncmp(name, "[heap]", 6) == 0);
         /* A buffer that grew over one adopted before (a benchmark's next size). */
+        static const char ours[] = "/memfd:" ADOPT_FILE_NAME " ";
         const int adopted = strncmp(perms, "rw-s", 4) == 0 &&
-                            strncmp(name, "/memfd:" ADOPT_FILE_NAME " ", 8 + strlen(ADOPT_FILE_NAME)) == 0;
+                            strncmp(name, ours, sizeof(ours) - 1) == 0;
         const int plain = a <= at && (anonymous || adopted);
         if (!plain) {
             break;
@@ -356,6 +366,22 @@ static void place_of(const piece_t *p, uintptr_t lo, fold_mem_place_t *place)
     *place = (fold_mem_place_t){.fd = p->fd, .ino = p->ino,
                                 .off = p->file_off + (lo - p->lo),
                                 .bytes = p->file_off + (p->hi - p->lo)};
+}
+
+/* The whole pages of [buf, buf + bytes), or 0 where they are fewer than
+ * ADOPT_MIN_PAGES_ONLY bytes and the buffer does not start and end on a page: its
+ * partial pages at either end are copied through the kernel, a call each. */
+static int whole_pages(const void *buf, size_t bytes, uintptr_t *lo, uintptr_t *hi)
+{
+    const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    const uintptr_t a = (uintptr_t)buf, b = a + bytes;
+    if (buf == NULL || b <= a) {
+        return 0;
+    }
+    *lo = (a + page - 1) & ~(page - 1);
+    *hi = b & ~(page - 1);
+    const int exact = *lo == a && *hi == b;
+    return *hi > *lo && (exact || *hi - *lo >= ADOPT_MIN_PAGES_ONLY);
 }
 
 /* 1 the second time [lo, hi) is passed (the first is remembered). Under the lock. */
@@ -428,8 +454,10 @@ static int look_up(uintptr_t lo, uintptr_t hi, fold_mem_place_t *place)
     pthread_mutex_lock(&lock);
     piece_t *p = exposed_holding(lo, hi);
     if (p != NULL) {
+        const uint32_t pages_only = place->pages_only;
         p->uses++;
         place_of(p, lo, place);
+        place->pages_only = pages_only;
     }
     pthread_mutex_unlock(&lock);
     return p != NULL;
@@ -461,17 +489,17 @@ static int adopt_new(uintptr_t lo, uintptr_t hi)
 int fold_mem_adopt(const void *buf, size_t bytes, fold_mem_place_t *place)
 {
     *place = (fold_mem_place_t){.fd = -1};
-    const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
-    const uintptr_t lo = (uintptr_t)buf, hi = lo + bytes;
-    if (buf == NULL || bytes == 0 || lo % page != 0 || bytes % page != 0 || hi < lo ||
-        !fold_mem_adopt_usable()) {
+    uintptr_t lo, hi;
+    if (!whole_pages(buf, bytes, &lo, &hi) || !fold_mem_adopt_usable()) {
         return 0;
     }
+    place->pages_only = lo != (uintptr_t)buf || hi != (uintptr_t)buf + bytes;
     if (look_up(lo, hi, place)) {
         return 1;
     }
     pthread_mutex_lock(&lock);
-    int go = waste < ADOPT_WASTE_LIMIT && slots_left() > ADOPT_SPARE && passed_before(lo, hi);
+    int go = (waste < ADOPT_WASTE_LIMIT || useful >= waste) && slots_left() > ADOPT_SPARE &&
+             passed_before(lo, hi);
     pthread_mutex_unlock(&lock);
     if (!go) {
         return 0;
@@ -488,7 +516,8 @@ void fold_mem_adopt_stats(fold_mem_adopt_stats_t *s)
     pthread_mutex_lock(&lock);
     *s = (fold_mem_adopt_stats_t){.pieces = atomic_load(&npieces),
                                   .adopted_bytes = adopted_bytes,
-                                  .privatised_bytes = privatised_bytes};
+                                  .privatised_bytes = privatised_bytes,
+                                  .wasted = (int)waste};
     for (int i = 0; i < ADOPT_PIECES; i++) {
         s->exposed += pieces[i].fd >= 0;
     }

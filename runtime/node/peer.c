@@ -94,6 +94,9 @@ _Static_assert(sizeof(peer_line_t) == 256, "four cache lines per rank");
 #define POS_MASK  UINT64_C(0xfffff)
 /* The count word's top bit: the fingerprint's memory (no count reaches it). */
 #define MEMORY_BIT (UINT64_C(1) << 63)
+/* A published allocation size's top bit: only the buffer's whole pages lie in it,
+ * from off on (an adopted buffer that starts or ends inside a page, mem_adopt.c). */
+#define PAGES_ONLY_BIT (UINT64_C(1) << 63)
 
 static uint64_t count_word(const fold_fingerprint_t *f)
 {
@@ -156,7 +159,7 @@ static void publish_places(peer_line_t *me, const fold_mem_place_t p[2])
         me->fd[b]    = p[b].fd;
         me->ino[b]   = p[b].ino;
         me->off[b]   = p[b].off;
-        me->bytes[b] = p[b].bytes;
+        me->bytes[b] = p[b].bytes | (p[b].pages_only ? PAGES_ONLY_BIT : 0);
     }
     me->frees = fold_mem_frees();
 }
@@ -186,8 +189,25 @@ void fold_node_peer_publish(fold_node_t *node, uint64_t epoch, const void *in, v
     atomic_store_explicit(&me->epoch, epoch, memory_order_release);
 }
 
+/* The bytes of local rank `local`'s buffer `which` that lie in its fold memory,
+ * [*lo, *hi) in the buffer: all of it, or its whole pages (PAGES_ONLY_BIT). */
+static void mapped_window(const peer_line_t *l, int which, size_t *lo, size_t *hi)
+{
+    *lo = 0;
+    *hi = SIZE_MAX;
+    if (l->bytes[which] & PAGES_ONLY_BIT) {
+        const fold_fingerprint_t f = unpack_line(l->count, l->call);
+        const uint64_t addr = which ? l->out : l->in;
+        const uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+        const uint64_t end = addr + f.count * fold_dtype_size((fold_dtype_t)f.dtype);
+        *lo = (size_t)(((addr + page - 1) & ~(page - 1)) - addr);
+        *hi = (size_t)((end & ~(page - 1)) - addr);
+    }
+}
+
 /* Bytes [off_bytes, off_bytes + len) of local rank `local`'s buffer `which` through
- * its fold memory mapped here, or NULL: not fold memory, or no mapping. */
+ * its fold memory mapped here, or NULL: not fold memory, no mapping, or not all of
+ * them in it. */
 static char *mapped_at(const fold_node_t *node, int local, int which, size_t off_bytes,
                        size_t len)
 {
@@ -195,13 +215,33 @@ static char *mapped_at(const fold_node_t *node, int local, int which, size_t off
     if (l->fd[which] < 0) {
         return NULL;
     }
-    char *base = fold_node_xmap(node, local, l->fd[which], l->ino[which], l->bytes[which],
-                                l->frees);
-    const uint64_t at = l->off[which] + off_bytes;
-    if (base == NULL || at > l->bytes[which] || len > l->bytes[which] - at) {
+    size_t lo, hi;
+    mapped_window(l, which, &lo, &hi);
+    if (off_bytes < lo || off_bytes > hi || len > hi - off_bytes) {
+        return NULL;
+    }
+    const uint64_t bytes = l->bytes[which] & ~PAGES_ONLY_BIT;
+    char *base = fold_node_xmap(node, local, l->fd[which], l->ino[which], bytes, l->frees);
+    const uint64_t at = l->off[which] + (off_bytes - lo);
+    if (base == NULL || at > bytes || len > bytes - at) {
         return NULL;   /* no mapping, or a range it does not hold: the kernel checks it */
     }
     return base + at;
+}
+
+/* How much of [off_bytes, off_bytes + len) from its start lies on one side of the
+ * mapped window's edges: all of it in (*inside 1) or out, or up to the next edge. */
+static size_t same_side(const fold_node_t *node, int local, int which, size_t off_bytes,
+                        size_t len, int *inside)
+{
+    const peer_line_t *l = line(node, local);
+    size_t lo = 0, hi = 0;
+    if (l->fd[which] >= 0) {
+        mapped_window(l, which, &lo, &hi);
+    }
+    *inside = off_bytes >= lo && off_bytes < hi;
+    const size_t edge = off_bytes < lo ? lo : *inside ? hi : SIZE_MAX;
+    return edge - off_bytes < len ? edge - off_bytes : len;
 }
 
 /* Through the peer's fold memory mapped here (1), else 0: the kernel copies. */
@@ -341,15 +381,23 @@ static void use_end(const fold_node_t *node)
     atomic_store_explicit(&line(node, node->local_rank)->busy, 0, memory_order_release);
 }
 
-/* One copy of local rank `local`'s buffer. */
+/* One copy of local rank `local`'s buffer: through its mapping where it lies in fold
+ * memory, else through the kernel (an adopted buffer's partial pages at either end). */
 static int peer_move(const fold_node_t *node, int local, uint64_t epoch, int which,
                      size_t off_bytes, void *mine, size_t len, int write, char *why,
                      size_t whylen)
 {
     uint64_t addr;
     int status = use_begin(node, local, epoch, which, &addr, why, whylen);
-    if (status == FOLD_OK && !mapped_copy(node, local, which, mine, off_bytes, len, write)) {
-        status = peer_copy(node, local, mine, addr + off_bytes, len, write, why, whylen);
+    for (size_t done = 0; status == FOLD_OK && done < len;) {
+        int inside;
+        size_t part = same_side(node, local, which, off_bytes + done, len - done, &inside);
+        char *at = (char *)mine + done;
+        if (!inside || !mapped_copy(node, local, which, at, off_bytes + done, part, write)) {
+            status = peer_copy(node, local, at, addr + off_bytes + done, part, write, why,
+                               whylen);
+        }
+        done += part;
     }
     use_end(node);
     return status;

@@ -179,7 +179,8 @@ Test(mem_adopt, dontneed_reads_zeros_as_private_memory_does, .init = own_pages)
     cr_assert_eq(madvise(p + 4 * page(), 4 * page(), MADV_DONTNEED), 0);
     cr_expect(all_zero(p + 4 * page(), 4 * page()), "dropped pages kept their bytes");
     cr_expect(filled(p, 4 * page(), 2), "the pages before lost their bytes");
-    cr_expect(filled_from(p + 8 * page(), 8 * page(), 8 * page(), 2), "the pages after lost their bytes");
+    cr_expect(filled_from(p + 8 * page(), 8 * page(), 8 * page(), 2),
+              "the pages after lost their bytes");
     fold_mem_adopt_stats_t s;
     fold_mem_adopt_stats(&s);
     cr_expect_eq(s.exposed, 0, "a buffer partly given back is still offered to peers");
@@ -343,21 +344,28 @@ Test(mem_adopt, other_memory_is_left_alone, .init = own_pages)
 /* ---- single copy on adopted buffers ----------------------------------------- */
 
 #define CALLS 5
-#define COUNT (64 * 1024)   /* 256 KiB of float32: whole pages */
+#define COUNT (160 * 1024 + 7)   /* 640 KiB of float32 and a few: several chunks */
+
+typedef struct adopt_case {
+    int    allreduce;
+    size_t skew;   /* bytes from a page's start to the buffers' (malloc's 16) */
+} adopt_case_t;
 
 static int adopt_rank(fold_context_t *ctx, int rank, int size, void *arg)
 {
-    const int allreduce = *(const int *)arg;
+    const adopt_case_t *ac = arg;
+    const int allreduce = ac->allreduce;
     fold_comm_h w = fold_comm_world(ctx);
-    fold_config_set(ctx, "ALLREDUCE_ALG", "cma");
-    fold_config_set(ctx, "REDUCE_ALG", "cma");
-    const size_t bytes = COUNT * sizeof(float);
-    float *in = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    float *out = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    fold_config_set(ctx, "ALLREDUCE_ALG", "cma@128k");
+    fold_config_set(ctx, "REDUCE_ALG", "cma@128k");
+    const size_t bytes = COUNT * sizeof(float), span = bytes + ac->skew + page();
+    char *in_pages = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    char *out_pages = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     float *want = malloc(bytes);
-    if (in == MAP_FAILED || out == MAP_FAILED || want == NULL) {
+    if (in_pages == MAP_FAILED || out_pages == MAP_FAILED || want == NULL) {
         return 1;
     }
+    float *in = (float *)(in_pages + ac->skew), *out = (float *)(out_pages + ac->skew);
     int bad = 0;
     for (int c = 0; c < CALLS && !bad; c++) {
         /* New inputs every call: the peers must read them, not an old copy. */
@@ -381,8 +389,12 @@ static int adopt_rank(fold_context_t *ctx, int rank, int size, void *arg)
         }
     }
     fold_mem_place_t place;
-    if (!bad && fold_mem_adopt(in, bytes, &place) != 1) {
-        fprintf(stderr, "rank %d: its IN was not adopted after %d calls\n", rank, CALLS);
+    if (!bad && (fold_mem_adopt(in, bytes, &place) != 1 ||
+                 place.pages_only != (ac->skew % page() != 0 || bytes % page() != 0))) {
+        fold_mem_adopt_stats_t s;
+        fold_mem_adopt_stats(&s);
+        fprintf(stderr, "rank %d: its IN was not adopted after %d calls as it lies (%d "
+                "pieces, %d exposed, %d wasted)\n", rank, CALLS, s.pieces, s.exposed, s.wasted);
         bad = 1;
     }
     uint64_t copies, views;
@@ -392,20 +404,25 @@ static int adopt_rank(fold_context_t *ctx, int rank, int size, void *arg)
         fprintf(stderr, "rank %d: nothing went through a mapping\n", rank);
         bad = 1;
     }
-    munmap(in, bytes);
-    munmap(out, bytes);
+    munmap(in_pages, span);
+    munmap(out_pages, span);
     free(want);
     return bad;
 }
 
+/* Buffers from a page's start (whole pages but the last), and from malloc's 16 bytes
+ * in (partial pages at both ends, which peers copy through the kernel). */
 Test(mem_adopt, single_copy_on_adopted_buffers, .init = own_pages)
 {
-    int allreduce = 1;
-    cr_expect_eq(lh_run(2, adopt_rank, &allreduce), 0, "allreduce, 2 ranks");
-    cr_expect_eq(lh_run(3, adopt_rank, &allreduce), 0, "allreduce, 3 ranks");
-    allreduce = 0;
-    cr_expect_eq(lh_run(2, adopt_rank, &allreduce), 0, "reduce, 2 ranks");
-    cr_expect_eq(lh_run(3, adopt_rank, &allreduce), 0, "reduce, 3 ranks");
+    for (size_t skew = 0; skew <= 16; skew += 16) {
+        for (int allreduce = 0; allreduce < 2; allreduce++) {
+            adopt_case_t ac = {allreduce, skew};
+            cr_expect_eq(lh_run(2, adopt_rank, &ac), 0, "%s, 2 ranks, skew %zu",
+                         allreduce ? "allreduce" : "reduce", skew);
+            cr_expect_eq(lh_run(3, adopt_rank, &ac), 0, "%s, 3 ranks, skew %zu",
+                         allreduce ? "allreduce" : "reduce", skew);
+        }
+    }
 }
 
 /* ---- two threads passing one buffer ------------------------------------------ */

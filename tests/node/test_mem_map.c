@@ -115,13 +115,20 @@ static void run_case(int size, int fold_ranks)
     fold_op_free(mc.affine);
 }
 
-Test(mem_map, every_rank_in_fold_memory)
+/* Heap buffers stay on the heap here: this file tests fold_mem_alloc's memory, and a
+ * heap buffer passed again would move into fold memory (test_mem_adopt). */
+static void heap_stays(void)
+{
+    setenv("FOLD_ADOPT", "off", 1);
+}
+
+Test(mem_map, every_rank_in_fold_memory, .init = heap_stays)
 {
     run_case(2, 2);
     run_case(3, 3);
 }
 
-Test(mem_map, some_ranks_in_fold_memory)
+Test(mem_map, some_ranks_in_fold_memory, .init = heap_stays)
 {
     run_case(2, 1);
     run_case(3, 1);
@@ -151,7 +158,7 @@ static int remap_rank(fold_context_t *ctx, int rank, int size, void *arg)
     return bad;
 }
 
-Test(mem_map, a_freed_allocation_does_not_stay_mapped)
+Test(mem_map, a_freed_allocation_does_not_stay_mapped, .init = heap_stays)
 {
     cr_expect_eq(lh_run(2, remap_rank, NULL), 0);
     cr_expect_eq(lh_run(3, remap_rank, NULL), 0);
