@@ -244,21 +244,25 @@ static void on_unmapped(ucm_event_type_t type, ucm_event_t *event, void *arg)
     pthread_mutex_unlock(&lock);
 }
 
-/* A forked child gets its own copy of every adopted page, as of private memory. */
+/* A forked child gets its own copy of every adopted page, as of private memory. The
+ * fork waits for an adoption under way, but not for `lock`: a thread inside free()
+ * holds malloc's lock while its release waits for `lock`, and fork takes malloc's
+ * locks after these handlers, so holding `lock` here could deadlock both. The child
+ * takes the table as it finds it (a release under way in another thread at that
+ * instant may leave a part of a piece out: it stays shared in the child). */
 static void before_fork(void)
 {
     pthread_mutex_lock(&adopting);
-    pthread_mutex_lock(&lock);
 }
 
 static void after_fork_parent(void)
 {
-    pthread_mutex_unlock(&lock);
     pthread_mutex_unlock(&adopting);
 }
 
 static void after_fork_child(void)
 {
+    pthread_mutex_init(&lock, NULL);   /* only this thread is left */
     for (int i = 0; i < ADOPT_PIECES; i++) {
         if (pieces[i].hi != 0) {
             privatise(pieces[i].lo, pieces[i].hi);
@@ -269,7 +273,6 @@ static void after_fork_child(void)
         }
     }
     atomic_store(&npieces, 0);
-    pthread_mutex_unlock(&lock);
     pthread_mutex_unlock(&adopting);
 }
 

@@ -485,3 +485,54 @@ Test(mem_adopt, two_threads_adopt_one_buffer_once, .init = own_pages)
         munmap(p, len);
     }
 }
+
+/* ---- fork while another thread gives memory back ----------------------------- */
+
+static volatile int trimming;
+
+static void *trim_loop(void *arg)
+{
+    (void)arg;
+    /* Blocks from the heap, whose top free() gives back at once (brk, under malloc's
+     * lock), not from mmap. */
+    mallopt(M_MMAP_THRESHOLD, 64 << 20);
+    mallopt(M_TRIM_THRESHOLD, 64 << 10);
+    while (trimming) {
+        void *p = malloc(512u << 10);
+        if (p != NULL) {
+            memset(p, 1, 512u << 10);
+        }
+        free(p);
+        malloc_trim(0);   /* madvise under malloc's lock: the release waits for fold's */
+    }
+    return NULL;
+}
+
+/* Forks never deadlock with a thread whose free() is reporting a release. */
+Test(mem_adopt, fork_beside_a_freeing_thread, .timeout = 60)
+{
+    const size_t len = PAGES * page();
+    unsigned char *p = fresh_pages(len);
+    fill(p, len, 9);
+    if (SANITIZER_MALLOC) {
+        fold_mem_adopt_trust_any_allocator();
+    }
+    adopt(p, len);   /* pieces live: every release takes fold's lock */
+    trimming = 1;
+    pthread_t t;
+    cr_assert_eq(pthread_create(&t, NULL, trim_loop, NULL), 0);
+    int bad = 0;
+    for (int i = 0; i < 300 && !bad; i++) {
+        pid_t child = fork();
+        if (child == 0) {
+            _exit(filled(p, len, 9) ? 0 : 1);
+        }
+        int status = 0;
+        bad = child < 0 || waitpid(child, &status, 0) != child || !WIFEXITED(status) ||
+              WEXITSTATUS(status) != 0;
+    }
+    trimming = 0;
+    pthread_join(t, NULL);
+    cr_expect(!bad, "a child saw other bytes, or a fork failed");
+    munmap(p, len);
+}
