@@ -129,6 +129,28 @@ static void *fresh_pages(size_t len)
     return p;
 }
 
+/* The adopted file mapped as a peer maps it (/proc/<pid>/fd/<n>), len bytes. */
+static unsigned char *peer_view(const fold_mem_place_t *place, size_t len)
+{
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/self/fd/%d", place->fd);
+    int fd = open(path, O_RDWR);
+    cr_assert_geq(fd, 0);
+    unsigned char *view = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    cr_assert_neq(view, MAP_FAILED);
+    return view;
+}
+
+/* len bytes of fresh pages filled from seed, adopted. */
+static unsigned char *adopted_pages(size_t len, unsigned seed)
+{
+    unsigned char *p = fresh_pages(len);
+    fill(p, len, seed);
+    adopt(p, len);
+    return p;
+}
+
 Test(mem_adopt, usable_here)
 {
     /* Debian's UCX hooks in bistro mode; not under another malloc. */
@@ -152,13 +174,7 @@ Test(mem_adopt, bytes_stay_and_the_pages_are_shared, .init = own_pages)
     perms_at(p, perms);
     cr_expect_str_eq(perms, "rw-s");
     /* Another mapping of the file (what a peer makes) sees the buffer and writes it. */
-    char path[64];
-    snprintf(path, sizeof(path), "/proc/self/fd/%d", place.fd);
-    int fd = open(path, O_RDWR);
-    cr_assert_geq(fd, 0);
-    unsigned char *alias = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    close(fd);
-    cr_assert_neq(alias, MAP_FAILED);
+    unsigned char *alias = peer_view(&place, len);
     cr_expect(filled(alias, len, 1));
     alias[5] = 0xAB;
     cr_expect_eq(p[5], 0xAB);
@@ -173,9 +189,7 @@ Test(mem_adopt, bytes_stay_and_the_pages_are_shared, .init = own_pages)
 Test(mem_adopt, dontneed_reads_zeros_as_private_memory_does, .init = own_pages)
 {
     const size_t len = PAGES * page();
-    unsigned char *p = fresh_pages(len);
-    fill(p, len, 2);
-    adopt(p, len);
+    unsigned char *p = adopted_pages(len, 2);
     cr_assert_eq(madvise(p + 4 * page(), 4 * page(), MADV_DONTNEED), 0);
     cr_expect(all_zero(p + 4 * page(), 4 * page()), "dropped pages kept their bytes");
     cr_expect(filled(p, 4 * page(), 2), "the pages before lost their bytes");
@@ -199,9 +213,7 @@ Test(mem_adopt, dontneed_reads_zeros_as_private_memory_does, .init = own_pages)
 Test(mem_adopt, munmap_of_a_part_keeps_the_rest, .init = own_pages)
 {
     const size_t len = PAGES * page();
-    unsigned char *p = fresh_pages(len);
-    fill(p, len, 3);
-    adopt(p, len);
+    unsigned char *p = adopted_pages(len, 3);
     cr_assert_eq(munmap(p + 6 * page(), 4 * page()), 0);
     cr_expect(filled(p, 6 * page(), 3));
     cr_expect(filled_from(p + 10 * page(), 6 * page(), 10 * page(), 3));
@@ -220,9 +232,7 @@ Test(mem_adopt, munmap_of_a_part_keeps_the_rest, .init = own_pages)
 Test(mem_adopt, mremap_moves_the_bytes_into_private_memory, .init = own_pages)
 {
     const size_t len = PAGES * page();
-    unsigned char *p = fresh_pages(len);
-    fill(p, len, 4);
-    adopt(p, len);
+    unsigned char *p = adopted_pages(len, 4);
     unsigned char *q = mremap(p, len, 4 * len, MREMAP_MAYMOVE);
     cr_assert_neq(q, MAP_FAILED);
     cr_expect(filled(q, len, 4), "mremap lost the bytes");
@@ -235,9 +245,7 @@ Test(mem_adopt, mremap_moves_the_bytes_into_private_memory, .init = own_pages)
 Test(mem_adopt, a_forked_child_writes_its_own_copy, .init = own_pages)
 {
     const size_t len = PAGES * page();
-    unsigned char *p = fresh_pages(len);
-    fill(p, len, 5);
-    adopt(p, len);
+    unsigned char *p = adopted_pages(len, 5);
     pid_t child = fork();
     cr_assert_geq(child, 0);
     if (child == 0) {
@@ -471,13 +479,7 @@ Test(mem_adopt, two_threads_adopt_one_buffer_once, .init = own_pages)
         /* The file peers would map is the one under the buffer. */
         fold_mem_place_t place;
         cr_assert_eq(fold_mem_adopt(p, len, &place), 1);
-        char path[64];
-        snprintf(path, sizeof(path), "/proc/self/fd/%d", place.fd);
-        int fd = open(path, O_RDWR);
-        cr_assert_geq(fd, 0);
-        unsigned char *alias = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-        close(fd);
-        cr_assert_neq(alias, MAP_FAILED);
+        unsigned char *alias = peer_view(&place, len);
         alias[len - 1] ^= 0xFF;
         cr_expect_eq(p[len - 1], alias[len - 1], "round %d: peers would map another file",
                      round);
