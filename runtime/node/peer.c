@@ -10,6 +10,7 @@
  *   region (past the fast path's), per local rank l, four cache lines:
  *     | epoch | in | out | count | call | prev: epoch count call |
  *     | ino, off, bytes of IN and OUT in fold memory | their fds | frees |
+ *       (bytes' top bit: only the buffer's whole pages lie there, mem_adopt.c)
  *   written by l when its call takes its turn, and
  *     | withdrawn: the epoch of the call whose buffers l took back |
  *     | busy: the epoch and local rank whose buffer l is copying, 0 between copies |
