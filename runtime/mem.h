@@ -29,6 +29,16 @@ uint64_t fold_mem_frees(void);
 /* One more: fold memory stopped being mappable where a peer may have mapped it. */
 void     fold_mem_count_free(void);
 
+/* The whole pages of `page` bytes (a power of two) inside [addr, addr + bytes):
+ * [*lo, *hi), none where *hi <= *lo. What an adopted buffer moves (mem_adopt.c), what a
+ * peer maps of it (node/peer.c), what gets huge pages (node/huge.c). */
+static inline void fold_mem_whole_pages(uintptr_t addr, size_t bytes, uintptr_t page,
+                                        uintptr_t *lo, uintptr_t *hi)
+{
+    *lo = (addr + page - 1) & ~(page - 1);
+    *hi = (addr + bytes) & ~(page - 1);
+}
+
 /* mem_adopt.c: a buffer single copy moves, passed the second time, moves into fold
  * memory at its own address (its whole pages, of private anonymous memory only). 1
  * with *place once [buf, buf + bytes) lies in adopted memory (place->pages_only where

@@ -376,13 +376,11 @@ static void place_of(const piece_t *p, uintptr_t lo, fold_mem_place_t *place)
  * partial pages at either end are copied through the kernel, a call each. */
 static int whole_pages(const void *buf, size_t bytes, uintptr_t *lo, uintptr_t *hi)
 {
-    const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
     const uintptr_t a = (uintptr_t)buf, b = a + bytes;
     if (buf == NULL || b <= a) {
         return 0;
     }
-    *lo = (a + page - 1) & ~(page - 1);
-    *hi = b & ~(page - 1);
+    fold_mem_whole_pages(a, bytes, (uintptr_t)sysconf(_SC_PAGESIZE), lo, hi);
     const int exact = *lo == a && *hi == b;
     return *hi > *lo && (exact || *hi - *lo >= ADOPT_MIN_PAGES_ONLY);
 }
@@ -457,10 +455,8 @@ static int look_up(uintptr_t lo, uintptr_t hi, fold_mem_place_t *place)
     pthread_mutex_lock(&lock);
     piece_t *p = exposed_holding(lo, hi);
     if (p != NULL) {
-        const uint32_t pages_only = place->pages_only;
         p->uses++;
         place_of(p, lo, place);
-        place->pages_only = pages_only;
     }
     pthread_mutex_unlock(&lock);
     return p != NULL;
@@ -489,17 +485,9 @@ static int adopt_new(uintptr_t lo, uintptr_t hi)
     return 1;
 }
 
-int fold_mem_adopt(const void *buf, size_t bytes, fold_mem_place_t *place)
+/* The second pass of [lo, hi) adopts it, while adoption goes on: 1 with *place. */
+static int adopt_second_pass(uintptr_t lo, uintptr_t hi, fold_mem_place_t *place)
 {
-    *place = (fold_mem_place_t){.fd = -1};
-    uintptr_t lo, hi;
-    if (!whole_pages(buf, bytes, &lo, &hi) || !fold_mem_adopt_usable()) {
-        return 0;
-    }
-    place->pages_only = lo != (uintptr_t)buf || hi != (uintptr_t)buf + bytes;
-    if (look_up(lo, hi, place)) {
-        return 1;
-    }
     pthread_mutex_lock(&lock);
     int go = (waste < ADOPT_WASTE_LIMIT || useful >= waste) && slots_left() > ADOPT_SPARE &&
              passed_before(lo, hi);
@@ -512,6 +500,20 @@ int fold_mem_adopt(const void *buf, size_t bytes, fold_mem_place_t *place)
     int found = look_up(lo, hi, place) || (adopt_new(lo, hi) && look_up(lo, hi, place));
     pthread_mutex_unlock(&adopting);
     return found;
+}
+
+int fold_mem_adopt(const void *buf, size_t bytes, fold_mem_place_t *place)
+{
+    *place = (fold_mem_place_t){.fd = -1};
+    uintptr_t lo, hi;
+    if (!whole_pages(buf, bytes, &lo, &hi) || !fold_mem_adopt_usable()) {
+        return 0;
+    }
+    if (!look_up(lo, hi, place) && !adopt_second_pass(lo, hi, place)) {
+        return 0;
+    }
+    place->pages_only = lo != (uintptr_t)buf || hi != (uintptr_t)buf + bytes;
+    return 1;
 }
 
 void fold_mem_adopt_stats(fold_mem_adopt_stats_t *s)

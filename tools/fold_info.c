@@ -192,10 +192,15 @@ static void print_adopt(fold_context_t *ctx)
 {
     const char *setting = "?";
     fold_config_get(ctx, "FOLD_ADOPT", &setting);
+    printf("# Adopted buffers (FOLD_ADOPT=%s): ", setting);
     const char *why = ctx->config.adopt ? fold_mem_adopt_why_off() : "FOLD_ADOPT=off";
-    printf("# Adopted buffers (FOLD_ADOPT=%s): %s%s\n", setting,
-           !ctx->calib.single_copy ? "no single copy here" : why == NULL ? "on" : "off: ",
-           !ctx->calib.single_copy || why == NULL ? "" : why);
+    if (!ctx->calib.single_copy) {
+        printf("no single copy here\n");
+    } else if (why != NULL) {
+        printf("off: %s\n", why);
+    } else {
+        printf("on\n");
+    }
 }
 
 /* The cost model's parameters in effect: defaults, measured, the tuning file's,

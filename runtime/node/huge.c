@@ -24,6 +24,7 @@
 #define _GNU_SOURCE
 #include "node/node.h"
 #include "log.h"
+#include "mem.h"
 #include "util/clock.h"
 
 #include <errno.h>
@@ -138,8 +139,8 @@ void fold_node_huge_back(fold_node_huge_t *h, const void *buf, size_t bytes)
     if (!h->on || buf == NULL || bytes < page) {
         return;
     }
-    const uintptr_t lo = ((uintptr_t)buf + page - 1) & ~(uintptr_t)(page - 1);
-    const uintptr_t hi = ((uintptr_t)buf + bytes) & ~(uintptr_t)(page - 1);
+    uintptr_t lo, hi;
+    fold_mem_whole_pages((uintptr_t)buf, bytes, page, &lo, &hi);
     if (hi <= lo) {
         return;   /* no whole huge page inside */
     }

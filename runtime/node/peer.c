@@ -190,66 +190,63 @@ void fold_node_peer_publish(fold_node_t *node, uint64_t epoch, const void *in, v
     atomic_store_explicit(&me->epoch, epoch, memory_order_release);
 }
 
-/* The bytes of local rank `local`'s buffer `which` that lie in its fold memory,
- * [*lo, *hi) in the buffer: all of it, or its whole pages (PAGES_ONLY_BIT). */
-static void mapped_window(const peer_line_t *l, int which, size_t *lo, size_t *hi)
-{
-    *lo = 0;
-    *hi = SIZE_MAX;
-    if (l->bytes[which] & PAGES_ONLY_BIT) {
-        const fold_fingerprint_t f = unpack_line(l->count, l->call);
-        const uint64_t addr = which ? l->out : l->in;
-        const uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
-        const uint64_t end = addr + f.count * fold_dtype_size((fold_dtype_t)f.dtype);
-        *lo = (size_t)(((addr + page - 1) & ~(page - 1)) - addr);
-        *hi = (size_t)((end & ~(page - 1)) - addr);
-    }
-}
+/* The bytes of a buffer that lie in fold memory, [lo, hi) in the buffer. */
+typedef struct window {
+    size_t lo, hi;
+} window_t;
 
-/* Bytes [off_bytes, off_bytes + len) of local rank `local`'s buffer `which` through
- * its fold memory mapped here, or NULL: not fold memory, no mapping, or not all of
- * them in it. */
-static char *mapped_at(const fold_node_t *node, int local, int which, size_t off_bytes,
-                       size_t len)
+/* Local rank `local`'s buffer `which`: none of it, all of it, or its whole pages
+ * (PAGES_ONLY_BIT). */
+static window_t mapped_window(const fold_node_t *node, int local, int which)
 {
     const peer_line_t *l = line(node, local);
     if (l->fd[which] < 0) {
+        return (window_t){0, 0};
+    }
+    if (!(l->bytes[which] & PAGES_ONLY_BIT)) {
+        return (window_t){0, SIZE_MAX};
+    }
+    const fold_fingerprint_t f = unpack_line(l->count, l->call);
+    const uintptr_t addr = (uintptr_t)(which ? l->out : l->in);
+    uintptr_t first, end;
+    fold_mem_whole_pages(addr, f.count * fold_dtype_size((fold_dtype_t)f.dtype),
+                         (uintptr_t)sysconf(_SC_PAGESIZE), &first, &end);
+    return (window_t){first - addr, end - addr};
+}
+
+/* Bytes [off_bytes, off_bytes + len) of local rank `local`'s buffer `which` (whose
+ * window w is) through its fold memory mapped here, or NULL: not fold memory, no
+ * mapping, or not all of them in it. */
+static char *mapped_at(const fold_node_t *node, int local, int which, window_t w,
+                       size_t off_bytes, size_t len)
+{
+    if (off_bytes < w.lo || off_bytes >= w.hi || len > w.hi - off_bytes) {
         return NULL;
     }
-    size_t lo, hi;
-    mapped_window(l, which, &lo, &hi);
-    if (off_bytes < lo || off_bytes > hi || len > hi - off_bytes) {
-        return NULL;
-    }
+    const peer_line_t *l = line(node, local);
     const uint64_t bytes = l->bytes[which] & ~PAGES_ONLY_BIT;
     char *base = fold_node_xmap(node, local, l->fd[which], l->ino[which], bytes, l->frees);
-    const uint64_t at = l->off[which] + (off_bytes - lo);
+    const uint64_t at = l->off[which] + (off_bytes - w.lo);
     if (base == NULL || at > bytes || len > bytes - at) {
         return NULL;   /* no mapping, or a range it does not hold: the kernel checks it */
     }
     return base + at;
 }
 
-/* How much of [off_bytes, off_bytes + len) from its start lies on one side of the
- * mapped window's edges: all of it in (*inside 1) or out, or up to the next edge. */
-static size_t same_side(const fold_node_t *node, int local, int which, size_t off_bytes,
-                        size_t len, int *inside)
+/* How much of [off_bytes, off_bytes + len) from its start lies on one side of w's
+ * edges: all of it in (*inside 1) or out, or up to the next edge. */
+static size_t same_side(window_t w, size_t off_bytes, size_t len, int *inside)
 {
-    const peer_line_t *l = line(node, local);
-    size_t lo = 0, hi = 0;
-    if (l->fd[which] >= 0) {
-        mapped_window(l, which, &lo, &hi);
-    }
-    *inside = off_bytes >= lo && off_bytes < hi;
-    const size_t edge = off_bytes < lo ? lo : *inside ? hi : SIZE_MAX;
+    *inside = off_bytes >= w.lo && off_bytes < w.hi;
+    const size_t edge = off_bytes < w.lo ? w.lo : *inside ? w.hi : SIZE_MAX;
     return edge - off_bytes < len ? edge - off_bytes : len;
 }
 
 /* Through the peer's fold memory mapped here (1), else 0: the kernel copies. */
-static int mapped_copy(const fold_node_t *node, int local, int which, void *mine,
+static int mapped_copy(const fold_node_t *node, int local, int which, window_t w, void *mine,
                        size_t off_bytes, size_t len, int write)
 {
-    char *theirs = mapped_at(node, local, which, off_bytes, len);
+    char *theirs = mapped_at(node, local, which, w, off_bytes, len);
     if (theirs == NULL) {
         return 0;
     }
@@ -390,11 +387,12 @@ static int peer_move(const fold_node_t *node, int local, uint64_t epoch, int whi
 {
     uint64_t addr;
     int status = use_begin(node, local, epoch, which, &addr, why, whylen);
+    const window_t w = status == FOLD_OK ? mapped_window(node, local, which) : (window_t){0, 0};
     for (size_t done = 0; status == FOLD_OK && done < len;) {
         int inside;
-        size_t part = same_side(node, local, which, off_bytes + done, len - done, &inside);
+        size_t part = same_side(w, off_bytes + done, len - done, &inside);
         char *at = (char *)mine + done;
-        if (!inside || !mapped_copy(node, local, which, at, off_bytes + done, part, write)) {
+        if (!inside || !mapped_copy(node, local, which, w, at, off_bytes + done, part, write)) {
             status = peer_copy(node, local, at, addr + off_bytes + done, part, write, why,
                                whylen);
         }
@@ -414,7 +412,10 @@ int fold_node_peer_view_begin(const fold_node_t *node, int local, uint64_t epoch
     }
     uint64_t addr;
     int status = use_begin(node, local, epoch, from_out, &addr, why, whylen);
-    *view = status == FOLD_OK ? mapped_at(node, local, from_out, off_bytes, len) : NULL;
+    if (status == FOLD_OK) {
+        *view = mapped_at(node, local, from_out, mapped_window(node, local, from_out),
+                          off_bytes, len);
+    }
     if (*view == NULL) {
         use_end(node);
         return status;
