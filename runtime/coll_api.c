@@ -98,6 +98,11 @@ static int reduction_run(fold_coll_t coll, const void *sendbuf, void *recvbuf, s
         return FOLD_OK;
     }
 
+    /* The next of a loop of identical tiny calls: selection, online trials and the plan
+     * would send it where they sent the last one (select.h). */
+    if (fold_select_repeats_tiny(comm, &call) && fold_coll_tiny_ready(comm, &call)) {
+        return fold_exec_tiny(comm, &call);
+    }
     fold_choice_t choice;
     if ((status = fold_coll_prepare(comm, coll)) != FOLD_OK ||
         (status = fold_select_placed(comm, coll, count, dtype, op, in, call.out, &choice)) !=

@@ -1192,17 +1192,25 @@ int fold_exec_progress(fold_request_t *req)
     return FOLD_INPROGRESS;
 }
 
+int fold_exec_tiny(fold_comm_t *comm, const fold_call_t *call)
+{
+    const fold_config_t *cfg = &comm->ctx->config;
+    fold_node_call_t node_call = {
+        .allreduce = call->coll == FOLD_COLL_ALLREDUCE, .coll_name = fold_coll_name(call->coll),
+        .in = call->in, .out = call->out, .count = call->count, .dtype = call->dtype,
+        .op = call->op, .root = call->root, .timeout_sec = cfg->timeout_sec,
+        .spin_count = comm->ctx->spin_count, .thread_threshold = cfg->thread_threshold};
+    comm->coll_seq++;   /* as a schedule would: the tags agree whatever path each took */
+    return fold_node_fast_reduction(comm->node, &node_call);
+}
+
 int fold_exec_run(fold_comm_t *comm, const fold_exec_args_t *args)
 {
     if (args->fast) {
-        const fold_config_t *cfg = &comm->ctx->config;
-        fold_node_call_t call = {
-            .allreduce = args->coll == FOLD_COLL_ALLREDUCE, .coll_name = fold_coll_name(args->coll),
-            .in = args->in, .out = args->out, .count = args->cargs.count, .dtype = args->dtype,
-            .op = args->op, .root = args->cargs.root, .timeout_sec = cfg->timeout_sec,
-            .spin_count = comm->ctx->spin_count, .thread_threshold = cfg->thread_threshold};
-        comm->coll_seq++;   /* as a schedule would: the tags agree whatever path each took */
-        return fold_node_fast_reduction(comm->node, &call);
+        const fold_call_t call = {.coll = args->coll, .in = args->in, .out = args->out,
+                                  .count = args->cargs.count, .dtype = args->dtype,
+                                  .op = args->op, .root = args->cargs.root, .blocking = 1};
+        return fold_exec_tiny(comm, &call);
     }
     fold_request_t *req;
     int status = fold_exec_start(comm, args, &req);

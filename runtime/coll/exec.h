@@ -180,6 +180,13 @@ typedef struct fold_call {
 } fold_call_t;
 int fold_coll_plan(fold_comm_t *comm, const fold_call_t *call, const fold_choice_t *choice,
                    fold_exec_args_t *args);
+/* Whether a call that repeats a tiny one (fold_select_repeats_tiny) may go straight to
+ * the node's tiny-message path, as fold_coll_plan would send it: no resync to catch up
+ * with (node/resync.c), and the path still open. */
+int fold_coll_tiny_ready(const fold_comm_t *comm, const fold_call_t *call);
+/* exec.c: a blocking call on the node's tiny-message path (fold_exec_run's args->fast,
+ * or a repeated call that fold_coll_tiny_ready let through). */
+int fold_exec_tiny(fold_comm_t *comm, const fold_call_t *call);
 /* check.c (FOLD_CHECK=1): compares the call with every rank's; FOLD_ERR_MISMATCH on
  * every rank, with one line naming the ranks and the field, when they differ. */
 int fold_coll_check(fold_comm_t *comm, const fold_call_t *call);

@@ -48,6 +48,13 @@ int fold_coll_prepare(fold_comm_t *comm, fold_coll_t coll)
     return status == FOLD_ERR_UNSUPPORTED ? FOLD_OK : status;
 }
 
+int fold_coll_tiny_ready(const fold_comm_t *comm, const fold_call_t *call)
+{
+    const fold_node_t *node = comm->node;
+    return node != NULL && !fold_node_resync_pending(node) &&
+           fold_node_fast_eligible(node, call->count * fold_dtype_size(call->dtype));
+}
+
 int fold_coll_plan(fold_comm_t *comm, const fold_call_t *call, const fold_choice_t *choice,
                    fold_exec_args_t *args)
 {

@@ -982,6 +982,16 @@ int fold_select(fold_comm_t *comm, fold_coll_t coll, size_t count, fold_dtype_t 
     return status;
 }
 
+int fold_select_repeats_tiny(const fold_comm_t *comm, const fold_call_t *call)
+{
+    if (!call->blocking || call->coll > FOLD_COLL_REDUCE) {
+        return 0;
+    }
+    const fold_select_memo_t *m = &comm->select.last[call->coll];
+    return memo_hit(m, call->count, call->dtype, call->op) && m->choice.fast &&
+           fold_online_ignores(comm, call, &m->choice);
+}
+
 /* Whether the choice for buffers in fold memory may differ from the ordinary one:
  * only a node-aware call's on one node, whose ranks all take turns and publish their
  * calls, which is where a rank whose buffers lie elsewhere is caught. */

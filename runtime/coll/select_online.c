@@ -191,12 +191,18 @@ static fold_online_key_t *add(fold_comm_t *comm, const fold_call_t *call,
     return k;
 }
 
+int fold_online_ignores(const fold_comm_t *comm, const fold_call_t *call,
+                        const fold_choice_t *choice)
+{
+    return comm->ctx->config.online <= 0 || choice->memory ||
+           call->count * fold_dtype_size(call->dtype) <= FOLD_ONLINE_MIN_BYTES;
+}
+
 int fold_online_before(fold_comm_t *comm, const fold_call_t *call, fold_choice_t *choice,
                        fold_online_key_t **timed)
 {
     *timed = NULL;
-    if (comm->ctx->config.online <= 0 || choice->memory ||
-        call->count * fold_dtype_size(call->dtype) <= FOLD_ONLINE_MIN_BYTES) {
+    if (fold_online_ignores(comm, call, choice)) {
         return FOLD_OK;
     }
     fold_online_key_t *k = find(comm->online, call->coll, call->count, call->dtype, call->op,

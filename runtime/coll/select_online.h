@@ -83,6 +83,11 @@ typedef struct fold_online {
     int               last;   /* the key found last */
 } fold_online_t;
 
+/* Whether the call keeps the model's pick whatever happened before (online off, a
+ * call of at most FOLD_ONLINE_MIN_BYTES, or buffers in fold memory): then
+ * fold_online_before leaves choice as it is and times nothing. */
+int  fold_online_ignores(const fold_comm_t *comm, const fold_call_t *call,
+                         const fold_choice_t *choice);
 /* Before a call: *choice (the model's pick) becomes the candidate this call tries, or
  * the agreed one; *timed is set to the key whose trial this call is (time it and
  * hand the time to fold_online_after), else NULL. */

@@ -237,3 +237,59 @@ static int border_rank(fold_context_t *ctx, int rank, int size, void *arg)
 
 Test(shm_fast, limit_border_2) { cr_expect_eq(lh_run(2, border_rank, NULL), 0); }
 Test(shm_fast, limit_border_9) { cr_expect_eq(lh_run(9, border_rank, NULL), 0); }
+
+/* A loop of calls that ask the same (count, datatype, op) goes straight to the path
+ * after the first (coll_api.c): roots, in place or not and the inputs still come from
+ * each call, and a forced algorithm set in the middle of the loop takes the next call
+ * off the path, and back when unset. */
+#define REPEATS 60
+
+static int repeated_rank(fold_context_t *ctx, int rank, int size, void *arg)
+{
+    (void)arg;
+    fold_comm_t *w = fold_comm_world(ctx);
+    int32_t in[5], out[5];
+    int bad = 0;
+    for (int k = 0; k < REPEATS && !bad; k++) {
+        const int reduce = k % 2, root = (k / 2) % size, inplace = k % 3 == 0;
+        const int has_out = !reduce || rank == root;
+        const int off_path = k >= REPEATS / 3 && k < 2 * REPEATS / 3;   /* forced ring */
+        if (k == REPEATS / 3 || k == 2 * REPEATS / 3) {
+            fold_config_set(ctx, "ALLREDUCE_ALG", off_path ? "ring" : "auto");
+            fold_config_set(ctx, "REDUCE_ALG", off_path ? "binomial" : "auto");
+        }
+        for (int i = 0; i < 5; i++) {
+            in[i] = (k + 1) * 1000 + rank * 10 + i;
+        }
+        memset(out, 0x5a, sizeof(out));
+        const void *sbuf = in;
+        if (inplace && has_out) {
+            memcpy(out, in, sizeof(in));
+            sbuf = FOLD_IN_PLACE;
+        }
+        uint64_t before = w->node != NULL ? w->node->fast_calls : 0;
+        int st = reduce ? fold_reduce(sbuf, has_out ? out : NULL, 5, FOLD_INT32, FOLD_OP_SUM,
+                                      root, w)
+                        : fold_allreduce(sbuf, out, 5, FOLD_INT32, FOLD_OP_SUM, w);
+        bad |= st != FOLD_OK;
+        for (int i = 0; i < 5 && has_out && !bad; i++) {
+            int32_t want = 0;
+            for (int r = 0; r < size; r++) {
+                want += (k + 1) * 1000 + r * 10 + i;
+            }
+            bad |= out[i] != want;
+        }
+        uint64_t fast = w->node != NULL ? w->node->fast_calls - before : 0;
+        if (bad || fast != (off_path ? 0u : 1u)) {
+            fprintf(stderr, "rank %d call %d (%s, root %d%s): %s, %llu on the path\n", rank, k,
+                    reduce ? "reduce" : "allreduce", root, inplace ? ", in place" : "",
+                    st != FOLD_OK ? fold_status_string(st) : bad ? "wrong result" : "right",
+                    (unsigned long long)fast);
+            bad = 1;
+        }
+    }
+    return bad;
+}
+
+Test(shm_fast, repeated_calls_2) { cr_expect_eq(lh_run(2, repeated_rank, NULL), 0); }
+Test(shm_fast, repeated_calls_3) { cr_expect_eq(lh_run(3, repeated_rank, NULL), 0); }
