@@ -3,21 +3,26 @@
 # between nodes crosses a veth link, then checks from fold's own debug log that fold saw
 # the nodes mnrun made: one "context up" line per rank, as many nodes as asked for, the
 # ranks of each node grouped together, and local sizes matching --ppn.
-# Usage: mn_nodes_test.sh [--transport ucp|ofi-tcp] PPN TIMEOUT_SEC PROGRAM [ARGS...]
-#   (PPN as mnrun's --ppn list)
+# Usage: mn_nodes_test.sh [--transport ucp|ofi-tcp] [--env NAME=VALUE]... PPN TIMEOUT_SEC
+#        PROGRAM [ARGS...]   (PPN as mnrun's --ppn list)
 #   --transport ucp      fold over UCX with UCX_TLS=tcp,self (default)
 #   --transport ofi-tcp  fold over libfabric, FOLD_TRANSPORT=ofi and
 #                        FOLD_OFI_PROVIDER="tcp;ofi_rxm" (exported here and passed with
 #                        mpirun -x NAME, so that the semicolon never crosses a command line)
+#   --env NAME=VALUE     one more variable every rank gets (FOLD_SINGLE_COPY=off)
 # Exit status: the program's, 77 when mnrun skipped, 1 when the node check fails, 2 on a
 # usage error.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-usage="usage: mn_nodes_test.sh [--transport ucp|ofi-tcp] PPN TIMEOUT_SEC PROGRAM [ARGS...]"
+usage="usage: mn_nodes_test.sh [--transport ucp|ofi-tcp] [--env NAME=VALUE]... PPN TIMEOUT_SEC PROGRAM [ARGS...]"
 transport=ucp
+extra_env=()
 while [ $# -gt 0 ]; do
     case $1 in
+        --env)
+            [ $# -ge 2 ] && [[ $2 == *=* ]] || { echo "$usage" >&2; exit 2; }
+            extra_env+=(-x "$2"); shift 2 ;;
         --transport)
             [ $# -ge 2 ] || { echo "$usage" >&2; exit 2; }
             transport=$2; shift 2 ;;
@@ -42,6 +47,7 @@ case $transport in
         ;;
     *) echo "mn_nodes_test: unknown transport: $transport" >&2; echo "$usage" >&2; exit 2 ;;
 esac
+transport_args+=("${extra_env[@]}")
 
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
@@ -136,6 +142,12 @@ fi
 # there cost a whole time slice, 4-8 ms, per call).
 if ! check_machine; then
     echo "mn_nodes_test: FAILED: fold did not see that the nodes share one machine"
+    exit 1
+fi
+# Single copy forced off must reach every node's set-up ("..., single copy off").
+if [[ " ${extra_env[*]} " == *" FOLD_SINGLE_COPY=off "* ]] &&
+       { grep -q 'single copy on' "$log" || ! grep -q 'single copy off' "$log"; }; then
+    echo "mn_nodes_test: FAILED: a node set up single copy although FOLD_SINGLE_COPY=off"
     exit 1
 fi
 exit "$status"
