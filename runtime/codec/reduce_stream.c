@@ -46,23 +46,27 @@
 #define STREAM_TARGET __attribute__((target("avx2")))
 #define VEC_BYTES 32
 
-typedef void (*stream_fn)(const void *left, const void *right, void *dst, size_t count);
+typedef void (*stream_fn)(const void *left, const void *right, void *const *dsts, int ndst,
+                          size_t count);
 
-/* One kernel: a head of single elements until dst is 32-byte aligned, then two
- * vectors (one cache line) per step, stored with vmovntdq, then the tail. The
- * vector type's loads go through memcpy: the inputs need not be aligned. */
+/* One kernel: a head of single elements until the destinations are 32-byte aligned
+ * (they are alike modulo 32), then two vectors (one cache line) per step, stored with
+ * vmovntdq into each destination, then the tail. The vector type's loads go through
+ * memcpy: the inputs need not be aligned. */
 #define STREAM_KERNEL(name, ctype, expr)                                            \
     STREAM_TARGET static void stream_##name(const void *left, const void *right,     \
-                                            void *dst, size_t count)                 \
+                                            void *const *dsts, int ndst, size_t count) \
     {                                                                                \
         typedef ctype vec_t __attribute__((vector_size(VEC_BYTES)));                 \
         const size_t lanes = VEC_BYTES / sizeof(ctype);                              \
         const ctype *a = left, *b = right;                                           \
-        ctype *c = dst;                                                              \
+        const ctype *first = dsts[0];                                                \
         size_t i = 0;                                                                \
-        for (; i < count && ((uintptr_t)(c + i) & (VEC_BYTES - 1)) != 0; i++) {      \
-            ctype x = a[i], y = b[i];                                                \
-            c[i] = (ctype)(expr);                                                    \
+        for (; i < count && ((uintptr_t)(first + i) & (VEC_BYTES - 1)) != 0; i++) {  \
+            ctype x = a[i], y = b[i], r = (ctype)(expr);                             \
+            for (int k = 0; k < ndst; k++) {                                         \
+                ((ctype *)dsts[k])[i] = r;                                           \
+            }                                                                        \
         }                                                                            \
         for (; i + 2 * lanes <= count; i += 2 * lanes) {                             \
             vec_t x0, y0, x1, y1;                                                    \
@@ -79,12 +83,17 @@ typedef void (*stream_fn)(const void *left, const void *right, void *dst, size_t
                 vec_t x = x1, y = y1;                                                \
                 r1 = (expr);                                                         \
             }                                                                        \
-            _mm256_stream_si256((__m256i *)(void *)(c + i), (__m256i)r0);            \
-            _mm256_stream_si256((__m256i *)(void *)(c + i + lanes), (__m256i)r1);    \
+            for (int k = 0; k < ndst; k++) {                                         \
+                ctype *c = dsts[k];                                                  \
+                _mm256_stream_si256((__m256i *)(void *)(c + i), (__m256i)r0);        \
+                _mm256_stream_si256((__m256i *)(void *)(c + i + lanes), (__m256i)r1); \
+            }                                                                        \
         }                                                                            \
         for (; i < count; i++) {                                                     \
-            ctype x = a[i], y = b[i];                                                \
-            c[i] = (ctype)(expr);                                                    \
+            ctype x = a[i], y = b[i], r = (ctype)(expr);                             \
+            for (int k = 0; k < ndst; k++) {                                         \
+                ((ctype *)dsts[k])[i] = r;                                           \
+            }                                                                        \
         }                                                                            \
     }
 
@@ -106,14 +115,14 @@ BITWISE_KERNELS(u32, uint32_t)
 BITWISE_KERNELS(u64, uint64_t)
 
 /* A complex sum is the float sum over twice the count. */
-static void stream_cfloat32_sum(const void *l, const void *r, void *d, size_t n)
+static void stream_cfloat32_sum(const void *l, const void *r, void *const *d, int nd, size_t n)
 {
-    stream_float32_sum(l, r, d, 2 * n);
+    stream_float32_sum(l, r, d, nd, 2 * n);
 }
 
-static void stream_cfloat64_sum(const void *l, const void *r, void *d, size_t n)
+static void stream_cfloat64_sum(const void *l, const void *r, void *const *d, int nd, size_t n)
 {
-    stream_float64_sum(l, r, d, 2 * n);
+    stream_float64_sum(l, r, d, nd, 2 * n);
 }
 
 #define INTEGER_ROW(tag)                                                          \
@@ -277,13 +286,57 @@ int fold_reduce_local_rows(fold_op_t op, fold_dtype_t dtype, const void *const *
 int fold_reduce_local_stream(fold_op_t op, fold_dtype_t dtype, const void *left,
                              const void *right, void *dst, size_t count)
 {
+    return fold_reduce_local_stream_to(op, dtype, left, right, &dst, 1, count);
+}
+
+#ifdef HAVE_STREAM_KERNELS
+/* Whether every destination lies at the first's offset within a vector, so that one
+ * head of single elements aligns them all. */
+static int dsts_alike(void *const *dsts, int ndst)
+{
+    for (int k = 1; k < ndst; k++) {
+        if ((((uintptr_t)dsts[k] ^ (uintptr_t)dsts[0]) & (VEC_BYTES - 1)) != 0) {
+            return 0;
+        }
+    }
+    return 1;
+}
+#endif
+
+int fold_reduce_local_stream_to(fold_op_t op, fold_dtype_t dtype, const void *left,
+                                const void *right, void *const *dsts, int ndst, size_t count)
+{
+    if (ndst < 1 || left == NULL || right == NULL || dsts[0] == NULL) {
+        return ndst < 1 || count == 0 ? FOLD_OK : FOLD_ERR_INVALID_ARG;
+    }
 #ifdef HAVE_STREAM_KERNELS
     stream_fn fn = stream_kernel(op, dtype);
-    if (fn != NULL && left != NULL && right != NULL && dst != NULL) {
-        fn(left, right, dst, count);
+    if (fn != NULL && dsts_alike(dsts, ndst)) {
+        fn(left, right, dsts, ndst, count);
         _mm_sfence();   /* the streamed lines are visible before any flag that follows */
         return FOLD_OK;
     }
 #endif
-    return fold_reduce_local(op, dtype, left, right, dst, count, 1, SIZE_MAX);
+    if (ndst == 1) {
+        return fold_reduce_local(op, dtype, left, right, dsts[0], count, 1, SIZE_MAX);
+    }
+    /* Through an L1 block, copied out to each destination (streamed where it can). */
+    const size_t esize = fold_dtype_size(dtype);
+    if (esize == 0 || esize > SHARED_BOUNCE_BYTES) {
+        return FOLD_ERR_INVALID_ARG;
+    }
+    _Alignas(64) char bounce[SHARED_BOUNCE_BYTES];
+    const size_t per = SHARED_BOUNCE_BYTES / esize;
+    for (size_t done = 0; done < count; done += per) {
+        size_t n = count - done < per ? count - done : per, off = done * esize;
+        int status = fold_reduce_local(op, dtype, (const char *)left + off,
+                                       (const char *)right + off, bounce, n, 1, SIZE_MAX);
+        if (status != FOLD_OK) {
+            return status;
+        }
+        for (int k = 0; k < ndst; k++) {
+            fold_copy_stream((char *)dsts[k] + off, bounce, n * esize);
+        }
+    }
+    return FOLD_OK;
 }

@@ -370,6 +370,7 @@ int fold_exec_start(fold_comm_t *comm, const fold_exec_args_t *args, fold_reques
     req->peer_published = 0;
     req->view        = NULL;
     req->view_step   = FOLD_STEP_NONE;
+    req->along_made  = FOLD_STEP_NONE;
     req->single_copy = args->alg != NULL && (args->alg->flags & FOLD_ALG_SINGLE_COPY);
     req->memory      = args->memory;
     req->stream_out = args->cargs.count * esize >= comm->ctx->stream_min;
@@ -575,12 +576,22 @@ static int reduce_threaded(const fold_request_t *req, const fold_step_t *st)
     return ctx->nthreads > 1 && st->count * req->esize >= ctx->config.thread_threshold;
 }
 
+/* Whether reduction i streams its result (exec_plan.h, final results): a result no
+ * later step reads, or one that is once the operand a peer read fills in its range is
+ * read where it lies (its view is open now). */
+static int result_streams(const fold_request_t *req, uint32_t i)
+{
+    const fold_plan_step_t *ps = &req->plan->steps[i];
+    return req->stream_out &&
+           (ps->final_out || (ps->final_viewed && ps->writes_along == 0 && req->view_step == i));
+}
+
 int fold_exec_reduce_dense(const fold_request_t *req, uint32_t i)
 {
     const fold_step_t *st = &req->sched->steps[i];
     const fold_context_t *ctx = req->comm->ctx;
     int threaded = reduce_threaded(req, st);
-    if (req->stream_out && !threaded && req->plan->steps[i].final_out) {
+    if (!threaded && result_streams(req, i)) {
         /* A large call's result, which nothing in the call reads again. */
         return fold_reduce_local_stream(req->op, req->dtype, operand_ptr(req, i, 0),
                                         operand_ptr(req, i, 1), step_ptr(req, st->dst),
@@ -625,6 +636,52 @@ static int reduce_dense_along(const fold_request_t *req, uint32_t i)
     if (status == FOLD_OK) {
         copy_along(req, i);
     }
+    return status;
+}
+
+/* Reduction i streams its result into its destination and, through mappings, into
+ * the OUT of every rank its writes along go to (exec_plan.h), in one pass: where the
+ * call streams its results, the pair has a streaming kernel, a peer read it took over
+ * is read where it lies, its destination is the call's result then (or nothing reads
+ * it), and every one of those OUT lies mapped here. *made says whether it did; its
+ * writes then have nothing left to do. 2-rank allreduce of 32 MiB: ... */
+static int reduce_stream_along(fold_request_t *req, uint32_t i, int *made, char *why,
+                               size_t whylen)
+{
+    const fold_plan_step_t *ps = &req->plan->steps[i];
+    const fold_step_t *st = &req->sched->steps[i];
+    const int n = ps->writes_along;
+    const int keep_dst = st->dst.buf == FOLD_BUF_OUT ||
+                         (st->dst.buf == FOLD_BUF_IN && req->sched->inplace);
+    *made = 0;
+    if (n == 0 || !req->stream_out || reduce_threaded(req, st) ||
+        !fold_reduce_stream_available(req->op, req->dtype) ||
+        (ps->view_of != FOLD_STEP_NONE && req->view_step != i) ||
+        !(keep_dst ? ps->final_viewed : ps->dst_dead)) {
+        return FOLD_OK;
+    }
+    void *at[1 + FOLD_PLAN_ALONG_MAX];
+    int locals[FOLD_PLAN_ALONG_MAX];
+    size_t offs[FOLD_PLAN_ALONG_MAX];
+    for (int k = 0; k < n; k++) {
+        const fold_step_t *w = &req->sched->steps[i + 1 + (uint32_t)k];
+        locals[k] = w->local;
+        offs[k]   = w->dst.off * req->esize;
+    }
+    const int held = req->view_step == i ? req->sched->steps[ps->view_of].local : -1;
+    const fold_node_t *node = req->comm->node;
+    int status = fold_node_peer_targets_begin(node, req->turn.epoch, held, locals, offs, n,
+                                              st->count * req->esize, at + keep_dst, why,
+                                              whylen);
+    if (status != FOLD_OK || at[keep_dst] == NULL) {
+        return status;
+    }
+    at[0] = keep_dst ? step_ptr(req, st->dst) : at[0];
+    status = fold_reduce_local_stream_to(req->op, req->dtype, operand_ptr(req, i, 0),
+                                         operand_ptr(req, i, 1), at, n + keep_dst, st->count);
+    fold_node_peer_targets_end(node, n);
+    req->along_made = i;
+    *made = status == FOLD_OK;
     return status;
 }
 
@@ -979,7 +1036,11 @@ static int start_step(fold_request_t *req, uint32_t i)
         if ((status = view_begin(req, i, why, sizeof(why))) != FOLD_OK) {
             return request_fail(req, status, i, why);
         }
-        if (req->codec_accept) {
+        int made = 0;
+        if ((status = reduce_stream_along(req, i, &made, why, sizeof(why))) != FOLD_OK ||
+            made) {
+            /* streamed along (no codec rides on a reduction with writes along), or failed */
+        } else if (req->codec_accept) {
             status = fold_wire_reduce(req, i, why, sizeof(why));
         } else {
             status = reduce_dense_along(req, i);
@@ -1034,8 +1095,11 @@ static int start_step(fold_request_t *req, uint32_t i)
     case FOLD_STEP_PEER_READ:
     case FOLD_STEP_PEER_WRITE: {
         char why[160];
-        if (req->plan->steps[i].viewed_by != FOLD_STEP_NONE) {
-            step_done(req, i);   /* the reduction that takes its bytes reads them */
+        if (req->plan->steps[i].viewed_by != FOLD_STEP_NONE ||
+            (req->plan->steps[i].written_by == req->along_made &&
+             req->along_made != FOLD_STEP_NONE)) {
+            step_done(req, i);   /* the reduction that takes its bytes reads them, or made
+                                    this write along */
             return FOLD_OK;
         }
         size_t off = st->kind == FOLD_STEP_PEER_READ ? st->src.off : st->dst.off;

@@ -93,6 +93,8 @@ struct fold_request {
     const char         *view;         /* a peer's bytes that reduction view_step folds
                                          where they lie (exec_plan.h), or NULL */
     uint32_t            view_step;
+    uint32_t            along_made;   /* the reduction that last made its writes along
+                                         (exec_plan.h), whose writes have nothing to do */
     int                 single_copy;  /* its schedule reads or writes other ranks'
                                          buffers (FOLD_ALG_SINGLE_COPY) */
     int                 memory;       /* fold_exec_args_t's, for the fingerprint */

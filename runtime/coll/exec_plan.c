@@ -286,13 +286,25 @@ static int plan_final_results(fold_wire_plan_t *plan, const fold_sched_t *s)
             /* A sum kept in OUT (OUT op x -> OUT) finds its lines in the cache, dirty
              * from the step that wrote them: streaming stores would first write them
              * back, and save no fetch (2-rank 16 MiB reduce by single copy summing in
-             * OUT: 1.8-2x the time). In place, IN's lines are clean: that streams. */
-            for (int k = 0; k < fold_step_nreads(st) && !read_later; k++) {
+             * OUT: 1.8-2x the time). In place, IN's lines are clean: that streams.
+             * An operand a peer read fills is read where it lies when the executor
+             * finds it mapped (final_viewed). */
+            const fold_plan_step_t *ps = &plan->steps[i];
+            const int viewed_operand = ps->view_of != FOLD_STEP_NONE ? ps->view_operand : 0;
+            int own = 0, viewed = 0;
+            for (int k = 0; k < fold_step_nreads(st); k++) {
                 fold_ref_t r = fold_step_read(s, st, k);
-                read_later = r.buf == FOLD_BUF_OUT && st->dst.off < r.off + st->count &&
-                             r.off < st->dst.off + st->count;
+                if (r.buf == FOLD_BUF_OUT && st->dst.off < r.off + st->count &&
+                    r.off < st->dst.off + st->count) {
+                    *(k + 1 == viewed_operand ? &viewed : &own) = 1;
+                }
             }
-            plan->steps[i].final_out = !read_later;
+            const int along = ps->writes_along > 0;
+            plan->steps[i].final_out    = !read_later && !own && !viewed && !along;
+            plan->steps[i].final_viewed = !read_later && !own && (viewed || along);
+        }
+        if (plan->steps[i].written_by != FOLD_STEP_NONE) {
+            continue;   /* it reads only its reduction's result, which it makes along */
         }
         for (int k = 0; k < fold_step_nreads(st); k++) {
             size_t lo, hi;
@@ -485,6 +497,49 @@ static void plan_peer_views(fold_wire_plan_t *plan, const fold_sched_t *s)
     }
 }
 
+/* ---- results written along ------------------------------------------------------- */
+
+int fold_plan_writes_along(const fold_sched_t *s, uint32_t r)
+{
+    const fold_step_t *red = &s->steps[r];
+    if (!s->serial || red->kind != FOLD_STEP_REDUCE || red->count == 0) {
+        return 0;
+    }
+    int k = 0;
+    for (uint32_t w = r + 1; w < s->nsteps && k < FOLD_PLAN_ALONG_MAX; w++, k++) {
+        const fold_step_t *st = &s->steps[w];
+        if (st->kind != FOLD_STEP_PEER_WRITE || st->count != red->count ||
+            !same_range(s, st->src, red->dst)) {
+            break;
+        }
+    }
+    return k;
+}
+
+/* A reduction's own destination, when not OUT, may go unwritten if the next step after
+ * its writes that touches it writes all of it first (in a serial schedule, steps run
+ * in the order built). */
+static void plan_writes_along(fold_wire_plan_t *plan, const fold_sched_t *s)
+{
+    for (uint32_t r = 0; s->serial && r < s->nsteps; r++) {
+        const int k = fold_plan_writes_along(s, r);
+        if (k == 0 || plan->steps[r].wire != 0 || plan->steps[r].counts != 0 ||
+            plan->steps[r].copy_along != FOLD_STEP_NONE) {
+            continue;
+        }
+        const fold_step_t *red = &s->steps[r];
+        plan->steps[r].writes_along = (uint8_t)k;
+        for (int w = 1; w <= k; w++) {
+            plan->steps[r + (uint32_t)w].written_by = r;
+        }
+        if (alias_of(s, red->dst.buf) != FOLD_BUF_OUT) {
+            uint32_t next = next_user(s, r + (uint32_t)k, red->dst, red->count);
+            plan->steps[r].dst_dead =
+                next == FOLD_STEP_NONE || overwrites(s, &s->steps[next], red->dst, red->count);
+        }
+    }
+}
+
 /* ---- the plan ------------------------------------------------------------------ */
 
 int fold_wire_plan_build(fold_wire_plan_t *plan, const fold_sched_t *s,
@@ -507,11 +562,13 @@ int fold_wire_plan_build(fold_wire_plan_t *plan, const fold_sched_t *s,
                                             .soft_next = FOLD_STEP_NONE,
                                             .copy_along = FOLD_STEP_NONE,
                                             .viewed_by = FOLD_STEP_NONE,
-                                            .view_of = FOLD_STEP_NONE};
+                                            .view_of = FOLD_STEP_NONE,
+                                            .written_by = FOLD_STEP_NONE};
     }
     plan_codec_links(plan, s);
     plan_copies_along(plan, s);
     plan_peer_views(plan, s);
+    plan_writes_along(plan, s);
     int status = plan_answers(plan, s, remote);
     if (status == FOLD_OK) {
         status = plan_final_results(plan, s);

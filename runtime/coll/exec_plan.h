@@ -34,6 +34,15 @@
  * does not, the reduction makes the read's copy first. Only where the range holds
  * nothing anyone reads afterwards: the reduction writes its result over it, or the
  * next step that touches it writes all of it.
+ *
+ * Results written along. In a serial schedule, the writes to other ranks' OUT that
+ * follow a reduction and take its result, unchanged and whole (a single-copy
+ * allreduce's owner hands each rank its block; a reduce's non-root hands the root
+ * its block), may be made by the reduction itself: where the executor finds every
+ * such OUT in a mapping of the rank's fold memory and the call streams its results,
+ * the reduction streams the result into all of them and into its own destination
+ * in one pass (exec.c), and the writes have nothing left to do. Its destination is
+ * left unwritten where it is not OUT and nothing reads it afterwards (dst_dead).
  */
 #ifndef FOLD_EXEC_PLAN_H
 #define FOLD_EXEC_PLAN_H
@@ -92,6 +101,16 @@ typedef struct fold_plan_step {
                              reads (a peer write into another rank's OUT reads it):
                              the call's result, which a large call may stream to
                              memory */
+    uint8_t  final_viewed;  /* reduce into OUT: the call's result, which no later step
+                               reads, once its writes along are made and its viewed
+                               operand (a peer read into this very range) is read
+                               where it lies */
+    /* Results written along (see the top): */
+    uint8_t  writes_along;  /* reduce: how many peer writes right after it take its
+                               result (0: none) */
+    uint8_t  dst_dead;      /* reduce with writes along: no later step reads its
+                               destination, which is not OUT */
+    uint32_t written_by;    /* peer write: the reduce that may make it, or FOLD_STEP_NONE */
     /* Peer reads folded from where they lie (see the top): */
     uint8_t  view_operand;  /* reduce: which operand a peer read it took over fills
                                (1 src, 2 src2); 0 none */
@@ -122,5 +141,10 @@ uint32_t fold_plan_copy_along(const fold_sched_t *s, uint32_t r);
  * its operands the read fills (1 src, 2 src2), or FOLD_STEP_NONE. The cost model
  * prices such a read through a mapping at nothing: the reduction reads its bytes. */
 uint32_t fold_plan_peer_view(const fold_sched_t *s, uint32_t i, int *operand);
+/* How many peer writes right after reduction r take its result, unchanged and whole,
+ * into other ranks' OUT (see the top), at most FOLD_PLAN_ALONG_MAX; 0 outside serial
+ * schedules. */
+#define FOLD_PLAN_ALONG_MAX 15
+int fold_plan_writes_along(const fold_sched_t *s, uint32_t r);
 
 #endif

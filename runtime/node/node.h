@@ -305,6 +305,18 @@ int    fold_node_peer_view_begin(const fold_node_t *node, int local, uint64_t ep
                                  int from_out, size_t off_bytes, size_t len,
                                  const void **view, char *why, size_t whylen);
 void   fold_node_peer_view_end(const fold_node_t *node);
+/* Writes into n ranks' OUT at once, len bytes at off_bytes[k] of local rank
+ * locals[k]'s, through this rank's mappings of their fold memory (a result streamed
+ * along, exec_plan.h), checked as writes are: FOLD_OK with at[k] where each lies,
+ * this rank's to write until fold_node_peer_targets_end (a rank that gives the call
+ * up waits for it, as for a copy; held: the local rank whose view this rank holds
+ * now, whose end also ends this, or -1); FOLD_OK with at[0] NULL where a mapping
+ * does not hold them all (nothing begun beyond the view; the caller writes them with
+ * fold_node_peer_write); else the error a write would return, `why` saying what. */
+int    fold_node_peer_targets_begin(const fold_node_t *node, uint64_t epoch, int held,
+                                    const int *locals, const size_t *off_bytes, int n,
+                                    size_t len, void **at, char *why, size_t whylen);
+void   fold_node_peer_targets_end(const fold_node_t *node, int n);
 /* Whether this process can read the 8 bytes at addr in process pid (== expect). */
 int    fold_node_peer_probe(int64_t pid, uint64_t addr, uint64_t expect);
 
@@ -318,6 +330,10 @@ void *fold_node_xmap(const fold_node_t *node, int local, int32_t fd, uint64_t in
                      uint64_t bytes, uint64_t frees);
 /* Counts one copy (view 0) or one fold straight from a mapping (view 1). */
 void  fold_node_xmap_count(const fold_node_t *node, int view);
+/* Counts one result a reduction streamed into `writes` mappings (its writes along). */
+void  fold_node_xmap_count_along(const fold_node_t *node, int writes);
+/* Results streamed into mappings so far. */
+uint64_t fold_node_xmap_along(const fold_node_t *node);
 /* Allocations mapped now, and copies and folds made through a mapping so far. */
 void  fold_node_xmap_stats(const fold_node_t *node, int *mapped, uint64_t *copies,
                            uint64_t *views);

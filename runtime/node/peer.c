@@ -78,8 +78,9 @@ typedef struct peer_line {
 _Static_assert(sizeof(peer_line_t) == 256, "four cache lines per rank");
 
 /* What a rank copying local rank `local`'s buffers in the call of `epoch` stores in
- * busy. */
+ * busy; BUSY_ANY while it writes into several ranks' at once (a result written along). */
 #define BUSY_WORD(epoch, local) ((epoch) << 24 | (uint64_t)((local) + 1))
+#define BUSY_ANY(epoch)         ((epoch) << 24)
 /* How long a rank that withdraws its buffers waits for a copy of them to end: one
  * copy moves a chunk in milliseconds; a copier stopped in the middle (SIGSTOP, a
  * debugger) may never end it, and the failing rank returns all the same. */
@@ -429,6 +430,46 @@ void fold_node_peer_view_end(const fold_node_t *node)
     use_end(node);
 }
 
+int fold_node_peer_targets_begin(const fold_node_t *node, uint64_t epoch, int held,
+                                 const int *locals, const size_t *off_bytes, int n,
+                                 size_t len, void **at, char *why, size_t whylen)
+{
+    at[0] = NULL;
+    int one = held;   /* the only rank covered so far, or -1 */
+    for (int k = 0; k < n; k++) {
+        if (line(node, locals[k])->fd[1] < 0) {
+            return FOLD_OK;   /* not fold memory */
+        }
+        one = k == 0 && one < 0 ? locals[k] : one == locals[k] ? one : -2;
+    }
+    peer_line_t *me = line(node, node->local_rank);
+    atomic_store_explicit(&me->busy, one >= 0 ? BUSY_WORD(epoch, one) : BUSY_ANY(epoch),
+                          memory_order_seq_cst);
+    int status = FOLD_OK;
+    for (int k = 0; k < n && status == FOLD_OK; k++) {
+        uint64_t addr;
+        status = peer_addr(node, locals[k], epoch, 1, &addr, why, whylen);
+        at[k] = status == FOLD_OK ? mapped_at(node, locals[k], 1,
+                                              mapped_window(node, locals[k], 1), off_bytes[k],
+                                              len)
+                                  : NULL;
+        if (at[k] == NULL) {
+            at[0] = NULL;
+            break;
+        }
+    }
+    if (at[0] == NULL && held < 0) {
+        use_end(node);
+    }
+    return status;
+}
+
+void fold_node_peer_targets_end(const fold_node_t *node, int n)
+{
+    use_end(node);
+    fold_node_xmap_count_along(node, n);
+}
+
 int fold_node_peer_read(const fold_node_t *node, int local, uint64_t epoch, int from_out,
                         size_t off_bytes, void *dst, size_t len, char *why, size_t whylen)
 {
@@ -463,7 +504,7 @@ void fold_node_peer_withdraw(fold_node_t *node, uint64_t epoch)
         return;   /* this call never published its buffers */
     }
     atomic_store_explicit(&me->withdrawn, epoch, memory_order_seq_cst);
-    const uint64_t copying_mine = BUSY_WORD(epoch, node->local_rank);
+    const uint64_t copying_mine = BUSY_WORD(epoch, node->local_rank), copying_any = BUSY_ANY(epoch);
     const double start = fold_util_time_now(), until = start + WITHDRAW_WAIT_S;
     double next_look = start + WITHDRAW_LOOK_S;
     for (int l = 0; l < node->seg.local_size; l++) {
@@ -471,7 +512,9 @@ void fold_node_peer_withdraw(fold_node_t *node, uint64_t epoch)
             continue;
         }
         const peer_line_t *other = line(node, l);
-        while (atomic_load_explicit(&other->busy, memory_order_seq_cst) == copying_mine) {
+        uint64_t b;
+        while ((b = atomic_load_explicit(&other->busy, memory_order_seq_cst)) == copying_mine ||
+               b == copying_any) {
             if (!alive(node, l)) {
                 break;   /* a dead process copies nothing more */
             }

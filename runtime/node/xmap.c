@@ -41,6 +41,7 @@ struct fold_node_xmap {
     uint64_t     clock;
     uint64_t     copies;       /* copies made through a mapping (tests, debug log) */
     uint64_t     views;        /* folds straight from a mapping (node.h) */
+    uint64_t     along;        /* results streamed into mappings by their reduction */
     int          refused;      /* the kernel said no once: copy through it from now on */
 };
 
@@ -147,6 +148,20 @@ void fold_node_xmap_count(const fold_node_t *node, int view)
     if (x != NULL) {
         *(view ? &x->views : &x->copies) += 1;
     }
+}
+
+void fold_node_xmap_count_along(const fold_node_t *node, int writes)
+{
+    struct fold_node_xmap *x = node->xmap;
+    if (x != NULL) {
+        x->copies += (uint64_t)writes;
+        x->along++;
+    }
+}
+
+uint64_t fold_node_xmap_along(const fold_node_t *node)
+{
+    return node->xmap != NULL ? node->xmap->along : 0;
 }
 
 void fold_node_xmap_stats(const fold_node_t *node, int *mapped, uint64_t *copies,

@@ -1057,6 +1057,66 @@ Test(stream, complex_sum_matches)
     free(got);
 }
 
+/* A result streamed into several destinations at once (a result written along):
+ * each gets the ordinary kernel's bits and nothing around its range changes, with
+ * the destinations alike modulo 32 bytes (the streaming kernel), apart (through an L1
+ * block), for a pair without a streaming kernel (float max), and for counts that end
+ * before, inside and after the first aligned vector. */
+Test(stream, several_destinations)
+{
+    const size_t n = 5000, pad = 64;
+    const fold_op_t ops[] = {FOLD_OP_SUM, FOLD_OP_MAX};
+    float *l = malloc(n * sizeof(float)), *r = malloc(n * sizeof(float));
+    float *want = malloc(n * sizeof(float));
+    char *area[3];
+    cr_assert(l && r && want);
+    for (int k = 0; k < 3; k++) {
+        cr_assert((area[k] = aligned_alloc(64, n * sizeof(float) + 2 * pad)) != NULL);
+    }
+    uint64_t rng = 7;
+    for (size_t i = 0; i < n; i++) {
+        l[i] = (float)(rng_next(&rng) % 100000) / 7.0f - 5000;
+        r[i] = (float)(rng_next(&rng) % 100000) / 3.0f - 9000;
+    }
+    const size_t counts[] = {0, 3, 9, 16, 17, 4093, n};
+    const size_t shifts[][3] = {{0, 0, 0}, {4, 4, 36}, {0, 8, 4}, {12, 0, 32}};
+    for (size_t o = 0; o < sizeof(ops) / sizeof(ops[0]); o++) {
+        cr_assert_eq(fold_reduce_local(ops[o], FOLD_FLOAT32, l, r, want, n, 1, 0), FOLD_OK);
+        for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
+            for (size_t sh = 0; sh < sizeof(shifts) / sizeof(shifts[0]); sh++) {
+                for (int ndst = 1; ndst <= 3; ndst++) {
+                    void *dsts[3];
+                    for (int k = 0; k < 3; k++) {
+                        memset(area[k], 0x5a, n * sizeof(float) + 2 * pad);
+                        dsts[k] = area[k] + pad + shifts[sh][k];
+                    }
+                    cr_assert_eq(fold_reduce_local_stream_to(ops[o], FOLD_FLOAT32, l, r, dsts,
+                                                             ndst, counts[c]),
+                                 FOLD_OK);
+                    for (int k = 0; k < 3; k++) {
+                        const char *d = dsts[k];
+                        const size_t bytes = k < ndst ? counts[c] * sizeof(float) : 0;
+                        cr_assert(memcmp(d, want, bytes) == 0,
+                                  "op %d count %zu shifts %zu: destination %d of %d differs",
+                                  (int)ops[o], counts[c], sh, k, ndst);
+                        for (const char *b = area[k]; b < area[k] + n * sizeof(float) + 2 * pad;
+                             b++) {
+                            cr_assert((b >= d && b < d + bytes) || *(const unsigned char *)b == 0x5a,
+                                      "byte %td of area %d written", b - area[k], k);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    for (int k = 0; k < 3; k++) {
+        free(area[k]);
+    }
+    free(l);
+    free(r);
+    free(want);
+}
+
 /* The streaming copy moves exactly the bytes asked, whatever the alignment of
  * either side and the length (heads and tails shorter than a vector included). */
 Test(stream, copy_every_alignment_and_length)

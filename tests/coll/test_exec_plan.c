@@ -360,3 +360,72 @@ Test(exec_plan, a_reduction_takes_over_the_peer_read_it_alone_uses)
     fold_sched_reduce(&s, fold_ref_in(0), fold_ref_tmp(0), fold_ref_tmp(5), 10);
     cr_expect_eq(viewer_of(&s, 0), FOLD_STEP_NONE, "its result overlaps the range");
 }
+
+/* Results written along (exec_plan.h): the peer writes right after a reduction that
+ * take its result whole go with it; its result in OUT is then final (the viewed
+ * operand read where it lies), and a TMP result nothing reads afterwards is dead. */
+Test(exec_plan, a_reduction_makes_the_peer_writes_of_its_result_along)
+{
+    fold_coll_args_t a = args_for(FOLD_COLL_ALLREDUCE, 0, 0);
+    a.size = 3;
+    fold_sched_t s;
+    fold_wire_plan_t p;
+
+    /* A 3-rank allreduce owner's chunk, its first row read into OUT, then two
+     * chunks of a reduce's non-root, its block summed in TMP and written to the root. */
+    fold_sched_init(&s, &a);
+    fold_sched_serial(&s);
+    fold_sched_peer_read(&s, 1, 1, FOLD_BUF_IN, 0, fold_ref_out(0), 10);            /* 0 */
+    fold_sched_reduce(&s, fold_ref_in(0), fold_ref_out(0), fold_ref_out(0), 10);    /* 1 */
+    fold_sched_peer_write(&s, fold_ref_out(0), 1, 1, 0, 10);                        /* 2 */
+    fold_sched_peer_write(&s, fold_ref_out(0), 2, 2, 0, 10);                        /* 3 */
+    fold_sched_peer_read(&s, 1, 1, FOLD_BUF_IN, 10, fold_ref_tmp(0), 10);           /* 4 */
+    fold_sched_reduce(&s, fold_ref_tmp(0), fold_ref_in(10), fold_ref_tmp(0), 10);   /* 5 */
+    fold_sched_peer_write(&s, fold_ref_tmp(0), 2, 2, 10, 10);                       /* 6 */
+    fold_sched_peer_read(&s, 1, 1, FOLD_BUF_IN, 20, fold_ref_tmp(0), 10);           /* 7 */
+    fold_sched_reduce(&s, fold_ref_tmp(0), fold_ref_in(20), fold_ref_tmp(0), 10);   /* 8 */
+    fold_sched_peer_write(&s, fold_ref_tmp(0), 2, 2, 20, 10);                       /* 9 */
+    fold_sched_copy(&s, fold_ref_tmp(0), fold_ref_out(30), 5);                      /* 10 */
+    cr_assert_eq(fold_sched_finalize(&s), FOLD_OK);
+    cr_assert_eq(fold_wire_plan_build(&p, &s, NULL), FOLD_OK);
+    cr_expect_eq(fold_plan_writes_along(&s, 1), 2);
+    cr_expect_eq(p.steps[1].writes_along, 2);
+    cr_expect_eq(p.steps[2].written_by, 1);
+    cr_expect_eq(p.steps[3].written_by, 1);
+    cr_expect(p.steps[1].final_viewed && !p.steps[1].final_out,
+              "OUT is the result once the writes are made along and the row viewed");
+    cr_expect_eq(p.steps[5].writes_along, 1);
+    cr_expect_eq(p.steps[6].written_by, 5);
+    cr_expect(p.steps[5].dst_dead, "the next read writes all of TMP first");
+    cr_expect_eq(p.steps[8].writes_along, 1);
+    cr_expect(!p.steps[8].dst_dead, "a copy reads TMP afterwards");
+    cr_expect_eq(p.steps[4].written_by, FOLD_STEP_NONE, "a read is no write along");
+    cr_expect_eq(p.steps[10].written_by, FOLD_STEP_NONE);
+    fold_wire_plan_free(&p);
+    fold_sched_cleanup(&s);
+
+    /* The sum kept in OUT (a third rank's row folded onto it) is read by its own
+     * reduction: never final, written along or not. A write of part of the result,
+     * or from another range, is not made along; nor outside serial schedules. */
+    fold_sched_init(&s, &a);
+    fold_sched_serial(&s);
+    fold_sched_peer_read(&s, 2, 2, FOLD_BUF_IN, 0, fold_ref_tmp(0), 10);            /* 0 */
+    fold_sched_reduce(&s, fold_ref_out(0), fold_ref_tmp(0), fold_ref_out(0), 10);   /* 1 */
+    fold_sched_peer_write(&s, fold_ref_out(0), 1, 1, 0, 10);                        /* 2 */
+    fold_sched_peer_write(&s, fold_ref_out(0), 2, 2, 0, 5);                         /* 3 */
+    cr_assert_eq(fold_sched_finalize(&s), FOLD_OK);
+    cr_assert_eq(fold_wire_plan_build(&p, &s, NULL), FOLD_OK);
+    cr_expect_eq(p.steps[1].writes_along, 1, "the part written is not");
+    cr_expect_eq(p.steps[3].written_by, FOLD_STEP_NONE);
+    cr_expect(!p.steps[1].final_viewed && !p.steps[1].final_out, "the sum kept in OUT");
+    fold_wire_plan_free(&p);
+    fold_sched_cleanup(&s);
+
+    fold_sched_init(&s, &a);
+    fold_sched_peer_read(&s, 1, 1, FOLD_BUF_IN, 0, fold_ref_out(0), 10);
+    fold_sched_reduce(&s, fold_ref_in(0), fold_ref_out(0), fold_ref_out(0), 10);
+    fold_sched_peer_write(&s, fold_ref_out(0), 1, 1, 0, 10);
+    cr_assert_eq(fold_sched_finalize(&s), FOLD_OK);
+    cr_expect_eq(fold_plan_writes_along(&s, 1), 0, "not serial");
+    fold_sched_cleanup(&s);
+}

@@ -25,6 +25,7 @@
 typedef struct map_case {
     int       fold_ranks;   /* ranks whose buffers are fold memory: 0 .. fold_ranks-1 */
     fold_op_t affine;       /* the non-commutative op */
+    int       stream;       /* every call streams its results (FOLD_STREAM_MIN=1) */
 } map_case_t;
 
 typedef struct call_kind {
@@ -81,6 +82,10 @@ static int map_rank(fold_context_t *ctx, int rank, int size, void *arg)
     fold_comm_h w = fold_comm_world(ctx);
     fold_config_set(ctx, "ALLREDUCE_ALG", "cma");
     fold_config_set(ctx, "REDUCE_ALG", "cma");
+    if (mc->stream) {
+        fold_config_set(ctx, "STREAM", "on");
+        fold_config_set(ctx, "STREAM_MIN", "1");
+    }
     const call_kind_t kinds[] = {
         {1, 0, 0, FOLD_FLOAT32, 0}, {1, 0, 1, FOLD_FLOAT32, 0}, {0, 0, 0, FOLD_FLOAT32, 0},
         {0, 1, 1, FOLD_FLOAT32, 0}, {1, 0, 0, FOLD_UINT64, 1},  {0, 1, 0, FOLD_UINT64, 1},
@@ -103,6 +108,19 @@ static int map_rank(fold_context_t *ctx, int rank, int size, void *arg)
                 (unsigned long long)views, peers_in_fold);
         bad = 1;
     }
+    /* Streaming, a reduction whose results go to mapped OUT streams them there itself
+     * (exec_plan.h, results written along): on 2 ranks every allreduce owner, on any
+     * number a reduce's non-root with the root in fold memory (a root first in two of
+     * the float32 calls). Never where a rank it writes to is not in fold memory. */
+    const uint64_t along = fold_node_xmap_along(comm->node);
+    const int root_in_fold = mc->fold_ranks > 0;
+    const int want = mc->stream && mc->fold_ranks == size && (size == 2 || rank != 0);
+    if (!bad && (want ? along == 0 : along != 0 && !(mc->stream && root_in_fold))) {
+        fprintf(stderr, "rank %d of %d, %d in fold memory%s: %llu results streamed along\n",
+                rank, size, mc->fold_ranks, mc->stream ? ", streaming" : "",
+                (unsigned long long)along);
+        bad = 1;
+    }
     return bad;
 }
 
@@ -112,6 +130,9 @@ static void run_case(int size, int fold_ranks)
     cr_assert_eq(fold_op_create(ref_affine_fn, NULL, 0, &mc.affine), FOLD_OK);
     cr_expect_eq(lh_run(size, map_rank, &mc), 0, "%d ranks, %d in fold memory", size,
                  fold_ranks);
+    mc.stream = 1;
+    cr_expect_eq(lh_run(size, map_rank, &mc), 0, "%d ranks, %d in fold memory, streaming",
+                 size, fold_ranks);
     fold_op_free(mc.affine);
 }
 
