@@ -91,8 +91,10 @@ static const fold_util_config_field_t config_fields[] = {
      "measured a reduction from memory faster that way; on; off",
      FOLD_CONFIG_FIELD(stream), FOLD_UTIL_CONFIG_ENUM(stream_names)},
     {"STREAM_MIN", "auto",
-     "Message size in bytes from which a call streams its results (FOLD_STREAM). auto: the "
-     "node's last-level cache (the cost model's cache_bytes) over the ranks on the node",
+     "Message size in bytes from which a call streams its results (FOLD_STREAM). auto: a "
+     "core's L2 where fold_init found a loop of reductions over more than the L2 faster "
+     "streamed, else the node's last-level cache (the cost model's cache_bytes) over the "
+     "ranks on the node",
      FOLD_CONFIG_FIELD(stream_min), FOLD_UTIL_CONFIG_SIZE_OR("auto", 0, 1, SIZE_MAX)},
     {"THREAD_THRESHOLD", "256k",
      "Smallest local reduction (bytes) split across threads",

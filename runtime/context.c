@@ -203,6 +203,9 @@ static const struct {
     {"copy_mem_gbs", offsetof(fold_node_calib_t, copy_mem_gbs), NO_FALLBACK, 0},
     {"reduce_mem_gbs", offsetof(fold_node_calib_t, reduce_mem_gbs), NO_FALLBACK, 0},
     {NULL, offsetof(fold_node_calib_t, reduce_stream_gbs), NO_FALLBACK, 0},
+    {NULL, offsetof(fold_node_calib_t, reduce_loop_gbs), NO_FALLBACK, 0},
+    {NULL, offsetof(fold_node_calib_t, reduce_loop_stream_gbs), NO_FALLBACK, 0},
+    {NULL, offsetof(fold_node_calib_t, rounds_bytes), NO_FALLBACK, 0},
     {"cma_gbs", offsetof(fold_node_calib_t, cma_gbs), NO_FALLBACK, 1},
     {"cma_mem_gbs", offsetof(fold_node_calib_t, cma_mem_gbs), NO_FALLBACK, 1},
     {NULL, offsetof(fold_node_calib_t, cma_huge_mem_gbs), NO_FALLBACK, 1},
@@ -478,14 +481,28 @@ static void context_resolve_spin(fold_context_t *ctx)
 /* Streaming must beat ordinary stores by this much to be taken by default. */
 #define STREAM_GAIN 1.05
 
+/* Whether streamed results beat ordinary stores for data out of a core's own cache
+ * but in the last level: fold_init's loops of in-cache reductions touched more than
+ * the L2 and streaming won there. A call of S bytes touches at least 2S of a rank's memory (its
+ * IN and OUT, or its share of every rank's), twice the L2 from S = L2 on. */
+static int stream_past_l2(const fold_node_calib_t *c)
+{
+    return c->l2_bytes > 0 && c->rounds_bytes > c->l2_bytes &&
+           c->reduce_loop_stream_gbs > STREAM_GAIN * c->reduce_loop_gbs;
+}
+
 size_t fold_context_stream_min(const fold_context_t *ctx)
 {
     const fold_config_t *cfg = &ctx->config;
+    const fold_node_calib_t *c = &ctx->calib;
+    const int past_l2 = stream_past_l2(c);
+    const int from_memory = c->reduce_stream_gbs > 0 &&
+                            c->reduce_stream_gbs > STREAM_GAIN * c->reduce_mem_gbs;
     int on = cfg->stream == FOLD_STREAM_ON ||
-             (cfg->stream == FOLD_STREAM_AUTO && ctx->calib.reduce_stream_gbs > 0 &&
-              ctx->calib.reduce_stream_gbs > STREAM_GAIN * ctx->calib.reduce_mem_gbs);
+             (cfg->stream == FOLD_STREAM_AUTO && (past_l2 || from_memory));
     int ranks = ctx->local_size > 0 ? ctx->local_size : 1;
     size_t min = cfg->stream_min > 0 ? cfg->stream_min
+               : past_l2             ? (size_t)c->l2_bytes
                                      : (size_t)(ctx->model.cache_bytes / ranks);
     return on ? (min > 0 ? min : 1) : SIZE_MAX;
 }

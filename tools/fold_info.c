@@ -157,8 +157,11 @@ static void print_stream(fold_context_t *ctx)
     fold_config_get(ctx, "FOLD_STREAM", &setting);
     size_t from = fold_context_stream_min(ctx);
     printf("#\n# Results streamed (FOLD_STREAM=%s): reduction from memory %.4g GB/s, with "
-           "streaming stores %.4g GB/s: ",
-           setting, ctx->calib.reduce_mem_gbs, ctx->calib.reduce_stream_gbs);
+           "streaming stores %.4g GB/s; in a loop in cache (%.0f KiB touched, L2 %.0f KiB) "
+           "%.4g and %.4g GB/s: ",
+           setting, ctx->calib.reduce_mem_gbs, ctx->calib.reduce_stream_gbs,
+           ctx->calib.rounds_bytes / 1024, ctx->calib.l2_bytes / 1024,
+           ctx->calib.reduce_loop_gbs, ctx->calib.reduce_loop_stream_gbs);
     if (from == SIZE_MAX) {
         printf("off\n");
     } else {

@@ -644,7 +644,9 @@ static int reduce_dense_along(const fold_request_t *req, uint32_t i)
  * call streams its results, the pair has a streaming kernel, a peer read it took over
  * is read where it lies, its destination is the call's result then (or nothing reads
  * it), and every one of those OUT lies mapped here. *made says whether it did; its
- * writes then have nothing left to do. 2-rank allreduce of 32 MiB: ... */
+ * writes then have nothing left to do: each line of the result leaves the core once
+ * per destination, not read for ownership first nor read back for the copy. 2-rank
+ * allreduce of 32 MiB in fold memory on a Xeon VM: 5.0-6.1 -> 2.6-3.2 ms. */
 static int reduce_stream_along(fold_request_t *req, uint32_t i, int *made, char *why,
                                size_t whylen)
 {

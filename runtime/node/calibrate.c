@@ -1,5 +1,5 @@
 /*
- * What fold_init measures of the node for the cost model (node.h), in about 15 ms
+ * What fold_init measures of the node for the cost model (node.h), in about 20 ms
  * and 3 MiB per rank:
  *
  *   copy_gbs, shm_gbs   memcpy of 1 MiB in cache: the rate of copies and of the node
@@ -18,6 +18,13 @@
  *   reduce_stream_gbs   the reduction from memory again, its result written with
  *                       non-temporal stores: where that is faster, large calls
  *                       stream their results (context.c)
+ *   reduce_loop_gbs,    the 1 MiB reduction in cache, in a loop of its own, with
+ *   reduce_loop_        ordinary stores and streamed (stream_rounds): where the
+ *   stream_gbs          three buffers (rounds_bytes) are more than the L2 and
+ *                       streaming wins although they fit the last level, results
+ *                       stream from the L2's size on (context.c; on a Xeon VM with
+ *                       2 MiB L2s and a slow mesh L3, 2-rank allreduce and reduce of
+ *                       4-8 MiB ran 1.2-1.3x as fast so)
  *   cma_gbs, cma_us     process_vm_readv of 1 MiB of this process's own memory, and
  *                       its cost per call (64-byte reads)
  *   cma_mem_gbs         the same out of cache, estimated: cma_gbs slowed by the
@@ -67,6 +74,7 @@
 #define CALIBRATE_MAX_ROUNDS 512
 #define CALIBRATE_MIN_S      10e-3
 #define CALIBRATE_FLUSHED    6       /* rounds from memory (each one is slow) */
+#define STREAM_BLOCK_S       2e-3    /* each block of stream_rounds at least */
 #define CALIBRATE_L2_BYTES   ((size_t)64 << 10)
 #define CALIBRATE_L2_REPEAT  4       /* operations timed together (the clock's cost) */
 #define L2_MIN_BYTES         ((size_t)128 << 10)   /* sysconf's L2 believed between */
@@ -221,6 +229,32 @@ static int flushed_rounds(float *a, float *b, float *c, best_times_t *best)
     return 1;
 }
 
+/* The in-cache reduction over the 1 MiB buffers, with ordinary stores and streamed,
+ * each as a loop of calls of one kind runs it: a block of rounds of one, then of the
+ * other (the streamed rounds leave c out of the cache, the ordinary ones in it; taken
+ * by turns, each found the other's lines: ordinary 9 GB/s against streamed 7.5, where
+ * blocks of each ran at 8 and 11-14). Seconds per reduction, best of each block. */
+static void stream_rounds(const float *a, const float *b, float *c, double *ordinary,
+                          double *streamed)
+{
+    const size_t n = CALIBRATE_BYTES / sizeof(float);
+    for (int kind = 0; kind < 2; kind++) {
+        double *best = kind ? streamed : ordinary, start = fold_util_time_now();
+        *best = 1e30;
+        for (int i = 0; i < CALIBRATE_MIN_ROUNDS || fold_util_time_now() - start < STREAM_BLOCK_S;
+             i++) {
+            double t0 = fold_util_time_now();
+            if (kind) {
+                fold_reduce_local_stream(FOLD_OP_SUM, FOLD_FLOAT32, a, b, c, n);
+            } else {
+                fold_reduce_local(FOLD_OP_SUM, FOLD_FLOAT32, a, b, c, n, 1, SIZE_MAX);
+            }
+            __asm__ volatile("" : : "r"(c) : "memory");
+            keep_best(best, fold_util_time_now() - t0);
+        }
+    }
+}
+
 /* The best of CALIBRATE_FLUSHED flushed kernel reads of CALIBRATE_BYTES from a huge
  * page into dst, in seconds; 0 where the kernel gives no huge page. */
 static double flushed_huge_read_s(void *dst)
@@ -291,6 +325,10 @@ static void measure(fold_node_calib_t *out)
          i++) {
         round_of(a, b, c, out->l2_bytes > 0, &kernel_ok, &cached);
     }
+    double stream_ordinary = 0, stream_streamed = 0;
+    if (fold_reduce_stream_available(FOLD_OP_SUM, FOLD_FLOAT32)) {
+        stream_rounds(a, b, c, &stream_ordinary, &stream_streamed);
+    }
     double call = kernel_ok ? kernel_call_s(c, a) : -1;
     int have_memory = flushed_rounds(a, b, c, &flushed);
     double huge_read = kernel_ok && have_memory ? flushed_huge_read_s(c) : 0;
@@ -300,6 +338,9 @@ static void measure(fold_node_calib_t *out)
 
     out->copy_gbs   = gbs_of(cached.copy);
     out->reduce_gbs = gbs_of(cached.reduce);
+    out->reduce_loop_gbs        = gbs_of(stream_ordinary);
+    out->reduce_loop_stream_gbs = gbs_of(stream_streamed);
+    out->rounds_bytes           = 3.0 * CALIBRATE_BYTES;
     if (out->l2_bytes > 0) {
         out->copy_l2_gbs   = gbs_over(CALIBRATE_L2_BYTES, cached.copy_l2);
         out->reduce_l2_gbs = gbs_over(CALIBRATE_L2_BYTES, cached.reduce_l2);

@@ -363,6 +363,9 @@ typedef struct fold_node_calib {
     double reduce_mem_gbs;
     double reduce_stream_gbs; /* reduce from memory with the result streamed
                                  (fold_reduce_local_stream); 0 where it cannot */
+    double reduce_loop_gbs; /* reduce in cache, in a loop of its own: ordinary stores */
+    double reduce_loop_stream_gbs;   /* ... and streamed */
+    double rounds_bytes;    /* what those loops touch (their three buffers) */
     double xcopy_gbs;       /* probe.c, at the world's node setup (0 before): memcpy */
     double xreduce_gbs;     /* and float32 sum of 64 KiB another core just wrote
                                into the segment, over lines that core read last, */

@@ -10,6 +10,7 @@
 
 #include "context.h"
 #include "node/node.h"
+#include "codec/reduce_kernel.h"
 
 #include <fold/fold_status.h>
 #include <math.h>
@@ -56,6 +57,14 @@ Test(node_calibrate, measures_every_rate_and_single_copy_where_allowed)
         cr_expect_eq(c.l2_bytes, 0);
         cr_expect_eq(c.copy_l2_gbs, 0);
         cr_expect_eq(c.reduce_l2_gbs, 0);
+    }
+    /* The loops of in-cache reductions, ordinary and streamed, where the CPU streams,
+     * over the three 1 MiB buffers. */
+    if (fold_reduce_stream_available(FOLD_OP_SUM, FOLD_FLOAT32)) {
+        cr_expect(plausible(c.reduce_loop_gbs), "loop %g GB/s", c.reduce_loop_gbs);
+        cr_expect(plausible(c.reduce_loop_stream_gbs), "loop streamed %g GB/s",
+                  c.reduce_loop_stream_gbs);
+        cr_expect_float_eq(c.rounds_bytes, 3 * 1048576.0, 1e-9);
     }
     cr_expect_eq(c.single_copy, kernel_allows_single_copy());
     if (c.single_copy) {
@@ -196,5 +205,42 @@ Test(node_calibrate, no_single_copy_keeps_the_defaults_for_it)
     cr_expect_float_eq(ctx->model.cma_gbs, defaults.cma_gbs, 1e-9);
     cr_expect_float_eq(ctx->model.cma_mem_gbs, defaults.cma_mem_gbs, 1e-9);
     cr_expect_float_eq(ctx->model.reduce_gbs, defaults.reduce_gbs, 1e-9);
+    fold_context_free_virtual(ctx);
+}
+
+/* Where large calls stream their results from (FOLD_STREAM=auto): from the L2's size
+ * where a loop of reductions over more than the L2 ran faster streamed; else from the
+ * last-level cache over the node's ranks where only the reduction from memory did;
+ * never where neither did. FOLD_STREAM_MIN and FOLD_STREAM=on|off come first. */
+Test(node_calibrate, results_stream_from_where_the_calibration_found_it_faster)
+{
+    fold_context_t *ctx = virtual_context();
+    ctx->local_size = 2;
+    ctx->model.cache_bytes = 32.0 * 1048576;
+    fold_node_calib_t past_l2 = {.l2_bytes = 2097152, .rounds_bytes = 3 * 1048576.0,
+                                 .reduce_loop_gbs = 8, .reduce_loop_stream_gbs = 11,
+                                 .reduce_mem_gbs = 4, .reduce_stream_gbs = 5};
+    ctx->calib = past_l2;
+    cr_expect_eq(fold_context_stream_min(ctx), 2097152, "past the L2");
+    ctx->calib.reduce_loop_stream_gbs = 8.2;   /* within STREAM_GAIN */
+    cr_expect_eq(fold_context_stream_min(ctx), 16 * 1048576, "from memory only");
+    ctx->calib = past_l2;
+    ctx->calib.l2_bytes = 4194304;   /* the loops stayed in the L2: they tell nothing */
+    cr_expect_eq(fold_context_stream_min(ctx), 16 * 1048576);
+    ctx->calib.l2_bytes = 0;         /* unknown L2 */
+    cr_expect_eq(fold_context_stream_min(ctx), 16 * 1048576);
+    ctx->calib = past_l2;
+    ctx->calib.reduce_stream_gbs = 4.1;
+    cr_expect_eq(fold_context_stream_min(ctx), 2097152, "the loops alone decide");
+    ctx->calib.reduce_loop_stream_gbs = 7;
+    cr_expect_eq(fold_context_stream_min(ctx), SIZE_MAX, "faster nowhere: never");
+    ctx->config.stream = FOLD_STREAM_ON;
+    cr_expect_eq(fold_context_stream_min(ctx), 16 * 1048576, "on: from the cache's share");
+    ctx->calib = past_l2;
+    ctx->config.stream = FOLD_STREAM_OFF;
+    cr_expect_eq(fold_context_stream_min(ctx), SIZE_MAX, "off");
+    ctx->config.stream = FOLD_STREAM_AUTO;
+    ctx->config.stream_min = 12345;
+    cr_expect_eq(fold_context_stream_min(ctx), 12345, "FOLD_STREAM_MIN");
     fold_context_free_virtual(ctx);
 }
