@@ -49,9 +49,10 @@ void fold_copy_shared(void *dst, const void *src, size_t bytes);
 int fold_reduce_local_stream(fold_op_t op, fold_dtype_t dtype, const void *left,
                              const void *right, void *dst, size_t count);
 /* The same result streamed into each of ndst destinations at once (a result that
- * goes to several buffers: one pass over the operands). Destinations alike modulo 32
- * bytes take the streaming kernel; others, or several without one, go through an L1
- * block copied out to each. */
+ * goes to several buffers: one pass over the operands; a destination may be an
+ * operand exactly, as in place). One or two destinations alike modulo 32 bytes take
+ * the streaming kernel; others, more, or several without one, go through an L1 block
+ * copied out to each. */
 int fold_reduce_local_stream_to(fold_op_t op, fold_dtype_t dtype, const void *left,
                                 const void *right, void *const *dsts, int ndst, size_t count);
 int fold_reduce_stream_available(fold_op_t op, fold_dtype_t dtype);

@@ -324,11 +324,8 @@ int fold_reduce_local_stream_to(fold_op_t op, fold_dtype_t dtype, const void *le
     }
 #ifdef HAVE_STREAM_KERNELS
     stream_fn fn = stream_kernel(op, dtype);
-    if (fn != NULL && dsts_alike(dsts, ndst)) {
-        /* Two destinations a pass; more (none so far) read the operands again. */
-        for (int k = 0; k < ndst; k += 2) {
-            fn(left, right, dsts[k], k + 1 < ndst ? dsts[k + 1] : NULL, count);
-        }
+    if (fn != NULL && ndst <= 2 && dsts_alike(dsts, ndst)) {
+        fn(left, right, dsts[0], ndst > 1 ? dsts[1] : NULL, count);
         _mm_sfence();   /* the streamed lines are visible before any flag that follows */
         return FOLD_OK;
     }
@@ -336,7 +333,9 @@ int fold_reduce_local_stream_to(fold_op_t op, fold_dtype_t dtype, const void *le
     if (ndst == 1) {
         return fold_reduce_local(op, dtype, left, right, dsts[0], count, 1, SIZE_MAX);
     }
-    /* Through an L1 block, copied out to each destination (streamed where it can). */
+    /* Through an L1 block, copied out to each destination (streamed where it can): a
+     * block's operands are read before any destination is written, so a destination
+     * may be an operand (in place), as it may not be for a second pass. */
     const size_t esize = fold_dtype_size(dtype);
     if (esize == 0 || esize > SHARED_BOUNCE_BYTES) {
         return FOLD_ERR_INVALID_ARG;

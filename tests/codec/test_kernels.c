@@ -1117,6 +1117,49 @@ Test(stream, several_destinations)
     free(want);
 }
 
+/* A destination that is an operand itself (in place: the owner's own OUT is its IN),
+ * first or last among one to four destinations: every destination gets the result of
+ * the operands as they were. */
+Test(stream, a_destination_may_be_an_operand)
+{
+    const size_t n = 3001;
+    float *l = malloc(n * sizeof(float)), *want = malloc(n * sizeof(float));
+    float *r = aligned_alloc(64, (n + 16) * sizeof(float));
+    float *other[3];
+    cr_assert(l && want && r);
+    for (int k = 0; k < 3; k++) {
+        cr_assert((other[k] = aligned_alloc(64, (n + 16) * sizeof(float))) != NULL);
+    }
+    for (int ndst = 1; ndst <= 4; ndst++) {
+        for (int last = 0; last <= 1; last++) {
+            uint64_t rng = 11;
+            for (size_t i = 0; i < n; i++) {
+                l[i] = (float)(rng_next(&rng) % 1000) - 500;
+                r[i] = (float)(rng_next(&rng) % 1000) / 4.0f;
+                want[i] = l[i] + r[i];
+            }
+            void *dsts[4];
+            for (int k = 0, o = 0; k < ndst; k++) {
+                dsts[k] = k == (last ? ndst - 1 : 0) ? (void *)r : (void *)other[o++];
+            }
+            cr_assert_eq(fold_reduce_local_stream_to(FOLD_OP_SUM, FOLD_FLOAT32, l, r, dsts,
+                                                     ndst, n),
+                         FOLD_OK);
+            for (int k = 0; k < ndst; k++) {
+                cr_assert(memcmp(dsts[k], want, n * sizeof(float)) == 0,
+                          "%d destinations, the operand %s: destination %d differs", ndst,
+                          last ? "last" : "first", k);
+            }
+        }
+    }
+    for (int k = 0; k < 3; k++) {
+        free(other[k]);
+    }
+    free(l);
+    free(r);
+    free(want);
+}
+
 /* The streaming copy moves exactly the bytes asked, whatever the alignment of
  * either side and the length (heads and tails shorter than a vector included). */
 Test(stream, copy_every_alignment_and_length)
