@@ -502,6 +502,45 @@ static int adopt_second_pass(uintptr_t lo, uintptr_t hi, fold_mem_place_t *place
     return found;
 }
 
+/* Whether [lo, hi) was passed before (is remembered). Under the lock. */
+static int remembered(uintptr_t lo, uintptr_t hi)
+{
+    for (int i = 0; i < ADOPT_SEEN; i++) {
+        if (seen[i].lo == lo && seen[i].hi == hi) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+void fold_mem_adopt_note(const void *buf, size_t bytes)
+{
+    uintptr_t lo, hi;
+    if (!whole_pages(buf, bytes, &lo, &hi) || !fold_mem_adopt_usable()) {
+        return;
+    }
+    pthread_mutex_lock(&lock);
+    if (exposed_holding(lo, hi) == NULL && !remembered(lo, hi)) {
+        seen[seen_next] = (seen_t){lo, hi};
+        seen_next = (seen_next + 1) % ADOPT_SEEN;
+    }
+    pthread_mutex_unlock(&lock);
+}
+
+int fold_mem_adopt_would(const void *buf, size_t bytes)
+{
+    uintptr_t lo, hi;
+    if (!whole_pages(buf, bytes, &lo, &hi) || !fold_mem_adopt_usable()) {
+        return 0;
+    }
+    pthread_mutex_lock(&lock);
+    int would = exposed_holding(lo, hi) != NULL ||
+                ((waste < ADOPT_WASTE_LIMIT || useful >= waste) && slots_left() > ADOPT_SPARE &&
+                 remembered(lo, hi));
+    pthread_mutex_unlock(&lock);
+    return would;
+}
+
 int fold_mem_adopt(const void *buf, size_t bytes, fold_mem_place_t *place)
 {
     *place = (fold_mem_place_t){.fd = -1};

@@ -29,18 +29,17 @@ static fold_fingerprint_t fingerprint_of(const fold_comm_t *comm, const fold_cal
         .call = comm->check_calls};
 }
 
-/* A blocking allreduce(MAX) of int64 over comm, as selection picks it (on one node,
- * the node's tiny-message path), without checking itself. */
-static int allreduce_max(fold_comm_t *comm, const int64_t *in, int64_t *out, size_t count)
+int fold_coll_allreduce_int64(fold_comm_t *comm, const int64_t *in, int64_t *out, size_t count,
+                              fold_op_t op)
 {
     fold_call_t call = {.coll = FOLD_COLL_ALLREDUCE, .in = in, .out = out, .count = count,
-                        .dtype = FOLD_INT64, .op = FOLD_OP_MAX, .blocking = 1};
+                        .dtype = FOLD_INT64, .op = op, .blocking = 1};
     fold_choice_t choice;
     fold_exec_args_t args;
     int status;
     if ((status = fold_coll_prepare(comm, FOLD_COLL_ALLREDUCE)) != FOLD_OK ||
-        (status = fold_select(comm, FOLD_COLL_ALLREDUCE, count, FOLD_INT64, FOLD_OP_MAX,
-                              &choice)) != FOLD_OK ||
+        (status = fold_select(comm, FOLD_COLL_ALLREDUCE, count, FOLD_INT64, op, &choice)) !=
+            FOLD_OK ||
         (status = fold_coll_plan(comm, &call, &choice, &args)) != FOLD_OK) {
         return status;
     }
@@ -83,7 +82,7 @@ int fold_coll_check(fold_comm_t *comm, const fold_call_t *call)
     for (int i = 0; i < FP_FIELDS; i++) {
         in[FP_FIELDS + i] = -in[i];
     }
-    int status = allreduce_max(comm, in, spread, 2 * FP_FIELDS);
+    int status = fold_coll_allreduce_int64(comm, in, spread, 2 * FP_FIELDS, FOLD_OP_MAX);
     if (status != FOLD_OK) {
         return status;
     }

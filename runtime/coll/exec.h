@@ -192,6 +192,11 @@ int fold_exec_tiny(fold_comm_t *comm, const fold_call_t *call);
 /* check.c (FOLD_CHECK=1): compares the call with every rank's; FOLD_ERR_MISMATCH on
  * every rank, with one line naming the ranks and the field, when they differ. */
 int fold_coll_check(fold_comm_t *comm, const fold_call_t *call);
+/* A blocking allreduce of int64 over comm for fold's own questions (the check, the
+ * agreement on buffers' placement), as selection picks it (on one node, the node's
+ * tiny-message path), without checking itself. */
+int fold_coll_allreduce_int64(fold_comm_t *comm, const int64_t *in, int64_t *out, size_t count,
+                              fold_op_t op);
 /* Before a communicator's first selection: where some of its ranks share a node
  * and a node-aware algorithm may be selected, its node state (collective; every
  * rank of comm calls it at the same call), so that selection knows what the node

@@ -1036,6 +1036,35 @@ static int select_mapped(fold_comm_t *comm, fold_coll_t coll, size_t count, fold
     return FOLD_OK;
 }
 
+int fold_select_both(fold_comm_t *comm, fold_coll_t coll, size_t count, fold_dtype_t dtype,
+                     fold_op_t op, fold_choice_t *heap, fold_choice_t *mapped, int *differ)
+{
+    int status = fold_select(comm, coll, count, dtype, op, heap);
+    const fold_node_t *node = comm->node;
+    *differ = 0;
+    if (status != FOLD_OK || !placement_may_matter(comm, coll, heap) || node == NULL ||
+        !node->single_copy) {
+        return status;
+    }
+    *mapped = *heap;
+    status  = select_mapped(comm, coll, count, dtype, op, mapped);
+    *differ = status == FOLD_OK && mapped->alg != heap->alg;
+    return status;
+}
+
+int fold_select_mappable(const fold_comm_t *comm, const void *in, const void *out, size_t bytes)
+{
+    const fold_node_t *node = comm->node;
+    if (node == NULL || !node->single_copy || node->xmap == NULL) {
+        return 0;
+    }
+    if (in_fold_memory(in, out, bytes)) {
+        return 1;
+    }
+    return node->adopt && fold_mem_adopt_would(in, bytes) &&
+           (out == NULL || out == in || fold_mem_adopt_would(out, bytes));
+}
+
 int fold_select_placed(fold_comm_t *comm, fold_coll_t coll, size_t count, fold_dtype_t dtype,
                        fold_op_t op, const void *in, const void *out, fold_choice_t *choice)
 {

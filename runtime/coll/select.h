@@ -201,6 +201,16 @@ int fold_select(fold_comm_t *comm, fold_coll_t coll, size_t count, fold_dtype_t 
  */
 int fold_select_placed(fold_comm_t *comm, fold_coll_t coll, size_t count, fold_dtype_t dtype,
                        fold_op_t op, const void *in, const void *out, fold_choice_t *choice);
+/* fold_select (*heap) and, where the buffers' placement changes the algorithm
+ * (*differ 1), the choice for buffers in fold memory on every rank (*mapped, memory
+ * 1): the same on every rank, so that the ranks of a blocking call can agree on one
+ * (coll_api.c) instead of failing apart. */
+int fold_select_both(fold_comm_t *comm, fold_coll_t coll, size_t count, fold_dtype_t dtype,
+                     fold_op_t op, fold_choice_t *heap, fold_choice_t *mapped, int *differ);
+/* Whether this rank's buffers of a call lie in fold memory, or will once single copy
+ * passes them (adopted buffers, mem.h: passed before), on a node that maps them. */
+int fold_select_mappable(const fold_comm_t *comm, const void *in, const void *out,
+                         size_t bytes);
 /* Whether a blocking call asks what the last call of its collective asked (count,
  * datatype, op: the memo of fold_select) and that went to the node's tiny-message
  * path, which neither the buffers' placement nor online trials change: the call needs

@@ -128,17 +128,23 @@ static peer_line_t *line(const fold_node_t *node, int local)
 
 /* Where IN and OUT lie in fold memory, for peers to map instead of copying through
  * the kernel (fd -1: they do not); only a schedule that reads or writes them (single
- * copy) looks. What the kernel will copy gets huge pages first (huge.c), before the
+ * copy) looks, another notes the pass for adoption. What the kernel will copy gets huge pages first (huge.c), before the
  * line is rewritten: peers waiting on it would wait through the kernel's work. */
 static void find_places(fold_node_t *node, const void *in, const void *out,
                         const fold_fingerprint_t *call, int single_copy, fold_mem_place_t p[2])
 {
     const size_t bytes = call->count * fold_dtype_size((fold_dtype_t)call->dtype);
     p[0] = p[1] = (fold_mem_place_t){.fd = -1};
+    const int adopt = node->adopt;
     if (!single_copy) {
+        if (adopt) {   /* its next pass may go to single copy (fold_mem_adopt_note) */
+            fold_mem_adopt_note(in, bytes);
+            if (out != NULL && out != in) {
+                fold_mem_adopt_note(out, bytes);
+            }
+        }
         return;
     }
-    const int adopt = node->adopt;
     if (!fold_mem_find(in, bytes, &p[0]) && adopt) {
         fold_mem_adopt(in, bytes, &p[0]);
     }

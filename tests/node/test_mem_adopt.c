@@ -433,6 +433,106 @@ Test(mem_adopt, single_copy_on_adopted_buffers, .init = own_pages)
     }
 }
 
+/* ---- a loop on another algorithm --------------------------------------------- */
+
+/* The model of test_mem_select: the kernel's single copy slow, the segment's copies
+ * not, dpml and cma to choose from: dpml on the heap, cma in fold memory. */
+static const char AGREE_RULES[] = "allreduce:0-inf:dpml,cma#reduce:0-inf:dpml,cma";
+static const char AGREE_MODEL[] =
+    "copy_gbs=20,copy_mem_gbs=20,reduce_gbs=20,reduce_mem_gbs=20,shm_gbs=20,"
+    "shm_write_gbs=20,shm_fold_gbs=20,shm_fold_far_gbs=20,shm_reduce_gbs=20,"
+    "cma_gbs=0.5,cma_us=50";
+#define BIG (300 * 1024)   /* 1.2 MB of float32 in whole pages: blocking calls agree on
+                              placement, and every owner's block lies in mapped pages */
+#define LOOP 4
+
+typedef struct loop_case {
+    int reuse;   /* which ranks pass the same buffers every call: -1 all, else that one */
+} loop_case_t;
+
+/* Folds through mappings so far (none before the first call sets the node up). */
+static int views_of(fold_comm_h w)
+{
+    int mapped;
+    uint64_t copies, views = 0;
+    const fold_node_t *node = ((fold_comm_t *)w)->node;
+    if (node != NULL) {
+        fold_node_xmap_stats(node, &mapped, &copies, &views);
+    }
+    return (int)views;
+}
+
+/* LOOP blocking allreduces: on the same buffers (each rank or one), or on new ones each
+ * call (kept till the end, so that none comes back at an old address). */
+static int loop_rank(fold_context_t *ctx, int rank, int size, void *arg)
+{
+    const loop_case_t *lc = arg;
+    fold_comm_h w = fold_comm_world(ctx);
+    fold_config_set(ctx, "TUNE", AGREE_RULES);
+    fold_config_set(ctx, "MODEL", AGREE_MODEL);
+    const int reuse = lc->reuse < 0 || lc->reuse == rank;
+    const size_t bytes = BIG * sizeof(float), span = bytes;
+    char *pages[LOOP][2];
+    float *want = malloc(bytes);
+    int bad = want == NULL;
+    for (int c = 0; c < LOOP; c++) {
+        for (int b = 0; b < 2; b++) {
+            pages[c][b] = reuse && c > 0 ? pages[0][b]
+                                         : mmap(NULL, span, PROT_READ | PROT_WRITE,
+                                                MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+            bad |= pages[c][b] == MAP_FAILED;
+        }
+    }
+    const int views0 = views_of(w);
+    for (int c = 0; c < LOOP && !bad; c++) {
+        float *in = (float *)pages[c][0], *out = (float *)pages[c][1];
+        for (size_t i = 0; i < BIG; i++) {
+            in[i] = (float)((rank + 1) * (c + 1) + (int)(i % 11));
+            want[i] = 0;
+            for (int r = 0; r < size; r++) {
+                want[i] += (float)((r + 1) * (c + 1) + (int)(i % 11));
+            }
+        }
+        int st = fold_allreduce(in, out, BIG, FOLD_FLOAT32, FOLD_OP_SUM, w);
+        if (st != FOLD_OK || memcmp(out, want, bytes) != 0) {
+            fprintf(stderr, "rank %d, call %d: %s\n", rank, c,
+                    st != FOLD_OK ? fold_status_string(st) : "wrong result");
+            bad = 1;
+        }
+    }
+    /* Every rank reusing: the second call agreed on single copy, which adopted the
+     * buffers; the later ones read each other's through mappings. One rank alone: all
+     * stayed on dpml, whose reads and writes go through the segment. */
+    const int views = views_of(w) - views0;
+    fold_mem_place_t place;
+    const int adopted = fold_mem_adopt(pages[0][0], bytes, &place);
+    if (!bad && (lc->reuse < 0 ? views == 0 || !adopted : views != 0)) {
+        fprintf(stderr, "rank %d (%s): %d folds through mappings, IN %sadopted\n", rank,
+                lc->reuse < 0 ? "all reuse" : "one reuses", views, adopted ? "" : "not ");
+        bad = 1;
+    }
+    for (int c = 0; c < LOOP; c++) {
+        for (int b = 0; b < 2 && (c == 0 || !reuse); b++) {
+            munmap(pages[c][b], span);
+        }
+    }
+    free(want);
+    return bad;
+}
+
+/* A loop of large blocking calls whose heap choice is not single copy but whose choice
+ * in fold memory is: the ranks agree before each call (coll_api.c, select_agreed) and
+ * move their buffers into fold memory together; where one rank brings new buffers
+ * every call, every call runs the heap's choice on every rank, none fails apart. */
+Test(mem_adopt, a_loop_on_another_algorithm_moves_into_fold_memory, .init = own_pages)
+{
+    loop_case_t all = {-1}, one = {0};
+    cr_expect_eq(lh_run(2, loop_rank, &all), 0, "2 ranks, all reuse");
+    cr_expect_eq(lh_run(3, loop_rank, &all), 0, "3 ranks, all reuse");
+    cr_expect_eq(lh_run(2, loop_rank, &one), 0, "2 ranks, one reuses");
+    cr_expect_eq(lh_run(3, loop_rank, &one), 0, "3 ranks, one reuses");
+}
+
 /* ---- two threads passing one buffer ------------------------------------------ */
 
 typedef struct racer {
