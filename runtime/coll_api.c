@@ -60,11 +60,6 @@ static int completed_request(fold_request_t **req_p)
     return FOLD_OK;
 }
 
-/* Blocking calls of at least this many bytes agree on their buffers' placement: a
- * call of 1 MiB moves at least 2 MiB through each rank's memory, tens of
- * microseconds anywhere, and the agreement takes one tiny allreduce (0.3-1 us). */
-#define AGREE_MIN_BYTES ((size_t)1 << 20)
-
 /* Selection for a blocking call: where the buffers' placement changes the algorithm
  * (fold_select_both), the node's ranks first agree on it, one allreduce (MIN) of
  * whether each rank's buffers lie in fold memory or will once single copy passes them
@@ -77,7 +72,7 @@ static int select_agreed(fold_comm_t *comm, const fold_call_t *call, int agree,
                          fold_choice_t *choice)
 {
     const size_t bytes = call->count * fold_dtype_size(call->dtype);
-    if (!call->blocking || bytes < AGREE_MIN_BYTES) {
+    if (!call->blocking || bytes < FOLD_SELECT_AGREE_MIN_BYTES) {
         return fold_select_placed(comm, call->coll, call->count, call->dtype, call->op, call->in,
                                   call->out, choice);
     }

@@ -765,6 +765,12 @@ double fold_select_evaluate(fold_comm_t *comm, fold_coll_t coll, const fold_alg_
     return fold_select_evaluate_below(comm, coll, alg, 0, bytes, INFINITY, choice);
 }
 
+double fold_select_evaluate_mapped(fold_comm_t *comm, fold_coll_t coll, const fold_alg_t *alg,
+                                   size_t bytes, fold_choice_t *choice)
+{
+    return evaluate_held(comm, coll, alg, 0, bytes, 1, INFINITY, choice);
+}
+
 /*
  * Decisions shared by the communicators of this process: the same shape, question
  * and settings give the same answer, so communicators duplicated by the application

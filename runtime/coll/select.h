@@ -247,6 +247,13 @@ double fold_select_flat_us(fold_comm_t *comm, fold_coll_t coll, size_t bytes);
  * node-aware one. */
 double fold_select_evaluate(fold_comm_t *comm, fold_coll_t coll, const fold_alg_t *alg,
                             size_t bytes, fold_choice_t *choice);
+/* The same for buffers in fold memory on every rank (fold_model_mapped). */
+double fold_select_evaluate_mapped(fold_comm_t *comm, fold_coll_t coll, const fold_alg_t *alg,
+                                   size_t bytes, fold_choice_t *choice);
+/* Blocking calls of at least this many bytes agree on their buffers' placement
+ * (coll_api.c): a call of 1 MiB moves at least 2 MiB through each rank's memory, tens
+ * of microseconds anywhere, and the agreement takes one tiny allreduce (0.3-1 us). */
+#define FOLD_SELECT_AGREE_MIN_BYTES ((size_t)1 << 20)
 /* The same where it is below bound; otherwise any value >= bound, found sooner
  * (the replays stop once they reach it), with *choice one of alg's configurations.
  * seg_bytes nonzero fixes the segment (a rule's alg@SIZE). */
