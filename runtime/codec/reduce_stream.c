@@ -225,6 +225,38 @@ void fold_copy_shared(void *dst, const void *src, size_t bytes)
     }
 }
 
+typedef void (*copy_fn)(void *dst, const void *src, size_t bytes);
+
+static void copy_plain(void *dst, const void *src, size_t bytes)
+{
+    memcpy(dst, src, bytes);
+}
+
+/* dsts[k] = left op right for every k < ndst, block by block through an L1 block that
+ * copy takes out to each (esize checked by the caller): the ordinary kernel's bits, each
+ * destination written once, and a block's operands read before any destination is
+ * written, so that a destination may be an operand exactly. */
+static int reduce_through_bounce(fold_op_t op, fold_dtype_t dtype, const void *left,
+                                 const void *right, void *const *dsts, int ndst, size_t count,
+                                 copy_fn copy)
+{
+    const size_t esize = fold_dtype_size(dtype);
+    _Alignas(64) char bounce[SHARED_BOUNCE_BYTES];
+    const size_t per = SHARED_BOUNCE_BYTES / esize;
+    for (size_t done = 0; done < count; done += per) {
+        size_t n = count - done < per ? count - done : per, off = done * esize;
+        int status = fold_reduce_local(op, dtype, (const char *)left + off,
+                                       (const char *)right + off, bounce, n, 1, SIZE_MAX);
+        if (status != FOLD_OK) {
+            return status;
+        }
+        for (int k = 0; k < ndst; k++) {
+            copy((char *)dsts[k] + off, bounce, n * esize);
+        }
+    }
+    return FOLD_OK;
+}
+
 int fold_reduce_local_shared(fold_op_t op, fold_dtype_t dtype, const void *left,
                              const void *right, void *dst, size_t count)
 {
@@ -242,21 +274,9 @@ int fold_reduce_local_shared_also(fold_op_t op, fold_dtype_t dtype, const void *
         }
         return status;
     }
-    _Alignas(64) char bounce[SHARED_BOUNCE_BYTES];
-    const size_t per = SHARED_BOUNCE_BYTES / esize;
-    for (size_t done = 0; done < count; done += per) {
-        size_t n = count - done < per ? count - done : per, off = done * esize;
-        int status = fold_reduce_local(op, dtype, (const char *)left + off,
-                                       (const char *)right + off, bounce, n, 1, SIZE_MAX);
-        if (status != FOLD_OK) {
-            return status;
-        }
-        memcpy((char *)dst + off, bounce, n * esize);
-        if (also != NULL) {
-            memcpy((char *)also + off, bounce, n * esize);
-        }
-    }
-    return FOLD_OK;
+    void *const dsts[2] = {dst, also};
+    return reduce_through_bounce(op, dtype, left, right, dsts, also != NULL ? 2 : 1, count,
+                                 copy_plain);
 }
 
 int fold_reduce_local_rows(fold_op_t op, fold_dtype_t dtype, const void *const *rows, int nrows,
@@ -334,24 +354,10 @@ int fold_reduce_local_stream_to(fold_op_t op, fold_dtype_t dtype, const void *le
         return fold_reduce_local(op, dtype, left, right, dsts[0], count, 1, SIZE_MAX);
     }
     /* Through an L1 block, copied out to each destination (streamed where it can): a
-     * block's operands are read before any destination is written, so a destination
-     * may be an operand (in place), as it may not be for a second pass. */
+     * destination may be an operand (in place), as it may not be for a second pass. */
     const size_t esize = fold_dtype_size(dtype);
     if (esize == 0 || esize > SHARED_BOUNCE_BYTES) {
         return FOLD_ERR_INVALID_ARG;
     }
-    _Alignas(64) char bounce[SHARED_BOUNCE_BYTES];
-    const size_t per = SHARED_BOUNCE_BYTES / esize;
-    for (size_t done = 0; done < count; done += per) {
-        size_t n = count - done < per ? count - done : per, off = done * esize;
-        int status = fold_reduce_local(op, dtype, (const char *)left + off,
-                                       (const char *)right + off, bounce, n, 1, SIZE_MAX);
-        if (status != FOLD_OK) {
-            return status;
-        }
-        for (int k = 0; k < ndst; k++) {
-            fold_copy_stream((char *)dsts[k] + off, bounce, n * esize);
-        }
-    }
-    return FOLD_OK;
+    return reduce_through_bounce(op, dtype, left, right, dsts, ndst, count, fold_copy_stream);
 }
