@@ -196,9 +196,10 @@ int fold_request_free(fold_request_h req);
  * on most machines). Selection knows: a call whose buffers are in fold memory on
  * every rank of a node may get another algorithm than one on other memory. Where it
  * does, every rank of the call must have its buffers there, or the call fails with
- * FOLD_ERR_MISMATCH (FOLD_MISMATCH_MEMORY) on the node's ranks; a forced algorithm
- * (FOLD_ALLREDUCE_ALG=cma, ...) takes any mix, each peer's bytes through its mapping
- * or the kernel. Nothing lands in /dev/shm. fold_mem_free takes what fold_mem_alloc
+ * FOLD_ERR_MISMATCH (FOLD_MISMATCH_MEMORY) on the node's ranks (a blocking call of at
+ * least 1 MiB instead runs, on every rank, what it would on other memory); a forced
+ * algorithm (FOLD_ALLREDUCE_ALG=cma, ...) takes any mix, each peer's bytes through its
+ * mapping or the kernel. Nothing lands in /dev/shm. fold_mem_free takes what fold_mem_alloc
  * gave (NULL is a no-op); a buffer must not be freed while a call that uses it runs. */
 int fold_mem_alloc(size_t bytes, void **ptr);
 int fold_mem_free(void *ptr);
