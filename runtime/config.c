@@ -88,7 +88,8 @@ static const fold_util_config_field_t config_fields[] = {
      "Large calls write their results to the output buffer with non-temporal stores "
      "(whole cache lines, not read first, not kept in the caches) where the op has such "
      "a kernel (sum and prod, bitwise ops on integers; AVX2). auto: where fold_init "
-     "measured a reduction from memory faster that way; on; off",
+     "measured a reduction from memory, or a loop of them beyond the L2, faster that way; "
+     "on; off",
      FOLD_CONFIG_FIELD(stream), FOLD_UTIL_CONFIG_ENUM(stream_names)},
     {"STREAM_MIN", "auto",
      "Message size in bytes from which a call streams its results (FOLD_STREAM). auto: a "
