@@ -1064,7 +1064,7 @@ Test(stream, complex_sum_matches)
  * before, inside and after the first aligned vector. */
 Test(stream, several_destinations)
 {
-    const size_t n = 5000, pad = 64;
+    const size_t n = 5008, pad = 64;   /* n floats a multiple of 64 bytes (aligned_alloc) */
     const fold_op_t ops[] = {FOLD_OP_SUM, FOLD_OP_MAX};
     float *l = malloc(n * sizeof(float)), *r = malloc(n * sizeof(float));
     float *want = malloc(n * sizeof(float));
@@ -1122,13 +1122,13 @@ Test(stream, several_destinations)
  * the operands as they were. */
 Test(stream, a_destination_may_be_an_operand)
 {
-    const size_t n = 3001;
+    const size_t n = 3001, room = 3008;   /* room: a multiple of 64 bytes (aligned_alloc) */
     float *l = malloc(n * sizeof(float)), *want = malloc(n * sizeof(float));
-    float *r = aligned_alloc(64, (n + 16) * sizeof(float));
+    float *r = aligned_alloc(64, room * sizeof(float));
     float *other[3];
     cr_assert(l && want && r);
     for (int k = 0; k < 3; k++) {
-        cr_assert((other[k] = aligned_alloc(64, (n + 16) * sizeof(float))) != NULL);
+        cr_assert((other[k] = aligned_alloc(64, room * sizeof(float))) != NULL);
     }
     for (int ndst = 1; ndst <= 4; ndst++) {
         for (int last = 0; last <= 1; last++) {

@@ -436,12 +436,14 @@ Test(mem_adopt, single_copy_on_adopted_buffers, .init = own_pages)
 /* ---- a loop on another algorithm --------------------------------------------- */
 
 /* The model of test_mem_select: the kernel's single copy slow, the segment's copies
- * not, dpml and cma to choose from: dpml on the heap, cma in fold memory. */
+ * and folds not (whatever the build measured), dpml and cma to choose from: dpml on
+ * the heap, cma in fold memory. */
 static const char AGREE_RULES[] = "allreduce:0-inf:dpml,cma#reduce:0-inf:dpml,cma";
 static const char AGREE_MODEL[] =
     "copy_gbs=20,copy_mem_gbs=20,reduce_gbs=20,reduce_mem_gbs=20,shm_gbs=20,"
     "shm_write_gbs=20,shm_fold_gbs=20,shm_fold_far_gbs=20,shm_reduce_gbs=20,"
-    "cma_gbs=0.5,cma_us=50";
+    "copy_l2_gbs=20,reduce_l2_gbs=20,cma_gbs=0.5,cma_us=50";   /* (unoptimised kernels:
+                                                                   the L2 rates too) */
 #define BIG (300 * 1024)   /* 1.2 MB of float32 in whole pages: blocking calls agree on
                               placement, and every owner's block lies in mapped pages */
 #define LOOP 4
