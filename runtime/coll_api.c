@@ -86,6 +86,12 @@ static int select_agreed(fold_comm_t *comm, const fold_call_t *call, int agree,
     int64_t mine = fold_select_mappable(comm, call->in, call->out, bytes), all = mine;
     if (agree) {   /* (a tool asking alone answers for this rank) */
         status = fold_coll_allreduce_int64(comm, &mine, &all, 1, FOLD_OP_MIN);
+        if (status == FOLD_ERR_MISMATCH) {
+            /* The log above names fold's own allreduce: say which call it served. */
+            fold_error("%s of %zu bytes on comm %u: the ranks' calls differ (seen as they "
+                       "agreed on where their buffers lie, with an allreduce of one int64 of "
+                       "fold's own)", fold_coll_name(call->coll), bytes, comm->id);
+        }
     }
     if (status == FOLD_OK && all) {
         *choice = mapped;
