@@ -385,17 +385,33 @@ static int whole_pages(const void *buf, size_t bytes, uintptr_t *lo, uintptr_t *
     return *hi > *lo && (exact || *hi - *lo >= ADOPT_MIN_PAGES_ONLY);
 }
 
-/* 1 the second time [lo, hi) is passed (the first is remembered). Under the lock. */
-static int passed_before(uintptr_t lo, uintptr_t hi)
+/* Where [lo, hi) is remembered as passed before, or -1. Under the lock. */
+static int seen_at(uintptr_t lo, uintptr_t hi)
 {
     for (int i = 0; i < ADOPT_SEEN; i++) {
         if (seen[i].lo == lo && seen[i].hi == hi) {
-            seen[i] = (seen_t){0};
-            return 1;
+            return i;
         }
     }
+    return -1;
+}
+
+/* Remembers a first pass of [lo, hi), in place of the oldest. Under the lock. */
+static void remember(uintptr_t lo, uintptr_t hi)
+{
     seen[seen_next] = (seen_t){lo, hi};
     seen_next = (seen_next + 1) % ADOPT_SEEN;
+}
+
+/* 1 the second time [lo, hi) is passed (the first is remembered). Under the lock. */
+static int passed_before(uintptr_t lo, uintptr_t hi)
+{
+    const int i = seen_at(lo, hi);
+    if (i >= 0) {
+        seen[i] = (seen_t){0};
+        return 1;
+    }
+    remember(lo, hi);
     return 0;
 }
 
@@ -449,6 +465,13 @@ static int slots_left(void)
     return ADOPT_PIECES - atomic_load_explicit(&npieces, memory_order_relaxed);
 }
 
+/* Whether adoption goes on: not stopped by buffers released before their third use,
+ * and slots left beside the spares. Under the lock. */
+static int adopting_goes_on(void)
+{
+    return (waste < ADOPT_WASTE_LIMIT || useful >= waste) && slots_left() > ADOPT_SPARE;
+}
+
 /* The exposed piece holding [lo, hi) gives *place (1), or 0. Counts a use. */
 static int look_up(uintptr_t lo, uintptr_t hi, fold_mem_place_t *place)
 {
@@ -489,8 +512,7 @@ static int adopt_new(uintptr_t lo, uintptr_t hi)
 static int adopt_second_pass(uintptr_t lo, uintptr_t hi, fold_mem_place_t *place)
 {
     pthread_mutex_lock(&lock);
-    int go = (waste < ADOPT_WASTE_LIMIT || useful >= waste) && slots_left() > ADOPT_SPARE &&
-             passed_before(lo, hi);
+    int go = adopting_goes_on() && passed_before(lo, hi);
     pthread_mutex_unlock(&lock);
     if (!go) {
         return 0;
@@ -502,17 +524,6 @@ static int adopt_second_pass(uintptr_t lo, uintptr_t hi, fold_mem_place_t *place
     return found;
 }
 
-/* Whether [lo, hi) was passed before (is remembered). Under the lock. */
-static int remembered(uintptr_t lo, uintptr_t hi)
-{
-    for (int i = 0; i < ADOPT_SEEN; i++) {
-        if (seen[i].lo == lo && seen[i].hi == hi) {
-            return 1;
-        }
-    }
-    return 0;
-}
-
 void fold_mem_adopt_note(const void *buf, size_t bytes)
 {
     uintptr_t lo, hi;
@@ -520,9 +531,8 @@ void fold_mem_adopt_note(const void *buf, size_t bytes)
         return;
     }
     pthread_mutex_lock(&lock);
-    if (exposed_holding(lo, hi) == NULL && !remembered(lo, hi)) {
-        seen[seen_next] = (seen_t){lo, hi};
-        seen_next = (seen_next + 1) % ADOPT_SEEN;
+    if (exposed_holding(lo, hi) == NULL && seen_at(lo, hi) < 0) {
+        remember(lo, hi);
     }
     pthread_mutex_unlock(&lock);
 }
@@ -534,9 +544,7 @@ int fold_mem_adopt_would(const void *buf, size_t bytes)
         return 0;
     }
     pthread_mutex_lock(&lock);
-    int would = exposed_holding(lo, hi) != NULL ||
-                ((waste < ADOPT_WASTE_LIMIT || useful >= waste) && slots_left() > ADOPT_SPARE &&
-                 remembered(lo, hi));
+    int would = exposed_holding(lo, hi) != NULL || (adopting_goes_on() && seen_at(lo, hi) >= 0);
     pthread_mutex_unlock(&lock);
     return would;
 }

@@ -128,8 +128,9 @@ static peer_line_t *line(const fold_node_t *node, int local)
 
 /* Where IN and OUT lie in fold memory, for peers to map instead of copying through
  * the kernel (fd -1: they do not); only a schedule that reads or writes them (single
- * copy) looks, another notes the pass for adoption. What the kernel will copy gets huge pages first (huge.c), before the
- * line is rewritten: peers waiting on it would wait through the kernel's work. */
+ * copy) looks, another notes the pass for adoption. What the kernel will copy gets huge
+ * pages first (huge.c), before the line is rewritten: peers waiting on it would wait
+ * through the kernel's work. */
 static void find_places(fold_node_t *node, const void *in, const void *out,
                         const fold_fingerprint_t *call, int single_copy, fold_mem_place_t p[2])
 {
