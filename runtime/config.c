@@ -168,8 +168,16 @@ static const fold_util_config_field_t config_fields[] = {
      FOLD_CONFIG_FIELD(tune_file), FOLD_UTIL_CONFIG_STRING},
     {"MODEL", "",
      "Cost-model parameters over the tuning file's, name=value,... (fold_info -m lists "
-     "them with their values)",
+     "them with their values); beginning with the word generic (generic,name=value,...) "
+     "over the generic defaults alone, so that the same setting decides alike on every "
+     "machine",
      FOLD_CONFIG_FIELD(model), FOLD_UTIL_CONFIG_STRING},
+    {"MEASURED", "",
+     "Cost-model parameters taken as fold_init's measurement of the node, over what it "
+     "measured, name=value,... as FOLD_MODEL (the tuning file's and FOLD_MODEL's still "
+     "come after): the decisions another machine's calibration would make (a Zen 5 "
+     "node: l2_bytes=1M,cache_bytes=32M)",
+     FOLD_CONFIG_FIELD(measured), FOLD_UTIL_CONFIG_STRING},
     {"RANK_MAP", "auto",
      "How communicators store their ranks (Kumar et al.): auto (arithmetic progressions "
      "always, sub-rectangles of the 2/3/4-D world grids and unions of a few strided "

@@ -57,6 +57,7 @@ typedef struct fold_config {
     int          codec_mask;        /* sparse codecs sends may use (1 << codec id) */
     const char  *tune_file;
     const char  *model;
+    const char  *measured;          /* FOLD_MEASURED: taken as fold_init's measurement */
     int          rank_map;          /* fold_rankmap_mode_t (FOLD_RANK_MAP) */
     int          rank_cache;        /* fold_rankcache_kind_t (FOLD_RANK_CACHE) */
     long         online;            /* FOLD_ONLINE: trial calls per rival; 0 off */

@@ -263,6 +263,14 @@ void fold_context_set_measured(fold_context_t *ctx, const fold_node_calib_t *cal
         }
         used += (size_t)n;
     }
+    /* FOLD_MEASURED stands in for what was measured (another machine's figures). */
+    const char *given = ctx->config.measured;
+    if (given != NULL && *given != '\0' &&
+        snprintf(ctx->measured + used, room - used, "%s%s", used ? "," : "", given) >=
+            (int)(room - used)) {
+        fold_warn("FOLD_MEASURED is too long (%zu bytes at most); ignored", room - used - 2);
+        ctx->measured[used] = '\0';
+    }
 }
 
 

@@ -271,11 +271,36 @@ static int apply_params(const char *list, const char *origin, fold_model_params_
     return status;
 }
 
+/* Where FOLD_MODEL begins with the word "generic" (alone or before a comma), what
+ * follows it; else NULL. */
+static const char *after_generic(const char *env)
+{
+    static const char word[] = "generic";
+    if (env == NULL) {
+        return NULL;
+    }
+    env += strspn(env, " \t");
+    if (strncmp(env, word, sizeof(word) - 1) != 0) {
+        return NULL;
+    }
+    const char *rest = env + sizeof(word) - 1;
+    rest += strspn(rest, " \t");
+    return *rest == '\0' ? rest : *rest == ',' ? rest + 1 : NULL;
+}
+
 int fold_model_configure(const char *measured, const char *file_params, const char *env,
                          fold_model_params_t *p)
 {
     fold_model_params_t m;
     fold_model_defaults(&m);
+    /* "generic,...": the defaults alone beneath FOLD_MODEL's own values, so that the
+     * same setting gives the same model on every machine (tests of decisions pin it
+     * so; neither the measurement nor a tuning file reaches it). */
+    const char *rest = after_generic(env);
+    if (rest != NULL) {
+        env      = rest;
+        measured = file_params = NULL;
+    }
     int status = apply_params(measured, "fold_init's measurement", &m);
     if (status == FOLD_OK) {
         status = apply_params(file_params, "tuning file", &m);

@@ -177,6 +177,20 @@ Test(tune_file, rules_params_and_serve_ranges)
     cr_expect_float_eq(m.step_us, 0.5, 1e-12, "FOLD_MODEL comes after the file");
     cr_expect_eq(fold_model_configure(NULL, f.params, "no_such=1", &m), FOLD_ERR_NOT_FOUND);
     cr_expect_eq(fold_model_configure(NULL, NULL, "flag_us=fast", &m), FOLD_ERR_INVALID_ARG);
+
+    /* "generic": the defaults alone beneath FOLD_MODEL, whatever was measured or filed. */
+    fold_model_params_t generic;
+    fold_model_defaults(&generic);
+    generic.step_us = 0.5;
+    cr_assert_eq(fold_model_configure("copy_gbs=1,l2_bytes=1M", f.params, " generic ,step_us=0.5",
+                                      &m), FOLD_OK);
+    cr_expect(fold_model_equal(&m, &generic), "neither the measurement nor the file reach it");
+    cr_assert_eq(fold_model_configure("copy_gbs=1", f.params, "generic", &m), FOLD_OK);
+    fold_model_defaults(&generic);
+    cr_expect(fold_model_equal(&m, &generic), "generic alone: the defaults");
+    cr_assert_eq(fold_model_configure("copy_gbs=1", NULL, "step_us=0.5,generic", &m),
+                 FOLD_ERR_INVALID_ARG, "generic only comes first");
+    cr_expect_eq(fold_model_configure(NULL, NULL, "generics=1", &m), FOLD_ERR_NOT_FOUND);
     fold_tune_file_release(&f);
 }
 

@@ -381,7 +381,7 @@ static int loop_of_calls(fold_context_t *ctx, int rank, int size, void *arg)
  * FOLD_ONLINE_SPREAD behind single copy's 121 us (dpml 288), and nothing was tried.
  * The trials are what this checks, not the calibration. */
 #define GENERIC_RATES                                                                    \
-    "copy_gbs=40,copy_mem_gbs=15,reduce_gbs=30,reduce_mem_gbs=12,l2_bytes=0,"            \
+    "generic,copy_gbs=40,copy_mem_gbs=15,reduce_gbs=30,reduce_mem_gbs=12,l2_bytes=0,"    \
     "copy_l2_gbs=40,reduce_l2_gbs=30,shm_gbs=10,shm_reduce_gbs=10,shm_write_gbs=10,"     \
     "shm_fold_gbs=10,shm_fold_far_gbs=10,cma_gbs=8,cma_mem_gbs=3,cma_us=1"
 

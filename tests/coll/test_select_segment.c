@@ -21,10 +21,10 @@ static fold_choice_t choose(fold_context_t *ctx, fold_coll_t coll, size_t bytes)
     return c;
 }
 
-/* The rates a run on a 2-core AMD EPYC probed with its cores apart (session 14). */
+/* The rates of a 2-core AMD EPYC probed with its cores apart. */
 static void pin_model(void)
 {
-    setenv("FOLD_MODEL", "copy_gbs=80,copy_mem_gbs=22,reduce_gbs=48,reduce_mem_gbs=15,"
+    setenv("FOLD_MODEL", "generic,copy_gbs=80,copy_mem_gbs=22,reduce_gbs=48,reduce_mem_gbs=15,"
                          "shm_gbs=32,shm_reduce_gbs=14,shm_write_gbs=46,shm_fold_gbs=21,"
                          "shm_fold_far_gbs=36,cma_gbs=7,cma_us=0.9,l2_bytes=0",
            1);

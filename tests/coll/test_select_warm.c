@@ -109,7 +109,7 @@ static void expect_same_decisions(int ranks, int nodes)
  * comparing two runs needs them pinned. */
 static void pin_model(void)
 {
-    setenv("FOLD_MODEL", "copy_gbs=50,copy_mem_gbs=20,reduce_gbs=30,reduce_mem_gbs=12,"
+    setenv("FOLD_MODEL", "generic,copy_gbs=50,copy_mem_gbs=20,reduce_gbs=30,reduce_mem_gbs=12,"
                          "shm_gbs=40,shm_reduce_gbs=25,shm_write_gbs=45,shm_fold_gbs=35,"
                          "shm_fold_far_gbs=28,"
                          "cma_gbs=10,cma_us=1,flag_us=0.2,l2_bytes=1M,copy_l2_gbs=70,"

@@ -440,7 +440,7 @@ Test(mem_adopt, single_copy_on_adopted_buffers, .init = own_pages)
  * the heap, cma in fold memory. */
 static const char AGREE_RULES[] = "allreduce:0-inf:dpml,cma#reduce:0-inf:dpml,cma";
 static const char AGREE_MODEL[] =
-    "copy_gbs=20,copy_mem_gbs=20,reduce_gbs=20,reduce_mem_gbs=20,shm_gbs=20,"
+    "generic,copy_gbs=20,copy_mem_gbs=20,reduce_gbs=20,reduce_mem_gbs=20,shm_gbs=20,"
     "shm_write_gbs=20,shm_fold_gbs=20,shm_fold_far_gbs=20,shm_reduce_gbs=20,"
     "copy_l2_gbs=20,reduce_l2_gbs=20,cma_gbs=0.5,cma_us=50";   /* (unoptimised kernels:
                                                                    the L2 rates too) */

@@ -29,7 +29,7 @@
 
 static const char CHOICE_RULES[] = "allreduce:0-inf:dpml,cma#reduce:0-inf:dpml,cma";
 static const char MODEL[] =
-    "copy_gbs=20,copy_mem_gbs=20,reduce_gbs=20,reduce_mem_gbs=20,shm_gbs=20,"
+    "generic,copy_gbs=20,copy_mem_gbs=20,reduce_gbs=20,reduce_mem_gbs=20,shm_gbs=20,"
     "shm_write_gbs=20,shm_reduce_gbs=20,shm_fold_gbs=20,shm_fold_far_gbs=20,"
     "cma_gbs=0.5,cma_us=50";
 
