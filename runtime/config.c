@@ -195,11 +195,19 @@ static const fold_util_config_field_t config_fields[] = {
      "N: where the cost model's pick for a blocking allreduce or reduce above 2 KiB has "
      "rivals it predicts within 2x (at most 3; trials predicted at 20 ms beyond the pick's "
      "time and 64 ms to run at most, in 6 calls each where N would take longer), the "
-     "first calls with the same arguments try each for N calls, the ranks agree on "
+     "calls with the same arguments try each for N calls once they have paid for it "
+     "(FOLD_ONLINE_SHARE), the ranks agree on "
      "the fastest (the slowest rank's median, the first call of each left out) and it "
      "serves those calls from then on: the model cannot see whether inputs are still in "
      "another core's cache. 0: the model's pick always",
      FOLD_CONFIG_FIELD(online), FOLD_UTIL_CONFIG_LONG(0, 16)},
+    {"ONLINE_SHARE", "5",
+     "P: online trials begin once the calls with the same arguments have taken (by the "
+     "model's prediction of its pick) enough that the trials' predicted cost is at most "
+     "P% of it: their calls' excess over the pick's, and a fixed cost per candidate for "
+     "its first use, the rivals' evaluation and the agreement. A loop too short to pay "
+     "for its trials runs the model's pick alone. 0: trials from the first call",
+     FOLD_CONFIG_FIELD(online_share), FOLD_UTIL_CONFIG_LONG(0, 100)},
     {"TRACE", "0",
      "N: log the step timeline of the N-th allreduce or reduce this process runs "
      "through a schedule (not the tiny-message path) when it finishes, whatever the "

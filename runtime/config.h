@@ -61,6 +61,8 @@ typedef struct fold_config {
     int          rank_map;          /* fold_rankmap_mode_t (FOLD_RANK_MAP) */
     int          rank_cache;        /* fold_rankcache_kind_t (FOLD_RANK_CACHE) */
     long         online;            /* FOLD_ONLINE: trial calls per rival; 0 off */
+    long         online_share;      /* FOLD_ONLINE_SHARE: the trials' cost, at most this
+                                       percent of the calls' before them */
     long         trace;             /* FOLD_TRACE: the call whose timeline is logged; 0 none */
 } fold_config_t;
 

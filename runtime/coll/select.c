@@ -916,6 +916,15 @@ static int model_pick(fold_comm_t *comm, fold_coll_t coll, size_t bytes,
     return FOLD_OK;
 }
 
+double fold_select_class_us(const fold_comm_t *comm, fold_coll_t coll, size_t bytes)
+{
+    if (coll > FOLD_COLL_REDUCE) {
+        return -1;
+    }
+    const fold_select_entry_t *e = &comm->select.entry[coll][fold_select_class(bytes)];
+    return e->valid && isfinite(e->us) ? e->us : -1;
+}
+
 void fold_select_entry_install(fold_comm_t *comm, fold_coll_t coll, int k,
                                const fold_select_entry_t *entry)
 {

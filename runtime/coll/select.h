@@ -265,6 +265,9 @@ double fold_select_evaluate_below(fold_comm_t *comm, fold_coll_t coll, const fol
  * pick's, and a single-copy pick's own algorithm in smaller chunks, fastest first,
  * with their predictions in alt_us; returns how many (0 where the model has no say).
  * The same on every rank (select_online.h). */
+/* The model's prediction for its pick of this collective's size class (heap buffers),
+ * in us, where it has decided that class; else -1. No model evaluation. */
+double fold_select_class_us(const fold_comm_t *comm, fold_coll_t coll, size_t bytes);
 int  fold_select_alternatives(fold_comm_t *comm, fold_coll_t coll, size_t count,
                               fold_dtype_t dtype, fold_op_t op, const fold_choice_t *picked,
                               double spread, fold_choice_t *alts, double *alt_us, int max);

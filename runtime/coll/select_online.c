@@ -8,6 +8,8 @@
 #include "node/node.h"
 
 #include <fold/fold_status.h>
+#include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -122,6 +124,28 @@ int fold_online_trials_for(const double *pred_us, int n, int trials)
     return trials > least && fold_online_affordable(pred_us, n, least) ? least : 0;
 }
 
+double fold_online_cost_us(const double *pred_us, int n, int trials)
+{
+    return FOLD_ONLINE_FIXED_US * (double)n + fold_online_excess_us(pred_us, n, trials);
+}
+
+double fold_online_least_cost_us(void)
+{
+    return 2 * FOLD_ONLINE_FIXED_US;
+}
+
+long fold_online_wait_calls(double pick_us, double cost_us, long share_percent)
+{
+    if (share_percent <= 0) {
+        return 0;
+    }
+    if (!(pick_us > 0)) {
+        return LONG_MAX;
+    }
+    double calls = ceil(cost_us * 100.0 / ((double)share_percent * pick_us));
+    return calls < (double)LONG_MAX / 2 ? (long)calls : LONG_MAX;
+}
+
 int fold_online_best(const double *score, int n, double margin)
 {
     int best = 0;
@@ -160,10 +184,9 @@ static fold_online_key_t *find(fold_online_t *o, fold_coll_t coll, size_t count,
     return NULL;
 }
 
-/* A new key for the call's arguments: its candidates, or OFF where there is nothing
- * to try or trying would cost too much. NULL when the table is full. */
-static fold_online_key_t *add(fold_comm_t *comm, const fold_call_t *call,
-                              const fold_choice_t *picked)
+/* A new key for the call's arguments, WAITING for its calls to pay for the least
+ * trials could cost. NULL when the table is full. */
+static fold_online_key_t *add(fold_comm_t *comm, const fold_call_t *call)
 {
     fold_online_t *o = comm->online;
     if (o == NULL && (o = comm->online = calloc(1, sizeof(*o))) == NULL) {
@@ -174,21 +197,58 @@ static fold_online_key_t *add(fold_comm_t *comm, const fold_call_t *call,
     }
     o->last = o->nkeys;
     fold_online_key_t *k = &o->key[o->nkeys++];
-    *k = (fold_online_key_t){.state = FOLD_ONLINE_OFF, .coll = call->coll,
+    *k = (fold_online_key_t){.state = FOLD_ONLINE_WAITING, .coll = call->coll,
                              .count = call->count, .dtype = call->dtype, .op = call->op,
                              .root = call->root};
-    k->ncand = fold_select_alternatives(comm, call->coll, call->count, call->dtype, call->op,
-                                        picked, FOLD_ONLINE_SPREAD, k->cand, k->pred_us,
+    /* Where the model did not decide (a forced algorithm, a rule's only one), there
+     * is no prediction to wait by and, as a rule, nothing to try: look at once. */
+    const size_t bytes = call->count * fold_dtype_size(call->dtype);
+    const double pick_us = fold_select_class_us(comm, call->coll, bytes);
+    k->wait_until = pick_us > 0 ? fold_online_wait_calls(pick_us, fold_online_least_cost_us(),
+                                                         comm->ctx->config.online_share)
+                                : 0;
+    return k;
+}
+
+/* The rivals of the model's pick, and the calls that pay for trying them; OFF where
+ * there is nothing to try or trying would cost too much. */
+static void evaluate_rivals(fold_comm_t *comm, fold_online_key_t *k, const fold_choice_t *picked)
+{
+    k->ncand = fold_select_alternatives(comm, k->coll, k->count, k->dtype, k->op, picked,
+                                        FOLD_ONLINE_SPREAD, k->cand, k->pred_us,
                                         FOLD_ONLINE_MAX_CAND);
     k->nlive = k->ncand;
     for (int i = 0; i < k->ncand; i++) {
         k->live[i] = i;
     }
-    k->trials = fold_online_trials_for(k->pred_us, k->ncand, (int)comm->ctx->config.online);
-    if (k->trials > 0) {
-        k->state = FOLD_ONLINE_TRYING;
+    k->trials       = fold_online_trials_for(k->pred_us, k->ncand, (int)comm->ctx->config.online);
+    k->rivals_known = 1;
+    if (k->trials == 0) {
+        k->state = FOLD_ONLINE_OFF;
+        return;
     }
-    return k;
+    const long more = fold_online_wait_calls(k->pred_us[0],
+                                             fold_online_cost_us(k->pred_us, k->ncand, k->trials),
+                                             comm->ctx->config.online_share);
+    k->wait_until = more > k->wait_until ? more : k->wait_until;
+}
+
+/* A blocking call of a WAITING key: whether it still runs the pick. The ranks count
+ * the same calls, so they begin trying at the same one. */
+static int still_waiting(fold_comm_t *comm, fold_online_key_t *k, const fold_choice_t *picked)
+{
+    if (k->waited >= k->wait_until && !k->rivals_known) {
+        evaluate_rivals(comm, k, picked);
+    }
+    if (k->state == FOLD_ONLINE_OFF) {
+        return 1;
+    }
+    if (k->waited < k->wait_until) {
+        k->waited++;
+        return 1;
+    }
+    k->state = FOLD_ONLINE_TRYING;
+    return 0;
 }
 
 int fold_online_ignores(const fold_comm_t *comm, const fold_call_t *call,
@@ -208,7 +268,11 @@ int fold_online_before(fold_comm_t *comm, const fold_call_t *call, fold_choice_t
     fold_online_key_t *k = find(comm->online, call->coll, call->count, call->dtype, call->op,
                                 call->root);
     if (k == NULL && call->blocking) {
-        k = add(comm, call, choice);
+        k = add(comm, call);
+    }
+    if (k != NULL && k->state == FOLD_ONLINE_WAITING &&
+        (!call->blocking || still_waiting(comm, k, choice))) {
+        return FOLD_OK;
     }
     if (k == NULL || k->state == FOLD_ONLINE_OFF) {
         return FOLD_OK;

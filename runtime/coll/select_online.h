@@ -13,6 +13,13 @@
  * between single copy and the segment by up to 1.6x either way on one node, and
  * only the calls themselves can tell.
  *
+ * Trying costs the calls that run a slower candidate, and once per candidate its
+ * first use, the rivals' evaluation and the agreement: the calls with the same
+ * arguments pay for it only once they have taken FOLD_ONLINE_SHARE times more, by
+ * the model's prediction of its pick (ski rental: a loop too short to earn the
+ * trials back never pays more than that share for them, and a long one learns).
+ * Until then they run the pick, and the rivals are not even evaluated.
+ *
  * Every decision depends only on what every rank shares: the call's arguments
  * (collective, count, datatype, op, root), the sequence of blocking calls with
  * those arguments, and the agreed medians. Non-blocking calls take the model's
@@ -52,7 +59,12 @@
                                          on the tiny-message path are tried too: the
                                          model prices that path without the executor */
 
+#define FOLD_ONLINE_FIXED_US   250.0  /* a candidate's part of trying beyond its calls'
+                                         time: its first use, its evaluation, its
+                                         part of the agreement */
+
 typedef enum {
+    FOLD_ONLINE_WAITING,  /* running the pick until the calls pay for trying */
     FOLD_ONLINE_TRYING,
     FOLD_ONLINE_DECIDED,
     FOLD_ONLINE_OFF,      /* nothing to try, or too costly to */
@@ -70,6 +82,9 @@ typedef struct fold_online_key {
     int           nlive;          /* candidates of the second pass (all before it) */
     int           live[FOLD_ONLINE_MAX_CAND];   /* which, in order */
     int           trials;         /* calls per candidate (fold_online_trials_for) */
+    int           rivals_known;   /* cand[], pred_us[] and trials are set */
+    long          waited;         /* blocking calls run while WAITING */
+    long          wait_until;     /* ... before the next step (fold_online_wait_calls) */
     int           calls;          /* blocking calls timed so far */
     int           pick;           /* the agreed candidate, once DECIDED */
     fold_choice_t cand[FOLD_ONLINE_MAX_CAND];
@@ -150,6 +165,16 @@ int    fold_online_affordable(const double *pred_us, int n, int trials);
  * the fewest that still make two passes (2 * FOLD_ONLINE_PASS_MIN) where those are,
  * else 0 (the model's pick, untried). */
 int    fold_online_trials_for(const double *pred_us, int n, int trials);
+/* What trying these candidates costs beyond running the pick: the excess of their
+ * calls (fold_online_excess_us) and FOLD_ONLINE_FIXED_US per candidate. */
+double fold_online_cost_us(const double *pred_us, int n, int trials);
+/* The least any trials cost (the pick and one rival, no excess): what the calls must
+ * pay for before the rivals are evaluated. */
+double fold_online_least_cost_us(void);
+/* The calls predicted at pick_us each that pay for cost_us at share_percent of their
+ * time (the calls run before trying); 0 where share_percent is 0, LONG_MAX where
+ * pick_us is not positive or the count would overflow. */
+long   fold_online_wait_calls(double pick_us, double cost_us, long share_percent);
 /* The candidate with the least score; a rival only where it beats candidate 0 (the
  * model's pick) by more than `margin` of its score. */
 int    fold_online_best(const double *score, int n, double margin);

@@ -15,6 +15,7 @@
 
 #include <criterion/criterion.h>
 #include <fold/fold.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -385,9 +386,13 @@ static int loop_of_calls(fold_context_t *ctx, int rank, int size, void *arg)
     "copy_l2_gbs=40,reduce_l2_gbs=30,shm_gbs=10,shm_reduce_gbs=10,shm_write_gbs=10,"     \
     "shm_fold_gbs=10,shm_fold_far_gbs=10,cma_gbs=8,cma_mem_gbs=3,cma_us=1"
 
-static char *run_count(const char *online, int calls, size_t count, seen_t *s)
+/* share: FOLD_ONLINE_SHARE ("0": the trials from the first call, as the tests of
+ * their mechanics want). */
+static char *run_shared(const char *online, const char *share, int calls, size_t count,
+                        seen_t *s)
 {
     setenv("FOLD_ONLINE", online, 1);
+    setenv("FOLD_ONLINE_SHARE", share, 1);
     setenv("FOLD_LOG_LEVEL", "debug", 1);
     setenv("FOLD_MODEL", GENERIC_RATES, 1);
     memset(s, 0, sizeof(*s));
@@ -396,6 +401,7 @@ static char *run_count(const char *online, int calls, size_t count, seen_t *s)
     int result;
     char *log = lh_run_logged(RANKS, loop_of_calls, s, &result);
     unsetenv("FOLD_ONLINE");
+    unsetenv("FOLD_ONLINE_SHARE");
     unsetenv("FOLD_LOG_LEVEL");
     unsetenv("FOLD_MODEL");
     for (int r = 0; r < RANKS; r++) {
@@ -403,6 +409,11 @@ static char *run_count(const char *online, int calls, size_t count, seen_t *s)
     }
     cr_assert_eq(result, 0, "FOLD_ONLINE=%s: a call failed", online);
     return log;
+}
+
+static char *run_count(const char *online, int calls, size_t count, seen_t *s)
+{
+    return run_shared(online, "0", calls, count, s);
 }
 
 static char *run(const char *online, int calls, seen_t *s)
@@ -520,5 +531,56 @@ Test(select_online, zero_tries_nothing)
         cr_expect_eq(s.trying[r][1], 0, "rank %d: trying with FOLD_ONLINE=0", r);
     }
     cr_expect_eq(occurrences(log, "from now on"), 0, "%s", log);
+    free(log);
+}
+
+/* What trying costs, and the calls that pay for it: the trials begin once the calls
+ * before them took 100 / FOLD_ONLINE_SHARE times their predicted cost. */
+Test(select_online, trials_wait_for_calls_that_pay_for_them)
+{
+    cr_expect_eq(fold_online_wait_calls(10, 500, 5), 1000, "10 us calls pay 500 us at 5%");
+    cr_expect_eq(fold_online_wait_calls(10, 500.5, 5), 1001, "rounded up");
+    cr_expect_eq(fold_online_wait_calls(10, 500, 100), 50);
+    cr_expect_eq(fold_online_wait_calls(10, 500, 0), 0, "share 0: from the first call");
+    cr_expect_eq(fold_online_wait_calls(0, 500, 5), LONG_MAX, "no prediction: never");
+    cr_expect_eq(fold_online_wait_calls(1e-300, 1e300, 5), LONG_MAX, "no overflow");
+    cr_expect_float_eq(fold_online_least_cost_us(), 2 * FOLD_ONLINE_FIXED_US, 1e-9);
+    /* The pick at 8 ms (64 MiB), rivals 1 and 2 ms behind, 6 calls each: the excess
+     * (18 ms) and 750 us of fixed costs. */
+    const double large[] = {8000, 9000, 10000};
+    cr_expect_float_eq(fold_online_cost_us(large, 3, 6), 750 + 6 * 3000.0, 1e-6);
+    const long wait = fold_online_wait_calls(large[0], fold_online_cost_us(large, 3, 6), 5);
+    cr_expect_eq(wait, 47, "%ld calls", wait);
+    cr_expect_gt(wait, 2, "a buffer used twice never pays for trying");
+    /* Close rivals of a tiny call: the fixed costs decide. */
+    const double tiny[] = {1.0, 1.2, 1.5};
+    cr_expect_eq(fold_online_wait_calls(tiny[0], fold_online_cost_us(tiny, 3, 8), 5), 15112);
+}
+
+/* With the default share a short loop of 64 KiB calls runs the model's pick alone: no
+ * rival evaluated, nothing tried, nothing agreed; where the calls pay for more (a
+ * share of 100%, so that the loop stays short), they wait, then try and agree. */
+Test(select_online, a_short_loop_runs_the_pick_and_a_long_one_tries)
+{
+    seen_t s;
+    char *log = run_shared("3", "5", 40, COUNT, &s);
+    for (int r = 0; r < RANKS; r++) {
+        cr_expect_eq(s.state[r], FOLD_ONLINE_WAITING, "rank %d: state %d", r, s.state[r]);
+        cr_expect_eq(s.ncand[r], 0, "rank %d: rivals evaluated", r);
+        cr_expect_eq(s.trying[r][1], 0, "rank %d: trying from the first call", r);
+        cr_expect_eq(s.trying[r][2], 0, "rank %d: trying after 40 calls", r);
+    }
+    cr_expect_eq(occurrences(log, "tried"), 0, "nothing tried:\n%s", log);
+    free(log);
+
+    log = run_shared("3", "100", 400, COUNT, &s);
+    for (int r = 0; r < RANKS; r++) {
+        cr_expect_eq(s.trying[r][1], 0, "rank %d: trying from the first call", r);
+        cr_expect_geq(s.ncand[r], 2, "rank %d: no rival at 64 KiB", r);
+        cr_expect_eq(s.state[r], FOLD_ONLINE_DECIDED, "rank %d: not decided in 400 calls", r);
+        cr_assert_not_null(s.agreed[r]);
+        cr_expect_str_eq(s.agreed[r], s.agreed[0], "rank %d runs %s, rank 0 %s", r,
+                         s.agreed[r], s.agreed[0]);
+    }
     free(log);
 }
