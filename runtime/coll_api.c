@@ -83,7 +83,10 @@ static int select_agreed(fold_comm_t *comm, const fold_call_t *call, int agree,
     if (status != FOLD_OK || !differ) {
         return status;
     }
-    int64_t mine = fold_select_mappable(comm, call->in, call->out, bytes), all = mine;
+    int64_t mine = fold_select_mappable(
+                comm, call->in, call->out, bytes,
+                fold_select_adopt_passes(comm, call->coll, call->count, call->dtype, call->op)),
+            all = mine;
     if (agree) {   /* (a tool asking alone answers for this rank) */
         status = fold_coll_allreduce_int64(comm, &mine, &all, 1, FOLD_OP_MIN);
         if (status == FOLD_ERR_MISMATCH) {
@@ -154,6 +157,9 @@ static int reduction_run(fold_coll_t coll, const void *sendbuf, void *recvbuf, s
     fold_exec_args_t args;
     if ((status = fold_coll_plan(comm, &call, &choice, &args)) != FOLD_OK) {
         return status;
+    }
+    if (!args.fast && comm->node != NULL && comm->node->adopt) {
+        args.adopt_passes = fold_select_adopt_passes(comm, coll, count, dtype, op);
     }
     if (!blocking) {
         return fold_exec_start(comm, &args, req_p);

@@ -210,6 +210,7 @@ static const struct {
     {"cma_mem_gbs", offsetof(fold_node_calib_t, cma_mem_gbs), NO_FALLBACK, 1},
     {NULL, offsetof(fold_node_calib_t, cma_huge_mem_gbs), NO_FALLBACK, 1},
     {"cma_us", offsetof(fold_node_calib_t, cma_us), NO_FALLBACK, 1},
+    {"adopt_gbs", offsetof(fold_node_calib_t, adopt_gbs), NO_FALLBACK, 0},
 };
 #define NMEASURED (sizeof(measured_fields) / sizeof(measured_fields[0]))
 

@@ -44,12 +44,17 @@ static inline void fold_mem_whole_pages(uintptr_t addr, size_t bytes, uintptr_t 
  * with *place once [buf, buf + bytes) lies in adopted memory (place->pages_only where
  * only its whole pages do); else 0, place->fd -1. */
 int fold_mem_adopt(const void *buf, size_t bytes, fold_mem_place_t *place);
-/* A pass of a buffer that a call did not hand to single copy: remembered as
- * fold_mem_adopt remembers a first pass, so that the next single copy of it adopts
- * it (selection may choose single copy for it then: fold_mem_adopt_would). */
+/* The same at the `passes`-th pass of the buffer or later (at least the second); every
+ * pass is counted, and passes <= 0 never adopts. */
+int fold_mem_adopt_after(const void *buf, size_t bytes, int passes, fold_mem_place_t *place);
+/* A pass of a buffer that a call did not hand to single copy: counted as
+ * fold_mem_adopt counts its passes, so that a later single copy of it adopts it
+ * (selection may choose single copy for it then: fold_mem_adopt_would). */
 void fold_mem_adopt_note(const void *buf, size_t bytes);
 /* Whether fold_mem_adopt would find [buf, buf + bytes) adopted, or adopt it, now. */
 int fold_mem_adopt_would(const void *buf, size_t bytes);
+/* ... by fold_mem_adopt_after with `passes`. */
+int fold_mem_adopt_would_after(const void *buf, size_t bytes, int passes);
 /* Whether adoption can start in this process (glibc's malloc, UCX's memory events
  * seen; tested once). */
 int fold_mem_adopt_usable(void);

@@ -1,7 +1,8 @@
 /*
- * Adopted buffers: a buffer a rank passes to single copy a second time (an iterative
+ * Adopted buffers: a buffer a rank passes to single copy often enough (an iterative
  * solver's IN and OUT, a gradient bucket, a benchmark's loop) moves into fold memory
- * at the same address. Its pages are copied into an anonymous shared-memory file,
+ * at the same address: at the pass selection says adopting has paid for itself by
+ * then (fold_select_adopt_passes), the second at the earliest. Its pages are copied into an anonymous shared-memory file,
  * which is then mapped over them (mmap MAP_FIXED): the bytes and the addresses stay,
  * and the other ranks of the node map the file (node/xmap.c) and copy at memcpy's
  * speed instead of the kernel's (process_vm_readv pins every page it copies).
@@ -54,7 +55,7 @@
 
 #define ADOPT_PIECES  256   /* adopted ranges watched at most */
 #define ADOPT_SPARE   16    /* pieces kept free for splits by releases */
-#define ADOPT_SEEN    16    /* buffers remembered while counting their passes */
+#define ADOPT_SEEN    128   /* buffers remembered while counting their passes */
 /* Adopted buffers released before their third use: a program that passes each new
  * buffer exactly twice would pay two copies each for nothing, so adoption stops after
  * this many, unless as many were used more. */
@@ -74,6 +75,7 @@ typedef struct piece {
 
 typedef struct seen {
     uintptr_t lo, hi;
+    unsigned  passes;   /* calls that passed it so far */
 } seen_t;
 
 static piece_t         pieces[ADOPT_PIECES];
@@ -399,20 +401,31 @@ static int seen_at(uintptr_t lo, uintptr_t hi)
 /* Remembers a first pass of [lo, hi), in place of the oldest. Under the lock. */
 static void remember(uintptr_t lo, uintptr_t hi)
 {
-    seen[seen_next] = (seen_t){lo, hi};
+    seen[seen_next] = (seen_t){lo, hi, 1};
     seen_next = (seen_next + 1) % ADOPT_SEEN;
 }
 
-/* 1 the second time [lo, hi) is passed (the first is remembered). Under the lock. */
-static int passed_before(uintptr_t lo, uintptr_t hi)
+/* Counts a pass of [lo, hi): how many passed it so far, this one counted. Under the
+ * lock. */
+static unsigned count_pass(uintptr_t lo, uintptr_t hi)
 {
     const int i = seen_at(lo, hi);
-    if (i >= 0) {
-        seen[i] = (seen_t){0};
+    if (i < 0) {
+        remember(lo, hi);
         return 1;
     }
-    remember(lo, hi);
-    return 0;
+    return ++seen[i].passes;
+}
+
+/* Whether this pass of [lo, hi) is the `passes`-th or later (it is forgotten then, to
+ * be adopted). Under the lock. */
+static int passed_enough(uintptr_t lo, uintptr_t hi, int passes)
+{
+    if (count_pass(lo, hi) < (unsigned)passes) {
+        return 0;
+    }
+    seen[seen_at(lo, hi)] = (seen_t){0};
+    return 1;
 }
 
 /* The file, holding the bytes of [lo, hi): its descriptor, or -1. */
@@ -508,11 +521,11 @@ static int adopt_new(uintptr_t lo, uintptr_t hi)
     return 1;
 }
 
-/* The second pass of [lo, hi) adopts it, while adoption goes on: 1 with *place. */
-static int adopt_second_pass(uintptr_t lo, uintptr_t hi, fold_mem_place_t *place)
+/* The `passes`-th pass of [lo, hi) adopts it, while adoption goes on: 1 with *place. */
+static int adopt_at_pass(uintptr_t lo, uintptr_t hi, int passes, fold_mem_place_t *place)
 {
     pthread_mutex_lock(&lock);
-    int go = adopting_goes_on() && passed_before(lo, hi);
+    int go = adopting_goes_on() && passed_enough(lo, hi, passes);
     pthread_mutex_unlock(&lock);
     if (!go) {
         return 0;
@@ -531,36 +544,55 @@ void fold_mem_adopt_note(const void *buf, size_t bytes)
         return;
     }
     pthread_mutex_lock(&lock);
-    if (exposed_holding(lo, hi) == NULL && seen_at(lo, hi) < 0) {
-        remember(lo, hi);
+    if (exposed_holding(lo, hi) == NULL) {
+        count_pass(lo, hi);
     }
     pthread_mutex_unlock(&lock);
 }
 
-int fold_mem_adopt_would(const void *buf, size_t bytes)
+int fold_mem_adopt_would_after(const void *buf, size_t bytes, int passes)
 {
     uintptr_t lo, hi;
     if (!whole_pages(buf, bytes, &lo, &hi) || !fold_mem_adopt_usable()) {
         return 0;
     }
     pthread_mutex_lock(&lock);
-    int would = exposed_holding(lo, hi) != NULL || (adopting_goes_on() && seen_at(lo, hi) >= 0);
+    const int i = seen_at(lo, hi);
+    int would = exposed_holding(lo, hi) != NULL ||
+                (passes > 0 && adopting_goes_on() && i >= 0 &&
+                 seen[i].passes + 1 >= (unsigned)passes);
     pthread_mutex_unlock(&lock);
     return would;
 }
 
-int fold_mem_adopt(const void *buf, size_t bytes, fold_mem_place_t *place)
+int fold_mem_adopt_would(const void *buf, size_t bytes)
+{
+    return fold_mem_adopt_would_after(buf, bytes, 2);
+}
+
+int fold_mem_adopt_after(const void *buf, size_t bytes, int passes, fold_mem_place_t *place)
 {
     *place = (fold_mem_place_t){.fd = -1};
     uintptr_t lo, hi;
     if (!whole_pages(buf, bytes, &lo, &hi) || !fold_mem_adopt_usable()) {
         return 0;
     }
-    if (!look_up(lo, hi, place) && !adopt_second_pass(lo, hi, place)) {
+    if (!look_up(lo, hi, place) &&
+        (passes <= 0 || !adopt_at_pass(lo, hi, passes < 2 ? 2 : passes, place))) {
+        if (passes <= 0) {   /* never adopted: the pass still counts */
+            pthread_mutex_lock(&lock);
+            count_pass(lo, hi);
+            pthread_mutex_unlock(&lock);
+        }
         return 0;
     }
     place->pages_only = lo != (uintptr_t)buf || hi != (uintptr_t)buf + bytes;
     return 1;
+}
+
+int fold_mem_adopt(const void *buf, size_t bytes, fold_mem_place_t *place)
+{
+    return fold_mem_adopt_after(buf, bytes, 2, place);
 }
 
 void fold_mem_adopt_stats(fold_mem_adopt_stats_t *s)

@@ -373,6 +373,7 @@ int fold_exec_start(fold_comm_t *comm, const fold_exec_args_t *args, fold_reques
     req->along_made  = FOLD_STEP_NONE;
     req->single_copy = args->alg != NULL && (args->alg->flags & FOLD_ALG_SINGLE_COPY);
     req->memory      = args->memory;
+    req->adopt_passes = args->adopt_passes;
     req->stream_out = args->cargs.count * esize >= comm->ctx->stream_min;
     fold_exec_trace_begin(req);
     fold_wire_request_init(req, args);
@@ -1184,7 +1185,8 @@ static int shm_turn(fold_request_t *req)
         fold_fingerprint_t call = fold_exec_fingerprint(req);
         call.call = req->turn.pos;   /* its place among the node's calls (node/resync.c) */
         fold_node_peer_publish(node, req->turn.epoch, req->buf[FOLD_BUF_IN],
-                               req->buf[FOLD_BUF_OUT], &call, req->single_copy);
+                               req->buf[FOLD_BUF_OUT], &call, req->single_copy,
+                               req->adopt_passes);
         req->peer_published = 1;
     }
     return 1;

@@ -142,6 +142,7 @@ static const model_param_t model_params[] = {
     MODEL_PARAM(shm_fold_far_gbs, PARAM_RATE),
     MODEL_PARAM(cma_gbs, PARAM_RATE),        MODEL_PARAM(cma_mem_gbs, PARAM_RATE),
     MODEL_PARAM(cma_us, PARAM_TIME),         MODEL_PARAM(move_us, PARAM_TIME),
+    MODEL_PARAM(adopt_gbs, PARAM_RATE),
 };
 
 #define MODEL_NPARAMS   (sizeof(model_params) / sizeof(model_params[0]))
@@ -194,6 +195,8 @@ void fold_model_defaults(fold_model_params_t *p)
         .cma_mem_gbs    = 3,      /* ... out of cache: cma_gbs slowed as a copy is
                                      (15 / 40) */
         .cma_us         = 1,      /* ... per call (the kernel pins the pages) */
+        .adopt_gbs      = 1,      /* a page copied into a new file and faulted in
+                                     again: ~4 us per 4 KiB page */
         /* FOLD_TRACE on 2 ranks of an AMD EPYC, cores sharing an L3: a 4 MiB
          * reduce's folds from the segment took 0.84 us per 32 KiB and 3.12 per
          * 128 KiB, an 8 MiB one's 1.10 and 3.88: 0.06-0.13 us more per step at 32

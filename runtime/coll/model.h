@@ -69,6 +69,8 @@ typedef struct fold_model_params {
                                 the kernel walks and pins every page, and that work
                                 slows out of cache as copies do */
     double cma_us;           /* ... its cost per call */
+    double adopt_gbs;        /* moving a buffer's private pages into fold memory
+                                (mem_adopt.c), bytes per ns: what adopting costs */
     double move_us;          /* a copy's or reduction's start, beyond step_us: the
                                 prefetchers ramping up on a new stream (a step of
                                 less than 4 KiB pays its share) */

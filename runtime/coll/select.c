@@ -1067,7 +1067,8 @@ int fold_select_both(fold_comm_t *comm, fold_coll_t coll, size_t count, fold_dty
     return status;
 }
 
-int fold_select_mappable(const fold_comm_t *comm, const void *in, const void *out, size_t bytes)
+int fold_select_mappable(const fold_comm_t *comm, const void *in, const void *out, size_t bytes,
+                         int adopt_passes)
 {
     const fold_node_t *node = comm->node;
     if (node == NULL || !node->single_copy || node->xmap == NULL) {
@@ -1076,8 +1077,51 @@ int fold_select_mappable(const fold_comm_t *comm, const void *in, const void *ou
     if (in_fold_memory(in, out, bytes)) {
         return 1;
     }
-    return node->adopt && fold_mem_adopt_would(in, bytes) &&
-           (out == NULL || out == in || fold_mem_adopt_would(out, bytes));
+    return node->adopt && fold_mem_adopt_would_after(in, bytes, adopt_passes) &&
+           (out == NULL || out == in || fold_mem_adopt_would_after(out, bytes, adopt_passes));
+}
+
+int fold_select_adopt_passes(fold_comm_t *comm, fold_coll_t coll, size_t count,
+                             fold_dtype_t dtype, fold_op_t op)
+{
+    const fold_node_t *node = comm->node;
+    if (coll > FOLD_COLL_REDUCE || node == NULL || !node->single_copy || node->xmap == NULL) {
+        return 0;
+    }
+    const size_t bytes = count * fold_dtype_size(dtype);
+    const int k = fold_select_class(bytes);
+    fold_select_entry_t *heap = &comm->select.entry[coll][k];
+    if (heap->valid && heap->adopt_passes != 0) {
+        return heap->adopt_passes > 0 ? heap->adopt_passes : 0;
+    }
+    fold_choice_t choice;
+    if (fold_select(comm, coll, count, dtype, op, &choice) != FOLD_OK ||
+        select_uncached(comm, coll, count, dtype, op, 1, &choice) != FOLD_OK) {
+        return 0;
+    }
+    const fold_select_entry_t *mapped = comm->select.mapped_entry != NULL
+                                            ? &comm->select.mapped_entry[coll][k]
+                                            : NULL;
+    /* Where the model did not decide (a forced algorithm), there is nothing to weigh:
+     * the second pass adopts. */
+    int passes = 2;
+    if (heap->valid && mapped != NULL && mapped->valid) {
+        const double cost = 2.0 * (double)((size_t)1 << k) / (comm->ctx->model.adopt_gbs * 1e3);
+        passes = fold_select_break_even_passes(heap->us - mapped->us, cost);
+    }
+    if (heap->valid) {
+        heap->adopt_passes = passes > 0 ? passes : -1;
+    }
+    return passes;
+}
+
+int fold_select_break_even_passes(double gain_us, double cost_us)
+{
+    if (!(gain_us > 0) || !(cost_us < INFINITY)) {
+        return 0;
+    }
+    const double after = ceil(cost_us / gain_us) + 1;
+    return after < 2 ? 2 : after < FOLD_SELECT_ADOPT_MAX_PASSES ? (int)after : 0;
 }
 
 int fold_select_placed(fold_comm_t *comm, fold_coll_t coll, size_t count, fold_dtype_t dtype,

@@ -108,6 +108,8 @@ typedef struct fold_select_entry {
     size_t            segs[FOLD_RULE_MAX_ALGS];   /* the rule's alg@SIZE, 0: free */
     fold_choice_t     choice;
     double            us;        /* its predicted time */
+    int               adopt_passes;   /* fold_select_adopt_passes', -1 never; 0: not
+                                         asked yet */
 } fold_select_entry_t;
 
 /* The last call's decision per collective: a loop of identical calls selects once. */
@@ -208,9 +210,24 @@ int fold_select_placed(fold_comm_t *comm, fold_coll_t coll, size_t count, fold_d
 int fold_select_both(fold_comm_t *comm, fold_coll_t coll, size_t count, fold_dtype_t dtype,
                      fold_op_t op, fold_choice_t *heap, fold_choice_t *mapped, int *differ);
 /* Whether this rank's buffers of a call lie in fold memory, or will once single copy
- * passes them (adopted buffers, mem.h: passed before), on a node that maps them. */
+ * passes them (adopted buffers, mem.h: at the pass adopt_passes), on a node that maps
+ * them. */
 int fold_select_mappable(const fold_comm_t *comm, const void *in, const void *out,
-                         size_t bytes);
+                         size_t bytes, int adopt_passes);
+/* The pass of a call's buffers at which adopting them has paid for itself (ski
+ * rental): ceil(cost / gain) + 1, at least 2, where the cost is moving IN and OUT into
+ * fold memory (2 x bytes at adopt_gbs) and the gain what a call in fold memory saves by
+ * the model's predictions of its choices on the heap and in fold memory, for the
+ * call's size class; 0 (never) where that saves nothing or the node cannot map
+ * buffers. The same on every rank. */
+int fold_select_adopt_passes(fold_comm_t *comm, fold_coll_t coll, size_t count,
+                             fold_dtype_t dtype, fold_op_t op);
+/* Ski rental's break-even: the pass at which calls that each lose gain_us on the heap
+ * have lost cost_us, the price of moving into fold memory (the first pass is only
+ * counted): ceil(cost / gain) + 1, at least 2; 0 (never) where nothing is gained or
+ * the pass would be FOLD_SELECT_ADOPT_MAX_PASSES or later. */
+#define FOLD_SELECT_ADOPT_MAX_PASSES 1000000
+int fold_select_break_even_passes(double gain_us, double cost_us);
 /* Whether a blocking call asks what the last call of its collective asked (count,
  * datatype, op: the memo of fold_select) and that went to the node's tiny-message
  * path, which neither the buffers' placement nor online trials change: the call needs

@@ -40,6 +40,10 @@
  *                       collapse one). Here 6.0 GB/s where the estimate above said
  *                       3.6 and memcpy from memory 7.3; over 32 MiB streams the two
  *                       page sizes ran at 8.7-10.5 and 3.9-7.2 GB/s, memcpy 10-11.6.
+ *   adopt_gbs           moving 1 MiB of private pages into fold memory as
+ *                       mem_adopt.c does (a new memfd written, mapped over them,
+ *                       every page touched again): the price of adopting a buffer,
+ *                       which selection weighs against what its calls then save
  *
  * Why all of them: measuring only single copy and leaving the copy rates at their
  * generic defaults made selection take single copy on that EPYC, whose kernel path
@@ -288,6 +292,40 @@ static double flushed_huge_read_s(void *dst)
     return best;
 }
 
+/* Seconds to adopt `bytes` of private pages as mem_adopt.c does: their bytes
+ * written into a new memfd, the file mapped over them, each page touched again (the
+ * first touch of each shared page faults); the best of two, 0 where it cannot. */
+static double adopt_s(size_t bytes)
+{
+    const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    double best = 1e30;
+    for (int round = 0; round < 2; round++) {
+        char *buf = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (buf == MAP_FAILED) {
+            return 0;
+        }
+        memset(buf, round + 1, bytes);
+        const double t0 = fold_util_time_now();
+        int fd = memfd_create("fold-calibrate", MFD_CLOEXEC);
+        int ok = fd >= 0 && ftruncate(fd, (off_t)bytes) == 0 &&
+                 pwrite(fd, buf, bytes, 0) == (ssize_t)bytes &&
+                 mmap(buf, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0) == buf;
+        for (size_t at = 0; ok && at < bytes; at += page) {
+            ((volatile char *)buf)[at] += 1;
+        }
+        const double t = fold_util_time_now() - t0;
+        if (fd >= 0) {
+            close(fd);
+        }
+        munmap(buf, bytes);
+        if (!ok) {
+            return 0;
+        }
+        best = t < best ? t : best;
+    }
+    return best;
+}
+
 static double gbs_over(size_t bytes, double seconds)
 {
     return seconds > 0 && seconds < 1e30 ? (double)bytes / seconds / 1e9 : 0;
@@ -332,6 +370,7 @@ static void measure(fold_node_calib_t *out)
     double call = kernel_ok ? kernel_call_s(c, a) : -1;
     int have_memory = flushed_rounds(a, b, c, &flushed);
     double huge_read = kernel_ok && have_memory ? flushed_huge_read_s(c) : 0;
+    out->adopt_gbs   = gbs_of(adopt_s(CALIBRATE_BYTES));
     free(a);
     free(b);
     free(c);

@@ -108,7 +108,8 @@ static struct fold_node_huge_range *take_entry(fold_node_huge_t *h)
 {
     struct fold_node_huge_range *r = &h->range[h->next];
     h->next = (h->next + 1) % FOLD_NODE_HUGE_RANGES;
-    if (r->hi != 0 && r->uses == 2 && ++h->unused >= HUGE_UNUSED_LIMIT) {
+    if (r->hi != 0 && r->backed_at != 0 && r->uses == r->backed_at &&
+        ++h->unused >= HUGE_UNUSED_LIMIT) {
         h->on = 0;
         fold_debug("huge pages: %u buffers were backed and not passed again; no more are "
                    "backed", h->unused);
@@ -133,10 +134,10 @@ static void back(fold_node_huge_t *h, uintptr_t lo, uintptr_t hi)
                (void *)lo, (fold_util_time_now() - t0) * 1e3);
 }
 
-void fold_node_huge_back(fold_node_huge_t *h, const void *buf, size_t bytes)
+void fold_node_huge_back(fold_node_huge_t *h, const void *buf, size_t bytes, int passes)
 {
     const size_t page = fold_node_huge_page_bytes();
-    if (!h->on || buf == NULL || bytes < page) {
+    if (!h->on || buf == NULL || bytes < page || passes <= 0) {
         return;
     }
     uintptr_t lo, hi;
@@ -150,7 +151,10 @@ void fold_node_huge_back(fold_node_huge_t *h, const void *buf, size_t bytes)
         *r = (struct fold_node_huge_range){.lo = lo, .hi = hi, .uses = 1};
         return;   /* first seen: a buffer passed once is not worth it */
     }
-    if (++r->uses == 2) {
+    /* Collapsing copies the pages into new ones, as adopting does, and gains no more:
+     * it waits for the pass at which adopting would have paid. */
+    if (++r->uses == (unsigned)(passes < 2 ? 2 : passes)) {
+        r->backed_at = r->uses;
         back(h, lo, hi);
     }
 }

@@ -61,7 +61,8 @@ typedef struct fold_node_huge {
     size_t   backed_bytes;  /* backed so far */
     struct fold_node_huge_range {
         uintptr_t lo, hi;   /* whole huge pages; hi 0: an empty entry */
-        unsigned  uses;     /* calls that passed it: backed at the second */
+        unsigned  uses;     /* calls that passed it */
+        unsigned  backed_at;   /* the pass that backed it; 0: not backed */
     } range[FOLD_NODE_HUGE_RANGES];
 } fold_node_huge_t;
 
@@ -271,8 +272,11 @@ size_t fold_node_peer_region_bytes(int local_size);
  * FOLD_ERR_MISMATCH where that differs from its own call (fingerprint.h), or stands
  * elsewhere among the node's calls. */
 struct fold_fingerprint;
+/* adopt_passes: the pass of a buffer at which it is adopted, or backed with huge
+ * pages (fold_select_adopt_passes; <= 0: never). */
 void   fold_node_peer_publish(fold_node_t *node, uint64_t epoch, const void *in, void *out,
-                              const struct fold_fingerprint *call, int single_copy);
+                              const struct fold_fingerprint *call, int single_copy,
+                              int adopt_passes);
 /* len bytes from byte off_bytes of local rank `local`'s IN (from_out 0) or OUT into
  * dst; or from src into its OUT. On failure `why` says what happened. */
 int    fold_node_peer_read(const fold_node_t *node, int local, uint64_t epoch, int from_out,
@@ -339,11 +343,13 @@ void  fold_node_xmap_stats(const fold_node_t *node, int *mapped, uint64_t *copie
                            uint64_t *views);
 
 /* huge.c: a buffer local peers will copy through the kernel gets its whole huge pages
- * backed with huge pages (madvise MADV_COLLAPSE; see there) the second time it is
- * passed: the kernel walks those at a fraction of the cost of 4 KiB ones. Nothing
+ * backed with huge pages (madvise MADV_COLLAPSE; see there) at its `passes`-th pass
+ * (the second at the earliest; <= 0: never), where adopting it would have paid
+ * (fold_select_adopt_passes): the kernel walks those at a fraction of the cost of
+ * 4 KiB ones. Nothing
  * where h is off, the buffer holds no whole huge page, or was backed before. */
 void   fold_node_huge_init(fold_node_huge_t *h, int on);
-void   fold_node_huge_back(fold_node_huge_t *h, const void *buf, size_t bytes);
+void   fold_node_huge_back(fold_node_huge_t *h, const void *buf, size_t bytes, int passes);
 /* The kernel's transparent huge page size; 0 where it has none or they are off. */
 size_t fold_node_huge_page_bytes(void);
 /* madvise MADV_COLLAPSE of [lo, lo + len), whole huge pages: 0, or -1 and errno. */
@@ -384,6 +390,7 @@ typedef struct fold_node_calib {
     double cma_huge_mem_gbs; /* ... and out of cache from huge pages (measured; 0
                                 where the kernel would not back memory with them) */
     double cma_us;          /* ... and this cost per call */
+    double adopt_gbs;       /* moving private pages into fold memory (calibrate.c) */
 } fold_node_calib_t;
 /* Measures the copy paths on this process's own memory, interleaved so that all
  * see the same conditions (about 15 ms), on the process's first call; later calls

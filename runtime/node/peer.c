@@ -132,7 +132,8 @@ static peer_line_t *line(const fold_node_t *node, int local)
  * pages first (huge.c), before the line is rewritten: peers waiting on it would wait
  * through the kernel's work. */
 static void find_places(fold_node_t *node, const void *in, const void *out,
-                        const fold_fingerprint_t *call, int single_copy, fold_mem_place_t p[2])
+                        const fold_fingerprint_t *call, int single_copy, int passes,
+                        fold_mem_place_t p[2])
 {
     const size_t bytes = call->count * fold_dtype_size((fold_dtype_t)call->dtype);
     p[0] = p[1] = (fold_mem_place_t){.fd = -1};
@@ -147,18 +148,18 @@ static void find_places(fold_node_t *node, const void *in, const void *out,
         return;
     }
     if (!fold_mem_find(in, bytes, &p[0]) && adopt) {
-        fold_mem_adopt(in, bytes, &p[0]);
+        fold_mem_adopt_after(in, bytes, passes, &p[0]);
     }
     if (out == in) {
         p[1] = p[0];
     } else if (!fold_mem_find(out, bytes, &p[1]) && adopt && out != NULL) {
-        fold_mem_adopt(out, bytes, &p[1]);
+        fold_mem_adopt_after(out, bytes, passes, &p[1]);
     }
     if (p[0].fd < 0) {
-        fold_node_huge_back(&node->huge, in, bytes);
+        fold_node_huge_back(&node->huge, in, bytes, passes);
     }
     if (p[1].fd < 0 && out != in) {
-        fold_node_huge_back(&node->huge, out, bytes);
+        fold_node_huge_back(&node->huge, out, bytes, passes);
     }
 }
 
@@ -174,11 +175,11 @@ static void publish_places(peer_line_t *me, const fold_mem_place_t p[2])
 }
 
 void fold_node_peer_publish(fold_node_t *node, uint64_t epoch, const void *in, void *out,
-                            const fold_fingerprint_t *call, int single_copy)
+                            const fold_fingerprint_t *call, int single_copy, int adopt_passes)
 {
     peer_line_t *me = line(node, node->local_rank);
     fold_mem_place_t places[2];
-    find_places(node, in, out, call, single_copy, places);
+    find_places(node, in, out, call, single_copy, adopt_passes, places);
     fold_fingerprint_t rest = *call;
     rest.count = 0;
     const uint64_t pos = call->call;

@@ -1126,7 +1126,7 @@ Test(model_params, print_reads_back_exactly)
         cr_assert_eq(sscanf(line, "param %63s %63s", name, value), 2, "%s", line);
         cr_expect_eq(fold_model_set(&q, name, value), FOLD_OK, "%s", line);
     }
-    cr_expect_eq(lines, 26);
+    cr_expect_eq(lines, 27);
     cr_expect(params_equal(&p, &q));
     free(text);
 }

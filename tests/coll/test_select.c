@@ -13,6 +13,7 @@
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <math.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -672,4 +673,20 @@ Test(select_shapes, tiny_path_below_the_node_limit_priced_without_executor_steps
         cr_expect_eq(choose(slow, coll, 65536 + 8, FOLD_OP_SUM).fast, 0);
     }
     fold_context_free_virtual(slow);
+}
+
+/* Adopting a buffer pays at the pass where the calls on the heap have lost its price
+ * (ski rental): 90 us saved per call against 2.2 ms of copying and faulting pages in
+ * (1 MiB allreduce here) waits for the 26th pass; a buffer used twice never pays. */
+Test(select_adopt, break_even_pass_of_ski_rental)
+{
+    cr_expect_eq(fold_select_break_even_passes(90, 2200), 26);
+    cr_expect_eq(fold_select_break_even_passes(90, 90), 2, "paid by the first call");
+    cr_expect_eq(fold_select_break_even_passes(1000, 10), 2, "the second pass at the earliest");
+    cr_expect_eq(fold_select_break_even_passes(0, 10), 0, "nothing gained: never");
+    cr_expect_eq(fold_select_break_even_passes(-5, 10), 0);
+    cr_expect_eq(fold_select_break_even_passes(1e-9, 1e9), 0, "not within a million passes");
+    cr_expect_eq(fold_select_break_even_passes(10, INFINITY), 0);
+    /* A buffer used twice: adopted only where one call's saving pays for it all. */
+    cr_expect_gt(fold_select_break_even_passes(40, 2200), 2);
 }

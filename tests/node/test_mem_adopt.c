@@ -354,6 +354,16 @@ Test(mem_adopt, other_memory_is_left_alone, .init = own_pages)
 #define CALLS 5
 #define COUNT (160 * 1024 + 7)   /* 640 KiB of float32 and a few: several chunks */
 
+/* The kernel's single copy slow, the segment's copies and folds not (whatever the
+ * build measured; unoptimised kernels: the L2 rates too), and adopting all but free:
+ * buffers move into fold memory at their second pass, whose mechanics these tests
+ * check (its price: adopt_pricing below). */
+#define SLOW_KERNEL_MODEL                                                               \
+    "generic,copy_gbs=20,copy_mem_gbs=20,reduce_gbs=20,reduce_mem_gbs=20,shm_gbs=20,"  \
+    "shm_write_gbs=20,shm_fold_gbs=20,shm_fold_far_gbs=20,shm_reduce_gbs=20,"          \
+    "copy_l2_gbs=20,reduce_l2_gbs=20,cma_gbs=0.5,cma_us=50"
+static const char AGREE_MODEL[] = SLOW_KERNEL_MODEL ",adopt_gbs=1000";
+
 typedef struct adopt_case {
     int    allreduce;
     size_t skew;   /* bytes from a page's start to the buffers' (malloc's 16) */
@@ -366,6 +376,7 @@ static int adopt_rank(fold_context_t *ctx, int rank, int size, void *arg)
     fold_comm_h w = fold_comm_world(ctx);
     fold_config_set(ctx, "ALLREDUCE_ALG", "cma@128k");
     fold_config_set(ctx, "REDUCE_ALG", "cma@128k");
+    fold_config_set(ctx, "MODEL", AGREE_MODEL);
     const size_t bytes = COUNT * sizeof(float), span = bytes + ac->skew + page();
     char *in_pages = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     char *out_pages = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -433,17 +444,108 @@ Test(mem_adopt, single_copy_on_adopted_buffers, .init = own_pages)
     }
 }
 
+/* ---- what adopting costs ---------------------------------------------------------- */
+
+#define ROTATING 16   /* buffer pairs used in turn, as a training loop's buckets */
+
+/* An allreduce of COUNT on in/out with inputs of call c; 0 when its sums are right. */
+static int priced_call(fold_comm_h w, int rank, int size, float *in, float *out, int c)
+{
+    for (size_t i = 0; i < COUNT; i++) {
+        in[i] = (float)((rank + 1) * (c + 1) + (int)(i % 7));
+    }
+    if (fold_allreduce(in, out, COUNT, FOLD_FLOAT32, FOLD_OP_SUM, w) != FOLD_OK) {
+        return 1;
+    }
+    for (size_t i = 0; i < COUNT; i++) {
+        float want = 0;
+        for (int r = 0; r < size; r++) {
+            want += (float)((r + 1) * (c + 1) + (int)(i % 7));
+        }
+        if (out[i] != want) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Whether buf's whole pages lie in adopted memory (its last page, partly the next
+ * buffer's, stays where it was). */
+static int in_fold_memory(const void *buf)
+{
+    return fold_mem_adopt_would_after(buf, COUNT * sizeof(float), 0);
+}
+
+/* Adopting at 0.05 GB/s (a slow kernel's page faults): the calls must save its price
+ * first. Sixteen pairs used twice each stay on the heap; one pair used on moves into
+ * fold memory exactly at the pass selection priced, not before. */
+static int priced_rank(fold_context_t *ctx, int rank, int size, void *arg)
+{
+    (void)arg;
+    fold_comm_h w = fold_comm_world(ctx);
+    fold_config_set(ctx, "ALLREDUCE_ALG", "cma@128k");
+    fold_config_set(ctx, "MODEL", SLOW_KERNEL_MODEL ",adopt_gbs=0.05");
+    const size_t bytes = COUNT * sizeof(float);
+    char *pages = mmap(NULL, 2 * ROTATING * bytes + 2 * ROTATING * page(), PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (pages == MAP_FAILED) {
+        return 1;
+    }
+    float *buf[2 * ROTATING];
+    for (int b = 0; b < 2 * ROTATING; b++) {
+        buf[b] = (float *)(pages + (size_t)b * (bytes + page()));
+    }
+    float x = 1, sum;
+    int bad = fold_allreduce(&x, &sum, 1, FOLD_FLOAT32, FOLD_OP_SUM, w) != FOLD_OK;   /* set-up */
+    const int passes = fold_select_adopt_passes((fold_comm_t *)w, FOLD_COLL_ALLREDUCE, COUNT,
+                                                FOLD_FLOAT32, FOLD_OP_SUM);
+    if (passes < 3 || passes > 200) {
+        fprintf(stderr, "rank %d: adopting is priced to pay at pass %d\n", rank, passes);
+        bad = 1;
+    }
+    for (int c = 0; c < 2 * ROTATING && !bad; c++) {
+        const int pair = c % ROTATING;
+        bad = priced_call(w, rank, size, buf[2 * pair], buf[2 * pair + 1], c);
+    }
+    for (int b = 0; b < 2 * ROTATING && !bad; b++) {
+        if (in_fold_memory(buf[b])) {
+            fprintf(stderr, "rank %d: buffer %d adopted after two passes\n", rank, b);
+            bad = 1;
+        }
+    }
+    /* Pair 0 has had 2 passes: passes - 3 more leave it on the heap, one more moves it. */
+    for (int c = 2; c < passes - 1 && !bad; c++) {
+        bad = priced_call(w, rank, size, buf[0], buf[1], c);
+    }
+    if (!bad && (in_fold_memory(buf[0]) || in_fold_memory(buf[1]))) {
+        fprintf(stderr, "rank %d: adopted before pass %d\n", rank, passes);
+        bad = 1;
+    }
+    bad = bad || priced_call(w, rank, size, buf[0], buf[1], passes);
+    if (!bad && !(in_fold_memory(buf[0]) && in_fold_memory(buf[1]))) {
+        fprintf(stderr, "rank %d: not adopted at pass %d\n", rank, passes);
+        bad = 1;
+    }
+    /* Used on, as a loop that paid for it does (adoption counts buffers released
+     * before their third use as waste, and stops after a few). */
+    for (int c = passes + 1; c < passes + 3 && !bad; c++) {
+        bad = priced_call(w, rank, size, buf[0], buf[1], c);
+    }
+    munmap(pages, 2 * ROTATING * bytes + 2 * ROTATING * page());
+    return bad;
+}
+
+Test(mem_adopt, adopting_waits_for_the_calls_to_pay_for_it, .init = own_pages)
+{
+    cr_expect_eq(lh_run(2, priced_rank, NULL), 0, "2 ranks");
+    cr_expect_eq(lh_run(3, priced_rank, NULL), 0, "3 ranks");
+}
+
 /* ---- a loop on another algorithm --------------------------------------------- */
 
-/* The model of test_mem_select: the kernel's single copy slow, the segment's copies
- * and folds not (whatever the build measured), dpml and cma to choose from: dpml on
- * the heap, cma in fold memory. */
+/* The model of test_mem_select (AGREE_MODEL), dpml and cma to choose from: dpml on the
+ * heap, cma in fold memory. */
 static const char AGREE_RULES[] = "allreduce:0-inf:dpml,cma#reduce:0-inf:dpml,cma";
-static const char AGREE_MODEL[] =
-    "generic,copy_gbs=20,copy_mem_gbs=20,reduce_gbs=20,reduce_mem_gbs=20,shm_gbs=20,"
-    "shm_write_gbs=20,shm_fold_gbs=20,shm_fold_far_gbs=20,shm_reduce_gbs=20,"
-    "copy_l2_gbs=20,reduce_l2_gbs=20,cma_gbs=0.5,cma_us=50";   /* (unoptimised kernels:
-                                                                   the L2 rates too) */
 #define BIG (300 * 1024)   /* 1.2 MB of float32 in whole pages: blocking calls agree on
                               placement, and every owner's block lies in mapped pages */
 #define LOOP 4

@@ -98,10 +98,10 @@ Test(node_huge, backs_the_whole_pages_inside_a_buffer_and_keeps_its_bytes)
     /* A buffer from 4 KiB into the first whole page to 4 KiB into the fourth: the
      * second and third pages are whole inside it, the first and fourth are not. */
     char *buf = r.first + 4096;
-    fold_node_huge_back(&h, buf, 3 * r.page);
+    fold_node_huge_back(&h, buf, 3 * r.page, 2);
     cr_expect_eq(h.backed_bytes, 0, "backed at its first call");
     cr_expect_eq(huge_bytes_at(buf), 0);
-    fold_node_huge_back(&h, buf, 3 * r.page);
+    fold_node_huge_back(&h, buf, 3 * r.page, 2);
     cr_expect_eq(h.backed_bytes, 2 * r.page);
     cr_expect_eq(huge_bytes_at(buf), 2 * r.page, "%zu bytes of the mapping are huge, "
                  "not the two whole pages inside the buffer", huge_bytes_at(buf));
@@ -116,7 +116,7 @@ Test(node_huge, a_buffer_passed_again_is_not_asked_for_again)
     fold_node_huge_t h;
     fold_node_huge_init(&h, 1);
     for (int call = 0; call < 4; call++) {
-        fold_node_huge_back(&h, r.first, 2 * r.page);
+        fold_node_huge_back(&h, r.first, 2 * r.page, 2);
     }
     cr_expect_eq(h.backed_bytes, 2 * r.page);
     cr_expect_eq(h.range[0].uses, 4);
@@ -131,7 +131,7 @@ static void pass_pages(fold_node_huge_t *h, const region_t *r, size_t n, int pas
 {
     for (size_t i = 0; i < n; i++) {
         for (int call = 0; call < passes; call++) {
-            fold_node_huge_back(h, r->first + i * r->page, r->page);
+            fold_node_huge_back(h, r->first + i * r->page, r->page, 2);
         }
     }
 }
@@ -177,8 +177,8 @@ Test(node_huge, off_or_small_leaves_buffers_as_they_are)
     fold_node_huge_init(&on, 1);
     /* no whole page inside: from 4 KiB into one page to 4 KiB short of the next's end */
     for (int call = 0; call < 2; call++) {
-        fold_node_huge_back(&off, r.first, 2 * r.page);
-        fold_node_huge_back(&on, r.first + 4096, 2 * r.page - 8192);
+        fold_node_huge_back(&off, r.first, 2 * r.page, 2);
+        fold_node_huge_back(&on, r.first + 4096, 2 * r.page - 8192, 2);
     }
     cr_expect_eq(off.backed_bytes, 0);
     cr_expect_eq(on.backed_bytes, 0);
