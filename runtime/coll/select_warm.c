@@ -23,6 +23,7 @@
 #include <string.h>
 
 #define WARM_ITEMS (2 * FOLD_SELECT_WARM_CLASSES)
+#define WARM_ADOPT_MIN_CLASS 12   /* 4 KiB: a buffer of whole pages */
 
 /* One decision on the wire: algorithms as indices into fold_alg_all. */
 typedef struct warm_record {
@@ -31,6 +32,7 @@ typedef struct warm_record {
     int8_t  nalgs;
     int8_t  fast;
     int8_t  algs[FOLD_RULE_MAX_ALGS];
+    int32_t adopt_passes;   /* fold_select_adopt_passes', 0: not asked */
     int16_t alg, inter, leaders, root_weight;
     uint64_t seg_bytes;
     uint64_t segs[FOLD_RULE_MAX_ALGS];
@@ -98,6 +100,13 @@ static void decide(fold_comm_t *comm, int item, warm_record_t *rec)
         }
     }
     rec->advice = (int8_t)fold_select_advice_class(comm, coll, k);
+    /* Where buffers may move into fold memory (whole pages), what that is worth: the
+     * second call of a size would ask the model otherwise. */
+    if (k >= WARM_ADOPT_MIN_CLASS && comm->node != NULL && comm->node->adopt && e->valid) {
+        const int passes = fold_select_adopt_passes(comm, coll, (size_t)1 << k, FOLD_UINT8,
+                                                    FOLD_OP_SUM);
+        rec->adopt_passes = passes > 0 ? passes : -1;
+    }
 }
 
 /* Another rank's decision into this rank's caches; a record that does not read
@@ -111,7 +120,8 @@ static void install(fold_comm_t *comm, int item, const warm_record_t *rec)
     if (!rec->valid || rec->nalgs < 1 || rec->nalgs > FOLD_RULE_MAX_ALGS) {
         return;
     }
-    fold_select_entry_t e = {.valid = 1, .nalgs = rec->nalgs, .us = rec->us};
+    fold_select_entry_t e = {.valid = 1, .nalgs = rec->nalgs, .us = rec->us,
+                             .adopt_passes = rec->adopt_passes};
     e.choice = (fold_choice_t){alg_at(rec->alg), rec->leaders, alg_at(rec->inter),
                                rec->root_weight, rec->fast, (size_t)rec->seg_bytes, 0};
     for (int a = 0; a < rec->nalgs; a++) {

@@ -19,6 +19,10 @@ typedef struct seen {
     int                 node_at_init[MAX_RANKS];
     fold_select_entry_t entry[MAX_RANKS][2][FOLD_SELECT_WARM_CLASSES];
     int8_t              advice[MAX_RANKS][2][FOLD_SELECT_WARM_CLASSES];
+    int                 adopt_known[MAX_RANKS];   /* classes priced for adoption at init */
+    int                 adopt_at_init[MAX_RANKS][2][FOLD_SELECT_WARM_CLASSES];
+    int                 adopt_again[MAX_RANKS][2][FOLD_SELECT_WARM_CLASSES];   /* asked anew */
+    int                 adopting[MAX_RANKS];      /* the node may adopt buffers */
 } seen_t;
 
 static const fold_coll_t colls[2] = {FOLD_COLL_ALLREDUCE, FOLD_COLL_REDUCE};
@@ -32,6 +36,11 @@ static int record(fold_context_t *ctx, int rank, int size, void *arg)
     fold_comm_t *w = ctx->world;
     s->node_at_init[rank] = w->node != NULL;
     for (int c = 0; c < 2; c++) {
+        for (int k = 12; k < FOLD_SELECT_WARM_CLASSES; k++) {
+            s->adopt_known[rank] += w->select.entry[colls[c]][k].adopt_passes != 0;
+        }
+    }
+    for (int c = 0; c < 2; c++) {
         for (int k = 0; k < FOLD_SELECT_WARM_CLASSES; k++) {
             fold_choice_t choice;
             if (fold_select(w, colls[c], (size_t)1 << k, FOLD_UINT8, FOLD_OP_SUM, &choice) !=
@@ -43,10 +52,21 @@ static int record(fold_context_t *ctx, int rank, int size, void *arg)
                                   NULL) != FOLD_OK) {
                 return 1;
             }
+            /* What fold_init priced, and what the model says when asked anew. */
+            fold_select_entry_t *e = &w->select.entry[colls[c]][k];
+            s->adopt_at_init[rank][c][k] = e->adopt_passes;
+            e->adopt_passes = 0;
+            const int again = fold_select_adopt_passes(w, colls[c], (size_t)1 << k, FOLD_UINT8,
+                                                       FOLD_OP_SUM);
+            s->adopt_again[rank][c][k] = k < 12 || w->node == NULL ? s->adopt_at_init[rank][c][k]
+                                         : again > 0                ? again
+                                                                    : -1;
             s->entry[rank][c][k]  = w->select.entry[colls[c]][k];
             s->advice[rank][c][k] = w->select.advice[colls[c]][k];
         }
     }
+    s->adopting[rank] = w->node != NULL && w->node->adopt && w->node->single_copy &&
+                        w->node->xmap != NULL;
     return 0;
 }
 
@@ -79,6 +99,11 @@ static void expect_same_decisions(int ranks, int nodes)
     run(ranks, nodes, "lazy", &lazy);
     for (int r = 0; r < ranks; r++) {
         cr_expect_eq(warm.node_at_init[r], 1, "rank %d: no node state after fold_init", r);
+        if (warm.adopting[r]) {   /* every class from 4 KiB priced before the first call */
+            cr_expect_eq(warm.adopt_known[r], 2 * (FOLD_SELECT_WARM_CLASSES - 12),
+                         "rank %d: %d classes priced for adoption at init", r,
+                         warm.adopt_known[r]);
+        }
         cr_expect_eq(lazy.node_at_init[r], 0, "rank %d: lazy, node state before a call", r);
         for (int c = 0; c < 2; c++) {
             for (int k = 0; k < FOLD_SELECT_WARM_CLASSES; k++) {
@@ -100,6 +125,9 @@ static void expect_same_decisions(int ranks, int nodes)
                 cr_expect_eq(a->nalgs, b->nalgs, "class %d", k);
                 cr_expect_eq(memcmp(a->algs, b->algs, sizeof(a->algs)), 0, "class %d", k);
                 cr_expect_eq(warm.advice[r][c][k], lazy.advice[r][c][k], "class %d", k);
+                cr_expect_eq(warm.adopt_at_init[r][c][k], warm.adopt_again[r][c][k],
+                             "class %d: adoption priced at pass %d at init, %d asked again",
+                             k, warm.adopt_at_init[r][c][k], warm.adopt_again[r][c][k]);
             }
         }
     }
