@@ -82,6 +82,7 @@ static piece_t         pieces[ADOPT_PIECES];
 static seen_t          seen[ADOPT_SEEN];
 static unsigned        seen_next;
 static _Atomic int     npieces;       /* pieces in use: the event handler's quick look */
+static _Atomic int     nseen;         /* buffers remembered: the same */
 static int             top;           /* slots ever used: the lookups look no further */
 static _Atomic int     state;         /* 0 untested, 1 usable, -1 not */
 static unsigned        waste, useful;   /* adopted buffers released: before their
@@ -228,6 +229,8 @@ static void release(uintptr_t lo, uintptr_t hi, int replaced)
     }
 }
 
+static void forget_released(uintptr_t lo, uintptr_t hi);
+
 static void on_unmapped(ucm_event_type_t type, ucm_event_t *event, void *arg)
 {
     (void)type;
@@ -237,12 +240,17 @@ static void on_unmapped(ucm_event_type_t type, ucm_event_t *event, void *arg)
     if (lo == (uintptr_t)probe_at) {
         probe_seen = 1;
     }
-    if (atomic_load_explicit(&npieces, memory_order_acquire) == 0 || hi <= lo) {
+    if ((atomic_load_explicit(&npieces, memory_order_acquire) == 0 &&
+         atomic_load_explicit(&nseen, memory_order_relaxed) == 0) ||
+        hi <= lo) {
         return;
     }
     const int replaced = lo >= replacing_lo && hi <= replacing_hi && replacing_hi != 0;
     pthread_mutex_lock(&lock);
     release(lo, hi, replaced);
+    if (!replaced) {
+        forget_released(lo, hi);
+    }
     pthread_mutex_unlock(&lock);
 }
 
@@ -398,9 +406,30 @@ static int seen_at(uintptr_t lo, uintptr_t hi)
     return -1;
 }
 
+/* Forgets remembered buffer i. Under the lock. */
+static void forget(int i)
+{
+    seen[i] = (seen_t){0};
+    atomic_fetch_sub_explicit(&nseen, 1, memory_order_relaxed);
+}
+
+/* Forgets the passes of every remembered buffer that [lo, hi) overlaps: memory given
+ * back, a new buffer there later is another. Under the lock. */
+static void forget_released(uintptr_t lo, uintptr_t hi)
+{
+    for (int i = 0; i < ADOPT_SEEN; i++) {
+        if (seen[i].hi != 0 && seen[i].lo < hi && lo < seen[i].hi) {
+            forget(i);
+        }
+    }
+}
+
 /* Remembers a first pass of [lo, hi), in place of the oldest. Under the lock. */
 static void remember(uintptr_t lo, uintptr_t hi)
 {
+    if (seen[seen_next].hi == 0) {
+        atomic_fetch_add_explicit(&nseen, 1, memory_order_relaxed);
+    }
     seen[seen_next] = (seen_t){lo, hi, 1};
     seen_next = (seen_next + 1) % ADOPT_SEEN;
 }
@@ -424,7 +453,7 @@ static int passed_enough(uintptr_t lo, uintptr_t hi, int passes)
     if (count_pass(lo, hi) < (unsigned)passes) {
         return 0;
     }
-    seen[seen_at(lo, hi)] = (seen_t){0};
+    forget(seen_at(lo, hi));
     return 1;
 }
 

@@ -295,6 +295,29 @@ Test(mem_adopt, heap_buffers_freed_and_trimmed)
     cr_expect_eq(s.exposed, 0, "a freed block is still offered to peers");
 }
 
+/* Passes are counted per buffer: a new one where an unmapped buffer lay starts from
+ * its first (a program freeing one array and allocating the next at the same address
+ * must not inherit its passes), and counting goes on across notes and calls. */
+Test(mem_adopt, a_new_buffer_at_an_old_address_counts_anew, .init = own_pages)
+{
+    const size_t len = 64 * page();
+    fold_mem_place_t place;
+    char *p = fresh_pages(len);
+    fold_mem_adopt_note(p, len);
+    fold_mem_adopt_note(p, len);
+    cr_expect(fold_mem_adopt_would_after(p, len, 3), "the third pass would adopt");
+    cr_assert_eq(munmap(p, len), 0);
+    char *q = mmap(p, len, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+    cr_assert_eq(q, p, "the address came back elsewhere");
+    cr_expect_not(fold_mem_adopt_would_after(q, len, 3), "passes inherited from a freed buffer");
+    cr_expect_eq(fold_mem_adopt_after(q, len, 3, &place), 0, "adopted at its first pass");
+    cr_expect_eq(fold_mem_adopt_after(q, len, 3, &place), 0, "adopted at its second pass");
+    cr_expect_eq(fold_mem_adopt_after(q, len, 3, &place), 1, "not adopted at its third pass");
+    cr_expect_eq(fold_mem_adopt_after(q, len, 0, &place), 1, "adopted memory found");
+    munmap(q, len);
+}
+
 Test(mem_adopt, a_grown_buffer_is_adopted_again, .init = own_pages)
 {
     const size_t len = PAGES * page();
