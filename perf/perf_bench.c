@@ -13,13 +13,21 @@
  * leaves its output alone cannot pass on an earlier iteration's correct result. */
 #define POISON_BYTE 0xA5
 
+/* --buffers: two data sets, call i of K pairs taking set (i / K) % 2, so that every use of
+ * a pair finds in it data other than its last use left. */
+#define PERF_DATA_SETS 2
+
+/* The calls of a size timed one by one before its warm-ups (first_us, worst2-10_us). */
+#define PERF_FIRST_CALLS 10
+
 typedef struct perf_buffers {
     size_t bytes;        /* capacity of each buffer */
     int    nrotate;
-    void  *input;        /* this rank's input, as generated: the source of every copy */
+    int    nsets;        /* data sets in use: PERF_DATA_SETS with --buffers, else 1 */
+    void  *input[PERF_DATA_SETS];    /* this rank's inputs as generated: every copy's source */
     void **send;         /* nrotate buffers; NULL in place */
     void **recv;         /* nrotate buffers */
-    void  *expected;     /* the reduction over all ranks, built once for --check */
+    void  *expected[PERF_DATA_SETS]; /* each set's reduction over all ranks, for --check */
     int    fold_memory;  /* send and recv come from fold_mem_alloc */
 } perf_buffers_t;
 
@@ -33,9 +41,12 @@ typedef struct perf_case {
     long        iterations;
     long        warmups;
     int         with_mpi;
-    double     *times;       /* iterations fold times, then iterations MPI times, then 1 */
+    double     *times;       /* iterations fold times, then iterations MPI times, then the
+                                mismatches, then first_us: gathered across ranks */
     size_t      mismatches;
-    long        first_calls; /* untimed fold calls before the warm-ups (settle_choice) */
+    long        first_calls; /* untimed fold calls before anything is timed (--settle) */
+    long        call0;       /* calls of this size so far: the next phase's first call */
+    double      first_us[2 * PERF_FIRST_CALLS]; /* fold's first calls, then MPI's */
 } perf_case_t;
 
 static const char *alg_variable(perf_coll_t coll)
@@ -105,6 +116,23 @@ static void free_call_buffer(const perf_buffers_t *b, void *p)
     }
 }
 
+/* Which pair call i runs on, and which data set its input holds (--buffers). */
+static int pair_of_call(const perf_buffers_t *b, long call)
+{
+    return (int)(call % b->nrotate);
+}
+
+static int set_of_call(const perf_buffers_t *b, long call)
+{
+    return (int)(call / b->nrotate % b->nsets);
+}
+
+/* Where pair k's input lives: its receive buffer in place, else its send buffer. */
+static void *input_of_pair(const perf_options_t *o, const perf_buffers_t *b, int k)
+{
+    return o->inplace ? b->recv[k] : b->send[k];
+}
+
 static void buffers_release(perf_buffers_t *b)
 {
     for (int k = 0; k < b->nrotate; k++) {
@@ -117,9 +145,34 @@ static void buffers_release(perf_buffers_t *b)
     }
     free(b->send);
     free(b->recv);
-    free(b->input);
-    free(b->expected);
+    for (int set = 0; set < PERF_DATA_SETS; set++) {
+        free(b->input[set]);
+        free(b->expected[set]);
+    }
     memset(b, 0, sizeof(*b));
+}
+
+/* Data set s is the data of seed --seed + s: this rank's input and, for --check, the
+ * reference. */
+static int data_sets_init(perf_buffers_t *b, const perf_env_t *env, size_t count)
+{
+    for (int set = 0; set < b->nsets; set++) {
+        perf_data_spec_t spec = env->spec;
+        spec.seed += (uint64_t)set;
+        b->input[set] = alloc_buffer(b->bytes);
+        if (b->input[set] == NULL) {
+            return FOLD_ERR_NO_MEMORY;
+        }
+        perf_data_fill(&spec, env->rank, b->input[set], count);
+        if (env->opts->check) {
+            b->expected[set] = alloc_buffer(b->bytes);
+            if (b->expected[set] == NULL) {
+                return FOLD_ERR_NO_MEMORY;
+            }
+            perf_reference_reduce(&spec, b->expected[set], count);
+        }
+    }
+    return FOLD_OK;
 }
 
 static int buffers_init(perf_buffers_t *b, const perf_env_t *env, size_t count)
@@ -129,15 +182,15 @@ static int buffers_init(perf_buffers_t *b, const perf_env_t *env, size_t count)
     memset(b, 0, sizeof(*b));
     b->bytes   = bytes;
     b->nrotate = o->rotate;
+    b->nsets   = o->buffers > 0 ? PERF_DATA_SETS : 1;
     b->fold_memory = o->fold_memory;
-    b->input   = alloc_buffer(bytes);
     b->recv    = calloc((size_t)o->rotate, sizeof(void *));
     b->send    = o->inplace ? NULL : calloc((size_t)o->rotate, sizeof(void *));
-    if (b->input == NULL || b->recv == NULL || (!o->inplace && b->send == NULL)) {
+    if (b->recv == NULL || (!o->inplace && b->send == NULL) ||
+        data_sets_init(b, env, count) != FOLD_OK) {
         buffers_release(b);
         return FOLD_ERR_NO_MEMORY;
     }
-    perf_data_fill(&env->spec, env->rank, b->input, count);
     for (int k = 0; k < o->rotate; k++) {
         b->recv[k] = alloc_call_buffer(b, bytes);
         if (b->recv[k] == NULL) {
@@ -146,7 +199,7 @@ static int buffers_init(perf_buffers_t *b, const perf_env_t *env, size_t count)
         }
         /* In place the input lives in recv; otherwise recv starts poisoned. */
         if (o->inplace) {
-            memcpy(b->recv[k], b->input, bytes);
+            memcpy(b->recv[k], b->input[0], bytes);
         } else {
             memset(b->recv[k], POISON_BYTE, bytes);
             b->send[k] = alloc_call_buffer(b, bytes);
@@ -154,16 +207,8 @@ static int buffers_init(perf_buffers_t *b, const perf_env_t *env, size_t count)
                 buffers_release(b);
                 return FOLD_ERR_NO_MEMORY;
             }
-            memcpy(b->send[k], b->input, bytes);
+            memcpy(b->send[k], b->input[0], bytes);
         }
-    }
-    if (o->check) {
-        b->expected = alloc_buffer(bytes);
-        if (b->expected == NULL) {
-            buffers_release(b);
-            return FOLD_ERR_NO_MEMORY;
-        }
-        perf_reference_reduce(&env->spec, b->expected, count);
     }
     return FOLD_OK;
 }
@@ -192,21 +237,33 @@ static int report_failure(const perf_env_t *env, const perf_case_t *pc, const ch
 /* Which library a call runs. */
 enum { RUN_FOLD, RUN_MPI };
 
-/* Runs one library's call on buffer pair it % rotate; with US, timed into *us (the
- * input rewritten first, untimed, under --fresh). */
+/* The input of a call, written before it: --fresh the same data over the whole buffer,
+ * --buffers the call's data set over the call's bytes; otherwise it stays as it is. */
+static void write_call_input(const perf_options_t *o, const perf_buffers_t *b,
+                             const perf_case_t *pc, long call)
+{
+    void *input = input_of_pair(o, b, pair_of_call(b, call));
+    if (o->fresh) {
+        memcpy(input, b->input[0], b->bytes);
+    } else if (b->nsets > 1) {
+        memcpy(input, b->input[set_of_call(b, call)], pc->bytes);
+    }
+}
+
+/* Runs one library's call it of the current phase (the case's call call0 + it) on its
+ * buffer pair; with US, timed into *us, its input written first, untimed. */
 static int iteration_of(const perf_env_t *env, const perf_buffers_t *b, perf_case_t *pc,
                         long it, int which, double *us)
 {
     const perf_options_t *o = env->opts;
-    int k = (int)(it % b->nrotate);
+    const long call = pc->call0 + it;
+    int k = pair_of_call(b, call);
     const void *send = b->send ? b->send[k] : NULL;
     void *recv = b->recv[k];
     if (which == RUN_MPI && !pc->with_mpi) {
         return FOLD_OK;
     }
-    if (o->fresh) {
-        memcpy(o->inplace ? recv : b->send[k], b->input, b->bytes);
-    }
+    write_call_input(o, b, pc, call);
     double start = us != NULL ? perf_now_us() : 0;
     int status = which == RUN_MPI ? perf_mpi_collective(pc->coll, send, recv, pc->count,
                                                         o->dtype, o->op, o->root, o->inplace)
@@ -223,13 +280,13 @@ static int iteration_of(const perf_env_t *env, const perf_buffers_t *b, perf_cas
     return FOLD_OK;
 }
 
-/* Iterations [start, end) of one library: each call timed on its own, or with --batch
- * the run back to back between two clock reads, each call given the run's mean. */
+/* Iterations [start, end) of one library: each call timed on its own, or BATCHED the run
+ * back to back between two clock reads, each call given the run's mean. */
 static int run_of(const perf_env_t *env, const perf_buffers_t *b, perf_case_t *pc,
-                  long start, long end, int which, double *us)
+                  long start, long end, int which, int batched, double *us)
 {
     int status = FOLD_OK;
-    if (!env->opts->batch || (which == RUN_MPI && !pc->with_mpi)) {
+    if (!batched || (which == RUN_MPI && !pc->with_mpi)) {
         for (long it = start; status == FOLD_OK && it < end; it++) {
             status = iteration_of(env, b, pc, it, which, &us[it]);
         }
@@ -257,23 +314,23 @@ static int run_of(const perf_env_t *env, const perf_buffers_t *b, perf_case_t *p
  * library's lines to take back, the peers' skew) weigh little in its mean. */
 #define PERF_BATCH_CALLS 100
 
-static long run_calls(const perf_env_t *env)
+static long run_calls(int batched)
 {
-    return env->opts->batch ? PERF_BATCH_CALLS : PERF_TURN_CALLS;
+    return batched ? PERF_BATCH_CALLS : PERF_TURN_CALLS;
 }
 
 static int timed_turns(const perf_env_t *env, const perf_buffers_t *b, perf_case_t *pc,
-                       long n, double *fold_us, double *mpi_us)
+                       long n, int batched, double *fold_us, double *mpi_us)
 {
     int status = FOLD_OK;
-    const long turn = run_calls(env);
+    const long turn = run_calls(batched);
     for (long start = 0; status == FOLD_OK && start < n; start += turn) {
         long end = start + turn < n ? start + turn : n;
         int mpi_first = pc->with_mpi && ((start / turn) & 1);
         for (int turn = 0; turn < 2; turn++) {
             int which = (turn == 0) == mpi_first ? RUN_MPI : RUN_FOLD;
             if (status == FOLD_OK) {
-                status = run_of(env, b, pc, start, end, which,
+                status = run_of(env, b, pc, start, end, which, batched,
                                 which == RUN_MPI ? mpi_us : fold_us);
             }
         }
@@ -284,41 +341,57 @@ static int timed_turns(const perf_env_t *env, const perf_buffers_t *b, perf_case
 /* --compare mpi-apart: fold's iterations [0, n), then MPI's, each block after an
  * MPI_Barrier, so that neither waits behind bytes the other left in a link. */
 static int timed_apart(const perf_env_t *env, const perf_buffers_t *b, perf_case_t *pc,
-                       long n, double *fold_us, double *mpi_us)
+                       long n, int batched, double *fold_us, double *mpi_us)
 {
     int status = FOLD_OK;
     for (int block = RUN_FOLD; block <= RUN_MPI && status == FOLD_OK; block++) {
         if (perf_mpi_barrier() != 0) {
             return report_failure(env, pc, "MPI", "MPI_Barrier failed");
         }
-        const long turn = run_calls(env);
+        const long turn = run_calls(batched);
         for (long start = 0; status == FOLD_OK && start < n; start += turn) {
             long end = start + turn < n ? start + turn : n;
-            status = run_of(env, b, pc, start, end, block, block == RUN_MPI ? mpi_us : fold_us);
+            status = run_of(env, b, pc, start, end, block, batched,
+                            block == RUN_MPI ? mpi_us : fold_us);
         }
     }
     return status;
 }
 
+/* The next n calls of each library, timed as --compare asks (mpi-apart: fold's block,
+ * then MPI's); the case's call count moves past them. */
+static int timed_phase(const perf_env_t *env, const perf_buffers_t *b, perf_case_t *pc,
+                       long n, int batched, double *fold_us, double *mpi_us)
+{
+    const int apart = pc->with_mpi && env->opts->compare_apart;
+    int status = apart ? timed_apart(env, b, pc, n, batched, fold_us, mpi_us)
+                       : timed_turns(env, b, pc, n, batched, fold_us, mpi_us);
+    pc->call0 += n;
+    return status;
+}
+
 /* ---- the check -------------------------------------------------------------- */
 
-/* One more fold call into a poisoned output (in place: a fresh copy of the input),
- * compared with the reference: the root's (or, for allreduce, every rank's) result,
- * and at the other ranks of reduce the input, which must come back untouched. */
+/* The case's next fold call, on its pair, into a poisoned output (in place, or with
+ * --buffers, its input written first), compared with the reference of its data set:
+ * the root's (or, for allreduce, every rank's) result, and at the other ranks of reduce
+ * the input, which must come back untouched. */
 static int check_case(const perf_env_t *env, const perf_buffers_t *b, perf_case_t *pc,
                       const char *algorithm)
 {
     const perf_options_t *o = env->opts;
     size_t esize = fold_dtype_size(o->dtype);
     size_t len = pc->count * esize;
-    void *recv = b->recv[0];
-    void *in = o->inplace ? recv : b->send[0];
-    if (o->inplace) {
-        memcpy(recv, b->input, len);
-    } else {
+    const int k = pair_of_call(b, pc->call0), set = set_of_call(b, pc->call0);
+    void *recv = b->recv[k];
+    void *in = input_of_pair(o, b, k);
+    if (o->inplace || b->nsets > 1) {
+        memcpy(in, b->input[set], len);
+    }
+    if (!o->inplace) {
         memset(recv, POISON_BYTE, len);
     }
-    int status = fold_call(env, pc->coll, b->send ? b->send[0] : NULL, recv, pc->count);
+    int status = fold_call(env, pc->coll, b->send ? b->send[k] : NULL, recv, pc->count);
     if (status != FOLD_OK) {
         return report_failure(env, pc, "fold", fold_status_string(status));
     }
@@ -332,7 +405,8 @@ static int check_case(const perf_env_t *env, const perf_buffers_t *b, perf_case_
     snprintf(context, sizeof(context), "on rank %d, %s %s, %zu bytes (count %zu)%s",
              env->rank, perf_coll_name(pc->coll), algorithm, pc->bytes, pc->count,
              has_result ? "" : ", input of a non-root rank");
-    pc->mismatches = perf_check_compare(o->dtype, has_result ? b->expected : b->input,
+    pc->mismatches = perf_check_compare(o->dtype, has_result ? b->expected[set]
+                                                             : b->input[set],
                                         checked, pc->count, context, stderr);
     return FOLD_OK;
 }
@@ -385,11 +459,28 @@ static int fit_time_budget(const perf_env_t *env, perf_case_t *pc, double *warmu
     return status;
 }
 
+/* Where the first calls sit in the gathered times: after the mismatch count. */
+static double *gathered_first_us(const perf_case_t *pc)
+{
+    return pc->times + 2 * (size_t)pc->iterations + 1;
+}
+
+/* The first of PERF_FIRST_CALLS calls' times, and the worst of the others. */
+static void first_calls_summary(const double *us, double *first, double *worst_later)
+{
+    *first = us[0];
+    *worst_later = us[1];
+    for (int i = 2; i < PERF_FIRST_CALLS; i++) {
+        *worst_later = us[i] > *worst_later ? us[i] : *worst_later;
+    }
+}
+
 static void fill_row(const perf_env_t *env, const perf_case_t *pc, const char *algorithm,
                      size_t segment_bytes, perf_row_t *row)
 {
     const perf_options_t *o = env->opts;
     size_t n = (size_t)pc->iterations;
+    const double *first_us = gathered_first_us(pc);
     memset(row, 0, sizeof(*row));
     row->coll = pc->coll;
     snprintf(row->requested, sizeof(row->requested), "%s", pc->requested);
@@ -400,6 +491,7 @@ static void fill_row(const perf_env_t *env, const perf_case_t *pc, const char *a
     row->iterations = pc->iterations;
     row->first_calls = pc->first_calls;
     perf_latency_summarize(pc->times, n, &row->latency);
+    first_calls_summary(first_us, &row->first_us, &row->worst2_10_us);
     row->algbw_gbs = perf_algbw_gbs(pc->bytes, row->latency.median_us);
     row->busbw_gbs = row->algbw_gbs * perf_busbw_factor(pc->coll, env->ranks);
     row->bound_us  = perf_bound_us(&env->layout, pc->coll, pc->bytes, o->root);
@@ -413,18 +505,17 @@ static void fill_row(const perf_env_t *env, const perf_case_t *pc, const char *a
         row->mpi_median_us = mpi.median_us;
         row->speedup = row->latency.median_us > 0 ? mpi.median_us / row->latency.median_us
                                                   : NAN;
+        first_calls_summary(first_us + PERF_FIRST_CALLS, &row->mpi_first_us,
+                            &row->mpi_worst2_10_us);
     }
 }
 
 /* ---- the sweep -------------------------------------------------------------- */
 
-/* Calls of fold alone, untimed, before the warm-ups, while fold tries rivals for
- * these arguments (FOLD_ONLINE: up to 4 candidates in blocks of calls, 32 calls by
- * default): what they cost is a first-calls cost, as connections and page faults are,
- * and the warm-ups and timed calls should see the choice they settle on. With the few
- * warm-ups large sizes get (2 at 32 MiB), the trials had been the timed calls: 2-rank
- * 16 MiB reduce's median came out 1978-2451 us against 1499-1697 once settled. At
- * least one call; every rank sees the trials end at the same call. */
+/* --settle: calls of fold alone, untimed, before anything is timed, while fold tries
+ * rivals for these arguments (FOLD_ONLINE: up to 4 candidates in blocks of calls), so
+ * that every timed call sees the choice they settle on; a warmed-only figure. At least
+ * one call; every rank sees the trials end at the same call. */
 #define PERF_SETTLE_MAX 128
 static int settle_choice(const perf_env_t *env, const perf_buffers_t *b, perf_case_t *pc)
 {
@@ -438,6 +529,7 @@ static int settle_choice(const perf_env_t *env, const perf_buffers_t *b, perf_ca
                                            o->dtype, o->op, o->root, &trying);
         }
     } while (status == FOLD_OK && trying && pc->first_calls < PERF_SETTLE_MAX);
+    pc->call0 += pc->first_calls;
     return status;
 }
 
@@ -460,8 +552,11 @@ static int probe_size(perf_env_t *env, const perf_case_t *pc)
     return perf_probe_bandwidth(&env->layout, env->comm, footprint);
 }
 
-static int run_case(perf_env_t *env, const perf_buffers_t *b, perf_case_t *pc,
-                    perf_row_t *row)
+/* The calls of a size as they happen: with --settle the untimed ones, then the first
+ * PERF_FIRST_CALLS each timed on its own, the warm-ups (as the timed calls run, so that
+ * they find the caches as those will) and the timed iterations, fewer where the warm-ups
+ * show they would exceed the size's time budget. */
+static int time_case(perf_env_t *env, const perf_buffers_t *b, perf_case_t *pc)
 {
     const long nw = pc->warmups;
     double *warmup_us = calloc(3 * (size_t)nw + 1, sizeof(double));
@@ -472,16 +567,17 @@ static int run_case(perf_env_t *env, const perf_buffers_t *b, perf_case_t *pc,
     if (status == FOLD_OK) {
         status = fold_barrier(env->comm);
     }
-    if (status == FOLD_OK) {
+    if (status == FOLD_OK && env->opts->settle) {
         status = settle_choice(env, b, pc);
     }
-    /* Warmed as timed (mpi-apart: fold's block, then MPI's), so that they find the
-     * caches as the timed calls will. */
-    const int apart = pc->with_mpi && env->opts->compare_apart;
+    if (status == FOLD_OK) {
+        status = timed_phase(env, b, pc, PERF_FIRST_CALLS, 0, pc->first_us,
+                             pc->first_us + PERF_FIRST_CALLS);
+    }
+    const int batched = env->opts->batch;
     double *fold_w = warmup_us + nw, *mpi_w = warmup_us + 2 * nw;
     if (status == FOLD_OK) {
-        status = apart ? timed_apart(env, b, pc, nw, fold_w, mpi_w)
-                       : timed_turns(env, b, pc, nw, fold_w, mpi_w);
+        status = timed_phase(env, b, pc, nw, batched, fold_w, mpi_w);
     }
     for (long it = 0; it < nw; it++) {
         warmup_us[it] = fold_w[it] + mpi_w[it];
@@ -490,15 +586,20 @@ static int run_case(perf_env_t *env, const perf_buffers_t *b, perf_case_t *pc,
         status = fit_time_budget(env, pc, warmup_us);
     }
     free(warmup_us);
-    size_t n = (size_t)pc->iterations;
-    double *fold_us = pc->times, *mpi_us = pc->times + n;
+    double *fold_us = pc->times, *mpi_us = pc->times + pc->iterations;
     for (long it = 0; it < pc->iterations; it++) {
         mpi_us[it] = 0;
     }
     if (status == FOLD_OK) {
-        status = apart ? timed_apart(env, b, pc, pc->iterations, fold_us, mpi_us)
-                       : timed_turns(env, b, pc, pc->iterations, fold_us, mpi_us);
+        status = timed_phase(env, b, pc, pc->iterations, batched, fold_us, mpi_us);
     }
+    return status;
+}
+
+static int run_case(perf_env_t *env, const perf_buffers_t *b, perf_case_t *pc,
+                    perf_row_t *row)
+{
+    int status = time_case(env, b, pc);
     /* What selection picked for these very buffers (fold memory may change it), asked
      * after the calls: their first ones may have tried rivals (FOLD_ONLINE). */
     const perf_options_t *o = env->opts;
@@ -517,8 +618,10 @@ static int run_case(perf_env_t *env, const perf_buffers_t *b, perf_case_t *pc,
     if (status != FOLD_OK) {
         return status;
     }
+    size_t n = (size_t)pc->iterations;
     pc->times[2 * n] = (double)pc->mismatches;
-    status = max_across_ranks(env, pc, pc->times, 2 * n + 1);
+    memcpy(gathered_first_us(pc), pc->first_us, sizeof(pc->first_us));
+    status = max_across_ranks(env, pc, pc->times, 2 * n + 1 + 2 * PERF_FIRST_CALLS);
     if (status == FOLD_OK) {
         fill_row(env, pc, algorithm, segment, row);
     }
@@ -622,7 +725,7 @@ int perf_bench_run(perf_env_t *env, perf_results_t *results, perf_row_fn on_row,
                 env->rank, o->rotate, counts[ncounts - 1] * esize);
         return status;
     }
-    double *times = malloc((2 * (size_t)o->iters + 1) * sizeof(double));
+    double *times = malloc((2 * (size_t)o->iters + 1 + 2 * PERF_FIRST_CALLS) * sizeof(double));
     if (times == NULL) {
         buffers_release(&buffers);
         return FOLD_ERR_NO_MEMORY;

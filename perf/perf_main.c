@@ -214,7 +214,9 @@ int main(int argc, char **argv)
     info->root            = opts.root;
     info->inplace         = opts.inplace;
     info->rotate          = opts.rotate;
+    info->buffers         = opts.buffers > 0;
     info->fresh           = opts.fresh;
+    info->settle          = opts.settle;
     info->batch           = opts.batch;
     info->fold_memory     = opts.fold_memory;
     info->sparsity        = opts.sparsity;

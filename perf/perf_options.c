@@ -403,6 +403,26 @@ static int opt_rotate(perf_options_t *o, const char *arg, char *why, size_t whyl
     return 0;
 }
 
+static int opt_buffers(perf_options_t *o, const char *arg, char *why, size_t whylen)
+{
+    long v;
+    if (parse_long(arg, 1, 1024, &v) != 0) {
+        snprintf(why, whylen, "expected a number of buffer pairs from 1 to 1024");
+        return -1;
+    }
+    o->buffers = (int)v;
+    return 0;
+}
+
+static int opt_settle(perf_options_t *o, const char *arg, char *why, size_t whylen)
+{
+    (void)arg;
+    (void)why;
+    (void)whylen;
+    o->settle = 1;
+    return 0;
+}
+
 static int opt_fresh(perf_options_t *o, const char *arg, char *why, size_t whylen)
 {
     (void)arg;
@@ -536,10 +556,14 @@ static const perf_option_t perf_option_table[] = {
     {{"factor", 'f', "N", "size multiplier from one row to the next (default 2)"}, opt_factor},
     {{"iters", 'n', "N", "timed iterations per size, at most (default 1000); with "
      "--iter-bytes 0 --time-per-size 0 exactly N everywhere"}, opt_iters},
-    {{"warmup", 'w', "N", "warm-up iterations per size, at most (default 10); before them "
-     "fold alone runs, untimed, the first call and any in which it still tries rivals "
-     "(FOLD_ONLINE), so that the timed calls see its settled choice (JSON: first_calls)"},
+    {{"warmup", 'w', "N", "warm-up iterations per size, at most (default 10), after the "
+     "size's first 10 calls (timed: first_us, worst2-10_us) and before its timed iterations"},
      opt_warmup},
+    {{"settle", 0, NULL, "untimed calls until fold's online trials settle, before anything is "
+     "timed: fold alone runs the size's first call and any in which it still tries rivals "
+     "(FOLD_ONLINE), so that every timed call, the first ones too, sees its settled choice "
+     "(the rows count them: first_calls) (default: the trials are timed like any other call)"},
+     opt_settle},
     {{"iter-bytes", 0, "SIZE", "fewer iterations for large sizes: a size of B bytes runs "
      "clamp(SIZE / B, min(10, N), N) iterations and min(W, max(1, iterations / 5)) warm-ups; "
      "0 always runs N and W (default 256M)"}, opt_iter_bytes},
@@ -584,6 +608,11 @@ static const perf_option_t perf_option_table[] = {
     {{"seed", 0, "N", "seed of the input data (default 1)"}, opt_seed},
     {{"rotate", 0, "N", "cycle through N send/receive buffer pairs, so that results are not "
      "cache-hot illusions (default 1)"}, opt_rotate},
+    {{"buffers", 0, "K", "K send/receive buffer pairs used in turn, call i on pair i mod K, "
+     "as a solver's or a training loop's buckets: each rank writes the input of every call "
+     "(fold's and MPI's) before it, untimed, with data other than that pair held at its "
+     "last use; --check checks one call on the pair it used (default: one pair, inputs "
+     "written once)"}, opt_buffers},
     {{"fresh", 0, NULL, "each rank rewrites its input (same values) before every call, "
      "untimed, as an application that has just computed it: a peer's input is then in its "
      "owner's cache, not still in the reader's from the call before (default: inputs are "
@@ -629,6 +658,13 @@ static const char perf_help_notes[] =
     "  the slowest rank decides an iteration. The statistics are over those maxima;\n"
     "  p99 is the nearest-rank 99th percentile.\n"
     "\n"
+    "First calls (first_us, worst2-10_us)\n"
+    "  A size's first 10 calls of each library run before its warm-ups, each timed on its\n"
+    "  own (under --batch too), fold's before MPI's. first_us is the slowest rank's time of\n"
+    "  the first call, worst2-10_us the largest of calls 2 to 10: what an application pays\n"
+    "  for connections, page faults and fold's online trials (FOLD_ONLINE), which the\n"
+    "  warmed median leaves out. --settle runs fold's trials untimed before them instead.\n"
+    "\n"
     "Bandwidth (GB/s = 1e9 bytes/s, from the median; the nccl-tests convention)\n"
     "  algbw = bytes / median time\n"
     "  busbw = algbw * 2 * (n - 1) / n    for allreduce, n = ranks\n"
@@ -654,6 +690,7 @@ static const char perf_help_notes[] =
     "  first alternates), so that drift affects both alike while each library finds the\n"
     "  caches as its own calls left them. mpi_median_us is MPI's median over the same\n"
     "  per-iteration maxima; speedup = mpi_median_us / median_us (above 1: fold is faster).\n"
+    "  mpi_first_us and mpi_worst2-10_us are MPI's first calls, timed as fold's are.\n"
     "  Across nodes use --compare mpi-apart: a library whose sends complete before the\n"
     "  bytes reach the receiver leaves them queued in the link, and the other's next call\n"
     "  waits behind them (2 nodes x 1 rank, 1 Gbit/s: fold's 2 MiB reduce measured 23-24\n"
@@ -748,6 +785,16 @@ static int options_validate(const perf_options_t *o, char *err, size_t errlen)
                  "inputs between them (--fresh)");
         return -1;
     }
+    if (o->buffers > 0 && o->rotate != 1) {
+        snprintf(err, errlen, "--buffers and --rotate both give the number of buffer pairs: "
+                 "give one");
+        return -1;
+    }
+    if (o->buffers > 0 && (o->batch || o->fresh)) {
+        snprintf(err, errlen, "--buffers rewrites every call's input with new data: it takes "
+                 "neither --batch (calls back to back) nor --fresh (the same data)");
+        return -1;
+    }
     if (o->inject_rank >= 0 && !o->check) {
         snprintf(err, errlen, "--inject-error needs --check");
         return -1;
@@ -789,7 +836,13 @@ int perf_options_parse(perf_options_t *opts, int argc, char **argv, char *err, s
     if (opts->help || opts->version) {
         return 0;
     }
-    return options_validate(opts, err, errlen);
+    if (options_validate(opts, err, errlen) != 0) {
+        return -1;
+    }
+    if (opts->buffers > 0) {
+        opts->rotate = opts->buffers;
+    }
+    return 0;
 }
 
 /* ---- usage and help --------------------------------------------------------- */

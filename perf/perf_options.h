@@ -61,8 +61,11 @@ typedef struct perf_options {
     perf_distribution_t distribution;
     int         dense_ranks;    /* imbalanced: dense ranks; 0 = max(1, ranks / 8) */
     uint64_t    seed;
-    int         rotate;
+    int         rotate;         /* buffer pairs used in turn */
+    int         buffers;        /* --buffers K: K pairs, each call's input rewritten with new
+                                   data; 0 unless given */
     int         fresh;          /* rewrite the input before every call, untimed */
+    int         settle;         /* untimed calls until fold's online trials settle */
     int         batch;          /* time runs of calls together, not each call */
     int         check;
     int         compare_mpi;

@@ -22,9 +22,10 @@ int perf_csv_write(const char *path, const perf_results_t *results)
     }
     const perf_run_info_t *info = &results->info;
     fprintf(f, "collective,algorithm,requested,bytes,count,iterations,avg_us,min_us,max_us,"
-               "median_us,p99_us,algbw_gbs,busbw_gbs,bound_us,check,ranks,dtype,op");
+               "median_us,p99_us,algbw_gbs,busbw_gbs,bound_us,check,ranks,dtype,op,"
+               "first_us,worst2-10_us,first_calls");
     if (info->compare_mpi) {
-        fprintf(f, ",mpi_median_us,speedup");
+        fprintf(f, ",mpi_median_us,speedup,mpi_first_us,mpi_worst2-10_us");
     }
     fprintf(f, ",segment_bytes\n");
     for (size_t i = 0; i < results->nrows; i++) {
@@ -41,9 +42,14 @@ int perf_csv_write(const char *path, const perf_results_t *results)
         csv_number(f, "%.3f", r->bound_us);
         fprintf(f, ",%s,%d,%s,%s", perf_row_check_text(r), info->ranks,
                 fold_dtype_name(info->dtype), fold_op_name(info->op));
+        csv_number(f, "%.3f", r->first_us);
+        csv_number(f, "%.3f", r->worst2_10_us);
+        fprintf(f, ",%ld", r->first_calls);
         if (info->compare_mpi) {
             csv_number(f, "%.3f", r->has_mpi ? r->mpi_median_us : NAN);
             csv_number(f, "%.4f", r->has_mpi ? r->speedup : NAN);
+            csv_number(f, "%.3f", r->has_mpi ? r->mpi_first_us : NAN);
+            csv_number(f, "%.3f", r->has_mpi ? r->mpi_worst2_10_us : NAN);
         }
         fprintf(f, ",%zu\n", r->segment_bytes);
     }

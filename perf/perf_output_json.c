@@ -48,9 +48,12 @@ static void json_run_info(FILE *f, const perf_run_info_t *info)
     json_string(f, info->segment_size);
     fprintf(f, ",\n  \"threads\": ");
     json_string(f, info->threads);
-    fprintf(f, ",\n  \"rotate\": %d,\n  \"fresh\": %s,\n  \"batch\": %s,\n  \"memory\": \"%s\",\n"
-            "  \"sparsity\": %.6g,\n  \"distribution\": \"%s\",\n", info->rotate,
-            info->fresh ? "true" : "false", info->batch ? "true" : "false",
+    fprintf(f, ",\n  \"rotate\": %d,\n  \"buffers\": %s,\n  \"fresh\": %s,\n"
+            "  \"settle\": %s,\n", info->rotate, info->buffers ? "true" : "false",
+            info->fresh ? "true" : "false", info->settle ? "true" : "false");
+    fprintf(f, "  \"batch\": %s,\n  \"memory\": \"%s\",\n"
+            "  \"sparsity\": %.6g,\n  \"distribution\": \"%s\",\n",
+            info->batch ? "true" : "false",
             info->fold_memory ? "fold" : "host", info->sparsity,
             perf_distribution_name(info->distribution));
     fprintf(f, "  \"probe\": \"%s\",\n  \"node_bandwidth_gbs\": ",
@@ -81,6 +84,8 @@ static void json_row(FILE *f, const perf_run_info_t *info, const perf_row_t *r)
     json_number(f, "max_us", "%.3f", r->latency.max_us);
     json_number(f, "median_us", "%.3f", r->latency.median_us);
     json_number(f, "p99_us", "%.3f", r->latency.p99_us);
+    json_number(f, "first_us", "%.3f", r->first_us);
+    json_number(f, "worst2-10_us", "%.3f", r->worst2_10_us);
     json_number(f, "algbw_gbs", "%.6f", r->algbw_gbs);
     json_number(f, "busbw_gbs", "%.6f", r->busbw_gbs);
     json_number(f, "bound_us", "%.3f", r->bound_us);
@@ -91,6 +96,8 @@ static void json_row(FILE *f, const perf_run_info_t *info, const perf_row_t *r)
     if (info->compare_mpi) {
         json_number(f, "mpi_median_us", "%.3f", r->has_mpi ? r->mpi_median_us : NAN);
         json_number(f, "speedup", "%.4f", r->has_mpi ? r->speedup : NAN);
+        json_number(f, "mpi_first_us", "%.3f", r->has_mpi ? r->mpi_first_us : NAN);
+        json_number(f, "mpi_worst2-10_us", "%.3f", r->has_mpi ? r->mpi_worst2_10_us : NAN);
     }
     fputc('}', f);
 }

@@ -19,7 +19,9 @@ typedef struct perf_run_info {
     int          root;
     int          inplace;
     int          rotate;
+    int          buffers;        /* --buffers: every call's input written, new data */
     int          fresh;          /* --fresh: inputs rewritten before every call */
+    int          settle;         /* --settle: fold's online trials run untimed first */
     int          batch;          /* --batch: calls timed in runs */
     int          fold_memory;    /* buffers from fold_mem_alloc (--memory fold) */
     double       sparsity;
@@ -45,10 +47,12 @@ typedef struct perf_row {
     size_t         bytes;
     size_t         count;
     long           iterations;
-    long           first_calls;              /* untimed calls before the warm-ups: the
-                                                first, and those that tried rivals
-                                                (FOLD_ONLINE) */
+    long           first_calls;              /* untimed calls before anything is timed
+                                                (--settle: the first, and those that
+                                                tried rivals); 0 without --settle */
     perf_latency_t latency;
+    double         first_us;                 /* the size's first timed call */
+    double         worst2_10_us;             /* the slowest of its timed calls 2 to 10 */
     double         algbw_gbs;
     double         busbw_gbs;
     double         bound_us;                 /* NAN without the probe */
@@ -58,6 +62,8 @@ typedef struct perf_row {
     int            check_ok;
     int            has_mpi;
     double         mpi_median_us;
+    double         mpi_first_us;             /* first_us and worst2_10_us of MPI's calls */
+    double         mpi_worst2_10_us;
     double         speedup;                  /* mpi_median_us / median_us */
 } perf_row_t;
 

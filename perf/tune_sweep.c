@@ -97,6 +97,7 @@ static int bench(tune_run_t *run, const tune_bench_t *b, tune_point_t *out, size
     }
     po.compare_mpi   = b->with_mpi;
     po.fresh         = !run->topts->stale;
+    po.settle        = 1;   /* a tuning file wants the warmed times of each choice */
     po.probe_bytes   = 0;
     po.nalgorithms   = b->ncases;
     for (int c = 0; c < b->ncases; c++) {

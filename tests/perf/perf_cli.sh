@@ -34,6 +34,22 @@ expect_in err "--begin (1048576 bytes) is larger than --end (1024 bytes)"
 expect_status 2 --sparsity 1.5
 expect_in err "bad value '1.5' for --sparsity"
 
+expect_status 2 --buffers 0
+expect_in err "bad value '0' for --buffers: expected a number of buffer pairs from 1 to 1024"
+expect_in err "Usage: mpirun -n N fold_perf"
+
+expect_status 2 --buffers x
+expect_in err "bad value 'x' for --buffers: expected a number of buffer pairs from 1 to 1024"
+
+expect_status 2 --buffers 2 --rotate 3
+expect_in err "--buffers and --rotate both give the number of buffer pairs: give one"
+
+expect_status 0 --help
+for text in "--buffers K" "--settle" "untimed calls until fold's online trials settle" \
+    "first_us" "worst2-10_us"; do
+    expect_in out "$text"
+done
+
 expect_status 2 -o band -d float32
 expect_in err "--op band takes integer datatypes only"
 

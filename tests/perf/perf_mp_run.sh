@@ -36,25 +36,36 @@ rows=$(grep -c " ok" "$TMP/out")
 columns="collective,algorithm,requested,bytes,count,iterations,avg_us,min_us,max_us"
 columns="$columns,median_us,p99_us,algbw_gbs,busbw_gbs,bound_us,check"
 expect_in r.csv "$columns"
+expect_in r.csv ",first_us,worst2-10_us,first_calls"
+expect_in out "first_us worst2-10_us"
 csv_rows=$(($(wc -l <"$TMP/r.csv") - 1))
 [ "$csv_rows" -eq 16 ] || fail "expected 16 CSV rows, got $csv_rows"
 if [ -n "$compare" ]; then
-    expect_in r.csv ",mpi_median_us,speedup"
-    expect_in out "mpi_median_us"
+    expect_in r.csv ",mpi_median_us,speedup,mpi_first_us,mpi_worst2-10_us"
+    expect_in out "mpi_median_us mpi_first_us mpi_worst2-10_us"
 fi
 if command -v python3 >/dev/null 2>&1; then
-    python3 - "$TMP/r.json" <<'PY' || fail "the JSON output is not what it should be"
+    python3 - "$TMP/r.json" "$compare" <<'PY' || fail "the JSON output is not what it should be"
 import json, sys
 doc = json.load(open(sys.argv[1]))
 rows = doc["results"]
 assert len(rows) == 16, len(rows)
+assert doc["settle"] is False and doc["buffers"] is False
 need = ["collective", "algorithm", "bytes", "count", "iterations", "avg_us", "min_us",
-        "max_us", "median_us", "p99_us", "algbw_gbs", "busbw_gbs", "bound_us", "check"]
+        "max_us", "median_us", "p99_us", "algbw_gbs", "busbw_gbs", "bound_us", "check",
+        "first_us", "worst2-10_us", "first_calls"]
+if sys.argv[2]:
+    need += ["mpi_median_us", "mpi_first_us", "mpi_worst2-10_us"]
 for row in rows:
     missing = [k for k in need if k not in row]
     assert not missing, missing
     assert row["check"] == "ok"
     assert row["min_us"] <= row["median_us"] <= row["max_us"]
+    # Without --settle nothing runs untimed: the first call is timed.
+    assert row["first_calls"] == 0, row["first_calls"]
+    assert row["first_us"] > 0 and row["worst2-10_us"] > 0, row
+    if sys.argv[2]:
+        assert row["mpi_first_us"] > 0 and row["mpi_worst2-10_us"] > 0, row
 PY
 else
     expect_in r.json "\"results\": ["
@@ -90,6 +101,20 @@ for inplace in "" -i; do
     grep -q '"fresh": true' "$TMP/fresh.json" || fail "--json does not say the inputs were fresh"
 done
 
+# K buffer pairs in turn, every call's input written with new data (--buffers), beside
+# the MPI library where there is one, in place and not: each row's check runs on the pair
+# and the data set of its call, and the JSON says so.
+for inplace in "" -i; do
+    # shellcheck disable=SC2086 # $inplace is one word or none; $compare a list
+    "$@" "$PERF" -c allreduce,reduce -b 8 -e 256k -f 32 -n 30 --buffers 4 $inplace --check \
+        $compare --probe-size 0 --json "$TMP/buffers.json" >"$TMP/out10" 2>"$TMP/err10"
+    expect_checked 10 8 "--buffers 4 ($inplace)" $?
+    expect_in out10 "4 buffers in rotation"
+    expect_in out10 "every call's input written with new data before it"
+    grep -q '"buffers": true' "$TMP/buffers.json" || fail "--json does not say --buffers"
+    grep -q '"rotate": 4' "$TMP/buffers.json" || fail "--json does not give the 4 pairs"
+done
+
 # Calls timed in runs (--batch), beside the MPI library where there is one: checked,
 # every size timed, and the header says how.
 # shellcheck disable=SC2086 # $compare is a list of words on purpose
@@ -112,8 +137,9 @@ for inplace in "" -i; do
     expect_in out6 "buffers in fold memory"
 done
 
-# The calls in which fold tries rivals (FOLD_ONLINE) run untimed before the warm-ups,
-# until the ranks agree, and the JSON counts them: with the generic machine's rates
+# With --settle the calls in which fold tries rivals (FOLD_ONLINE) run untimed before
+# anything is timed, until the ranks agree, and the JSON counts them: with the generic
+# machine's rates
 # (rivals within reach at 64 KiB, as in test_select_online) and 3 trials a candidate,
 # a decision means at least 2 candidates x 3 calls; without one, only the first call.
 rates="copy_gbs=40,copy_mem_gbs=15,reduce_gbs=30,reduce_mem_gbs=12,l2_bytes=0"
@@ -121,8 +147,11 @@ rates="$rates,copy_l2_gbs=40,reduce_l2_gbs=30,shm_gbs=10,shm_reduce_gbs=10,shm_w
 rates="$rates,shm_fold_gbs=10,shm_fold_far_gbs=10,cma_gbs=8,cma_mem_gbs=3,cma_us=1"
 FOLD_MODEL=$rates FOLD_ONLINE=3 FOLD_LOG_LEVEL=debug "$@" -x FOLD_MODEL="$rates" \
     -x FOLD_ONLINE=3 -x FOLD_LOG_LEVEL=debug "$PERF" -c allreduce -b 64k -e 64k -n 10 -w 1 \
-    -A auto,ring --check --probe-size 0 --json "$TMP/settle.json" >"$TMP/out8" 2>"$TMP/err8"
+    -A auto,ring --settle --check --probe-size 0 --json "$TMP/settle.json" >"$TMP/out8" \
+    2>"$TMP/err8"
 expect_checked 8 2 "online trials" $?
+expect_in out8 "iters untimed"
+expect_in out8 "untimed before anything is timed (--settle)"
 decided=$(grep -c "allreduce of 16384 float32 (sum, root 0): tried" "$TMP/err8")
 if command -v python3 >/dev/null 2>&1; then
     python3 - "$TMP/settle.json" "$decided" <<'PY' || fail "first_calls is not what it should be"
@@ -164,7 +193,7 @@ if [ -n "$compare" ]; then
     status=$?
     [ "$status" -eq 0 ] || fail "the mpi-apart run exited $status: $(cat "$TMP/err5")"
     expect_in out5 "each size's iterations after fold's"
-    rows=$(grep " ok " "$TMP/out5" | awk 'NF >= 16 && $15 > 0' | wc -l)
+    rows=$(grep " ok " "$TMP/out5" | awk 'NF >= 20 && $17 > 0 && $18 > 0' | wc -l)
     [ "$rows" -eq 6 ] || fail "mpi-apart: expected 6 rows with MPI's time, got $rows"
 fi
 

@@ -72,7 +72,9 @@ Test(perf_options, defaults)
     cr_expect_eq(o.nalgorithms, 1);
     cr_expect_str_eq(o.algorithms[0], "auto");
     cr_expect_eq(o.rotate, 1);
+    cr_expect_eq(o.buffers, 0);
     cr_expect_eq(o.fresh, 0);
+    cr_expect_eq(o.settle, 0);
     cr_expect_eq(o.batch, 0);
     cr_expect_eq(o.threads, -1);
     cr_expect_eq(o.inject_rank, -1);
@@ -141,6 +143,31 @@ Test(perf_options, probe_size_each)
     cr_expect_eq(o.probe_each, 0);
     cr_expect_eq(o.probe_bytes, (size_t)16 << 20);
     cr_expect_neq(PARSE(&o, "--probe-size", "eachx"), 0);
+}
+
+/* --buffers K: K pairs in turn with every call's input written; --settle: the online
+ * trials untimed first. */
+Test(perf_options, buffers_and_settle)
+{
+    perf_options_t o;
+    cr_assert_eq(PARSE(&o, "--buffers", "4", "--settle", "--check"), 0, "%s", err);
+    cr_expect_eq(o.buffers, 4);
+    cr_expect_eq(o.rotate, 4);
+    cr_expect_eq(o.settle, 1);
+    cr_assert_eq(PARSE(&o, "--buffers=1"), 0, "%s", err);
+    cr_expect_eq(o.buffers, 1);
+    cr_expect_eq(o.rotate, 1);
+    cr_expect_eq(o.settle, 0);
+    EXPECT_ERROR("bad value '0' for --buffers: expected a number of buffer pairs from 1 to "
+                 "1024", "--buffers", "0");
+    EXPECT_ERROR("bad value 'x' for --buffers", "--buffers", "x");
+    EXPECT_ERROR("bad value '1025' for --buffers", "--buffers", "1025");
+    EXPECT_ERROR("option --buffers needs a value (K)", "--buffers");
+    EXPECT_ERROR("option --settle takes no value", "--settle=yes");
+    EXPECT_ERROR("--buffers and --rotate both give the number of buffer pairs", "--rotate",
+                 "2", "--buffers", "4");
+    EXPECT_ERROR("it takes neither --batch", "--buffers", "2", "--batch");
+    EXPECT_ERROR("nor --fresh", "--buffers", "2", "--fresh");
 }
 
 Test(perf_options, batch)
@@ -258,12 +285,14 @@ Test(perf_options, usage_lists_every_option)
         "-d, --dtype NAME", "-o, --op NAME", "-r, --root R", "-i, --inplace",
         "-A, --algorithms LIST", "-s, --segment-size SIZE", "-T, --threads N",
         "-t, --transport NAME", "--bootstrap KIND", "--sparsity F", "--distribution KIND",
-        "--dense-ranks K", "--seed N", "--rotate N", "--fresh", "--batch", "--check", "--compare KIND", "--csv FILE",
+        "--dense-ranks K", "--seed N", "--rotate N", "--buffers K", "--fresh", "--settle",
+        "--batch", "--check", "--compare KIND", "--csv FILE",
         "--json FILE", "--plot FILE", "--probe-size SIZE", "--inject-error R[:I]",
         "-V, --version", "-h, --help",
         /* the notes --help adds */
         "busbw = algbw * 2 * (n - 1) / n", "busbw = algbw  ", "2 * bytes * p_local",
         "slowest rank decides an iteration", "speedup = mpi_median_us / median_us",
+        "First calls (first_us, worst2-10_us)", "mpi_first_us and mpi_worst2-10_us",
         "Exit status"};
     for (size_t i = 0; i < sizeof(expected) / sizeof(expected[0]); i++) {
         cr_expect(strstr(text, expected[i]) != NULL, "help lacks '%s'", expected[i]);

@@ -23,7 +23,9 @@ static perf_results_t sample_results(int compare_mpi)
         .bytes = 8, .count = 2, .iterations = 1000,
         .latency = {1.5, 1.0, 9.0, 1.25, 4.0}, .algbw_gbs = 0.0064, .busbw_gbs = 0.0064,
         .bound_us = 0.001, .checked = 1, .check_ok = 1, .has_mpi = compare_mpi,
-        .mpi_median_us = 2.5, .speedup = 2.0, .segment_bytes = 131072};
+        .mpi_median_us = 2.5, .speedup = 2.0, .segment_bytes = 131072,
+        .first_us = 40.5, .worst2_10_us = 7.25, .mpi_first_us = 61.5,
+        .mpi_worst2_10_us = 9.75};
     perf_row_t failed = ok;
     failed.coll = PERF_COLL_REDUCE;
     snprintf(failed.requested, sizeof(failed.requested), "ring");
@@ -68,7 +70,8 @@ Test(perf_output, csv_has_the_required_columns)
     const char *required[] = {"collective", "algorithm", "bytes", "count", "iterations",
                               "avg_us", "min_us", "max_us", "median_us", "p99_us", "algbw_gbs",
                               "busbw_gbs", "bound_us", "check", "mpi_median_us", "speedup",
-                              "segment_bytes"};
+                              "first_us", "worst2-10_us", "first_calls", "mpi_first_us",
+                              "mpi_worst2-10_us", "segment_bytes"};
     for (size_t i = 0; i < sizeof(required) / sizeof(required[0]); i++) {
         char field[64];
         snprintf(field, sizeof(field), "%s,", required[i]);
@@ -83,10 +86,11 @@ Test(perf_output, csv_has_the_required_columns)
     cr_expect(strncmp(row1, "allreduce,recursive_doubling,auto,8,2,1000,1.500,1.000,9.000,"
                             "1.250,4.000,", 60) == 0, "%s", row1);
     cr_expect(strstr(row1, ",ok,") != NULL, "%s", row1);
-    cr_expect(strstr(row1, ",2.500,2.0000") != NULL, "%s", row1);
+    cr_expect(strstr(row1, ",2.500,2.0000,61.500,9.750,") != NULL, "%s", row1);
+    cr_expect(strstr(row1, ",sum,40.500,7.250,0,") != NULL, "first calls: %s", row1);
     cr_expect(strstr(row2, "reduce,ring,ring,1048576,262144,") == row2, "%s", row2);
     cr_expect(strstr(row2, ",,FAIL,") != NULL, "no bound is an empty field: %s", row2);
-    cr_expect(strstr(row2, ",sum,,,65536") != NULL && row2[strlen(row2) - 6] == ',',
+    cr_expect(strstr(row2, ",0,,,,,65536") != NULL && row2[strlen(row2) - 6] == ',',
               "no MPI time is empty, the segment last: %s", row2);
     cr_expect(strcmp(row1 + strlen(row1) - 7, ",131072") == 0, "%s", row1);
     perf_results_release(&res);
@@ -101,6 +105,9 @@ Test(perf_output, csv_without_mpi_has_no_mpi_columns)
     char *text = slurp(path);
     unlink(path);
     cr_expect(strstr(text, "mpi_median_us") == NULL);
+    cr_expect(strstr(text, "mpi_first_us") == NULL);
+    cr_expect(strstr(text, ",first_us,worst2-10_us,first_calls,segment_bytes\n") != NULL,
+              "%s", text);
     perf_results_release(&res);
 }
 
@@ -121,6 +128,9 @@ Test(perf_output, json_has_the_required_keys)
         "\"bound_us\": 0.001", "\"check\": \"ok\"", "\"mpi_median_us\": 2.500",
         "\"speedup\": 2.0000", "\"check\": \"FAIL\"", "\"bound_us\": null",
         "\"mpi_median_us\": null", "\"ranks\": 2", "\"node_bandwidth_gbs\": 30.500",
+        "\"first_calls\": 0", "\"first_us\": 40.500", "\"worst2-10_us\": 7.250",
+        "\"mpi_first_us\": 61.500", "\"mpi_worst2-10_us\": 9.750", "\"mpi_first_us\": null",
+        "\"buffers\": false", "\"settle\": false",
         "\"mpi_library\": \"Open MPI v4.1.4\"", "\"results\": ["};
     for (size_t i = 0; i < sizeof(required) / sizeof(required[0]); i++) {
         cr_expect(strstr(text, required[i]) != NULL, "JSON lacks %s:\n%s", required[i], text);
@@ -151,14 +161,38 @@ Test(perf_output, table_shows_algorithm_choice_and_check)
     const char *expected[] = {"2 ranks on 1 node", "float32 sum", "30.5 GB/s", "collective",
                               "algorithm", "median_us", "busbw_GB/s", "bound_us", "check",
                               "mpi_median_us", "speedup", "auto:recursive_doubling ", "FAIL",
-                              "Open MPI v4.1.4", "ring@64k"};
+                              "Open MPI v4.1.4", "ring@64k", "first_us", "worst2-10_us",
+                              "mpi_first_us", "mpi_worst2-10_us", "     40.50         7.25 ",
+                              "       61.50             9.75 "};
     for (size_t i = 0; i < sizeof(expected) / sizeof(expected[0]); i++) {
         cr_expect(strstr(text, expected[i]) != NULL, "table lacks '%s':\n%s", expected[i],
                   text);
     }
+    cr_expect(strstr(text, "untimed") == NULL, "no untimed column without --settle:\n%s",
+              text);
     cr_expect(strstr(text, "recursive_doubling@") == NULL,
               "8 B is one segment: no @ after its algorithm:\n%s", text);
     cr_expect_eq(perf_results_failed_checks(&res), 1);
+    free(text);
+    perf_results_release(&res);
+}
+
+/* --settle: the table counts the untimed calls of every row, and the header says what
+ * first_us then comes after. */
+Test(perf_output, table_counts_untimed_calls_under_settle)
+{
+    perf_results_t res = sample_results(0);
+    res.info.settle = 1;
+    res.rows[0].first_calls = 7;
+    char *text = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&text, &len);
+    perf_table_print_header(out, &res.info);
+    perf_table_print_row(out, &res.info, &res.rows[0]);
+    fclose(out);
+    cr_expect(strstr(text, "iters untimed") != NULL, "%s", text);
+    cr_expect(strstr(text, "  1000       7 ") != NULL, "%s", text);
+    cr_expect(strstr(text, "untimed before anything is timed (--settle)") != NULL, "%s", text);
     free(text);
     perf_results_release(&res);
 }
