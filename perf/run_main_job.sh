@@ -1,7 +1,8 @@
 #!/bin/sh
 # The main job: build fold and fold_perf, then run fold_perf on local ranks - allreduce and
 # reduce from 8 B to 64 MiB, every result checked, with the MPI library beside fold - and
-# print the table. About a minute on a 2-core machine.
+# print the table; then the same from 64 KiB to 16 MiB with 16 buffer pairs in turn. A
+# few minutes on a 2-core machine.
 #
 #   perf/run_main_job.sh [extra fold_perf options]
 #
@@ -39,5 +40,11 @@ if [ "$(id -u)" = 0 ]; then
     launcher="$launcher --allow-run-as-root"
 fi
 
+# The sweep on one buffer pair (each size's first call and worst of calls 2-10 beside
+# its warmed median), then as a training loop's buckets run: 16 pairs in turn, each
+# call's input written before it.
 # shellcheck disable=SC2086 # $launcher and $compare are lists of words on purpose
-exec $launcher -n "$np" "$perf" -c allreduce,reduce -b 8 -e 64M -f 2 --check $compare "$@"
+$launcher -n "$np" "$perf" -c allreduce,reduce -b 8 -e 64M -f 2 --check $compare "$@"
+# shellcheck disable=SC2086
+exec $launcher -n "$np" "$perf" -c allreduce,reduce -b 64K -e 16M -f 4 --buffers 16 --check \
+    $compare "$@"
