@@ -89,19 +89,60 @@ static void print_transports(void)
 
 /* Every configuration table: name, default, current value (the environment's) and
  * description of each variable. */
-static void print_config(void)
-{
-    static const fold_util_config_table_t *const tables[] = {
-        &fold_config_table,
+static const fold_util_config_table_t *const config_tables[] = {
+    &fold_config_table,
 #ifdef FOLD_INFO_SHIM_TABLE
-        &shim_config_table,
+    &shim_config_table,
 #endif
 #ifdef FOLD_INFO_PERF_TABLE
-        &perf_config_table,
+    &perf_config_table,
 #endif
-    };
-    for (size_t i = 0; i < sizeof(tables) / sizeof(tables[0]); i++) {
-        fold_util_config_print(tables[i], stdout);
+};
+#define CONFIG_TABLES (sizeof(config_tables) / sizeof(config_tables[0]))
+
+static void print_config(void)
+{
+    for (size_t i = 0; i < CONFIG_TABLES; i++) {
+        fold_util_config_print(config_tables[i], stdout);
+    }
+}
+
+/* Text for a Markdown table cell: '|' would end the cell, '<' start an HTML tag and
+ * '*' emphasis. */
+static void print_markdown_cell(const char *text)
+{
+    for (const char *c = text; *c != '\0'; c++) {
+        if (*c == '|' || *c == '*' || *c == '\\') {
+            printf("\\%c", *c);
+        } else if (*c == '<') {
+            fputs("&lt;", stdout);
+        } else if (*c == '>') {
+            fputs("&gt;", stdout);
+        } else {
+            putchar(*c);
+        }
+    }
+}
+
+/* -c --markdown: every table's variables with their defaults and descriptions, as
+ * Markdown tables (docs/user/configuration.md is generated from it). The environment
+ * is not read, so the output depends on the build alone. */
+static void print_config_markdown(void)
+{
+    for (size_t i = 0; i < CONFIG_TABLES; i++) {
+        const fold_util_config_table_t *t = config_tables[i];
+        printf("%s### %s (`%s*`)\n\n", i > 0 ? "\n" : "", t->title, t->prefix);
+        printf("| variable | default | meaning |\n|---|---|---|\n");
+        for (size_t f = 0; f < t->count; f++) {
+            const fold_util_config_field_t *row = &t->fields[f];
+            printf("| `%s%s` | ", t->prefix, row->name);
+            if (row->default_value[0] != '\0') {
+                printf("`%s`", row->default_value);
+            }
+            printf(" | ");
+            print_markdown_cell(row->doc);
+            printf(" |\n");
+        }
     }
 }
 
@@ -444,6 +485,8 @@ static void usage(FILE *out, const char *prog)
             "  -t        transports, and the libfabric providers found\n"
             "  -c        configuration variables (fold's, the MPI shim's, the tools'): defaults,\n"
             "            values from the environment, descriptions\n"
+            "  --markdown  with -c: defaults and descriptions as Markdown tables (the\n"
+            "            environment is not read)\n"
             "  -a        algorithms and the default selection rules\n"
             "  -m        the cost model's parameters in effect\n"
             "  -S SHAPE  what selection picks on a communicator of that shape, without running\n"
@@ -462,10 +505,15 @@ static void usage(FILE *out, const char *prog)
 int main(int argc, char **argv)
 {
     int want_version = 0, want_tl = 0, want_cfg = 0, want_alg = 0, want_model = 0, opt;
-    int all_predictions = 0, want_context = 0, want_launcher = 0;
+    int all_predictions = 0, want_context = 0, want_launcher = 0, markdown = 0;
     const char *shape = NULL;
-    while ((opt = getopt(argc, argv, "vtcamS:pLCh")) != -1) {
+    static const struct option long_options[] = {
+        {"markdown", no_argument, NULL, 'M'},
+        {NULL, 0, NULL, 0},
+    };
+    while ((opt = getopt_long(argc, argv, "vtcamS:pLCh", long_options, NULL)) != -1) {
         switch (opt) {
+        case 'M': markdown = 1; break;
         case 'v': want_version = 1; break;
         case 't': want_tl = 1; break;
         case 'c': want_cfg = 1; break;
@@ -483,6 +531,15 @@ int main(int argc, char **argv)
         fprintf(stderr, "%s: unexpected argument '%s'\n", argv[0], argv[optind]);
         usage(stderr, argv[0]);
         return 2;
+    }
+    if (markdown) {
+        if (!want_cfg) {
+            fprintf(stderr, "%s: --markdown goes with -c\n", argv[0]);
+            usage(stderr, argv[0]);
+            return 2;
+        }
+        print_config_markdown();
+        return 0;
     }
     if (shape != NULL) {
         return print_decisions(shape, all_predictions);
