@@ -30,15 +30,18 @@
 /*
  * The families: node-aware algorithms wherever a node holds several ranks of the
  * communicator (shm_flat only within one node: across nodes it would be dpml), the
- * flat ones where every rank has a node to itself. Nothing here depends on a rank
- * count or on a machine; the model picks within each family.
+ * flat ones where every rank has a node to itself. Across nodes the flat ones are
+ * candidates too, as in an MPI library (fold_select_flat_us): selection never runs
+ * what its model predicts slower than an algorithm fold has. Nothing here depends on
+ * a rank count or on a machine; the model picks within each family.
  */
 const char fold_default_tune[] =
     "allreduce:0-inf:n1-1:ppn2-inf:shm_flat,dpml,dpml_pipelined,cma"
-    "#allreduce:0-inf:n2-inf:ppn2-inf:dpml,dpml_pipelined"
+    "#allreduce:0-inf:n2-inf:ppn2-inf:dpml,dpml_pipelined,recursive_doubling,rabenseifner,ring"
     "#allreduce:0-inf:recursive_doubling,rabenseifner,ring"
     "#reduce:0-inf:n1-1:ppn2-inf:shm_flat,dpml,dpml_pipelined,cma"
-    "#reduce:0-inf:n2-inf:ppn2-inf:dpml,dpml_pipelined"
+    "#reduce:0-inf:n2-inf:ppn2-inf:dpml,dpml_pipelined,binomial,rabenseifner,ring,chain,"
+    "bintree,greedy"
     "#reduce:0-inf:binomial,rabenseifner,ring,chain,bintree,greedy";
 
 const fold_tune_t *fold_default_rules(void)
@@ -688,10 +691,12 @@ static int replay_fits(fold_comm_t *comm, const fold_topo_t *topo, fold_coll_t c
     return steps * (size_t)topo->size <= limit;
 }
 
-/* choice's time on all of topo's nodes, from replays on its first nodes. */
+/* choice's time on all of topo's nodes, from replays on its first nodes, or any value
+ * >= bound where that is: the time is at least the largest replay's, which goes
+ * first and stops at bound. */
 static double predict_on_fewer_nodes(fold_comm_t *comm, const fold_topo_t *topo,
                                      fold_coll_t coll, const fold_choice_t *choice,
-                                     size_t bytes)
+                                     size_t bytes, double bound)
 {
     int m = topo->nnodes / 2;
     const fold_topo_t *at_m = NULL;
@@ -707,9 +712,13 @@ static double predict_on_fewer_nodes(fold_comm_t *comm, const fold_topo_t *topo,
                    bytes, topo->size);
         return INFINITY;
     }
+    double largest = predict_below(comm, at_m, coll, choice, bytes, bound);
+    if (largest >= bound || !isfinite(largest)) {
+        return largest;
+    }
     double n[3], t[3];
     int npts = 0;
-    for (int k = m >= 4 ? m / 4 : m >= 2 ? m / 2 : m; k <= m; k *= 2) {
+    for (int k = m >= 4 ? m / 4 : m >= 2 ? m / 2 : m; k < m; k *= 2) {
         const fold_topo_t *fewer = fewer_nodes(comm, topo, k);
         if (fewer == NULL) {
             return INFINITY;
@@ -717,7 +726,9 @@ static double predict_on_fewer_nodes(fold_comm_t *comm, const fold_topo_t *topo,
         n[npts]   = k;
         t[npts++] = predict_below(comm, fewer, coll, choice, bytes, INFINITY);
     }
-    return isfinite(t[npts - 1]) ? extend_to_nodes(n, t, npts, topo->nnodes) : INFINITY;
+    n[npts]   = m;
+    t[npts++] = largest;
+    return extend_to_nodes(n, t, npts, topo->nnodes);
 }
 
 /* fold_select_predict, or any value >= bound where the prediction is >= bound. */
@@ -732,7 +743,7 @@ static double predict_below(fold_comm_t *comm, const fold_topo_t *topo, fold_col
     size_t steps, seg = choice->seg_bytes;
     size_t at = replay_size(comm, topo, &q, seg, bytes, &steps);
     if (steps * (size_t)topo->size > MODEL_STEP_LIMIT) {
-        return predict_on_fewer_nodes(comm, topo, coll, choice, bytes);
+        return predict_on_fewer_nodes(comm, topo, coll, choice, bytes, bound);
     }
     int exact;
     if (at == bytes) {
