@@ -30,15 +30,18 @@
 /*
  * The families: node-aware algorithms wherever a node holds several ranks of the
  * communicator (shm_flat only within one node: across nodes it would be dpml), the
- * flat ones where every rank has a node to itself. Nothing here depends on a rank
- * count or on a machine; the model picks within each family.
+ * flat ones where every rank has a node to itself. Across nodes the flat ones are
+ * candidates too, as in an MPI library (fold_select_flat_us): selection never runs
+ * what its model predicts slower than an algorithm fold has. Nothing here depends on
+ * a rank count or on a machine; the model picks within each family.
  */
 const char fold_default_tune[] =
     "allreduce:0-inf:n1-1:ppn2-inf:shm_flat,dpml,dpml_pipelined,cma"
-    "#allreduce:0-inf:n2-inf:ppn2-inf:dpml,dpml_pipelined"
+    "#allreduce:0-inf:n2-inf:ppn2-inf:dpml,dpml_pipelined,recursive_doubling,rabenseifner,ring"
     "#allreduce:0-inf:recursive_doubling,rabenseifner,ring"
     "#reduce:0-inf:n1-1:ppn2-inf:shm_flat,dpml,dpml_pipelined,cma"
-    "#reduce:0-inf:n2-inf:ppn2-inf:dpml,dpml_pipelined"
+    "#reduce:0-inf:n2-inf:ppn2-inf:dpml,dpml_pipelined,binomial,rabenseifner,ring,chain,"
+    "bintree,greedy"
     "#reduce:0-inf:binomial,rabenseifner,ring,chain,bintree,greedy";
 
 const fold_tune_t *fold_default_rules(void)
@@ -533,6 +536,201 @@ static size_t comm_shm_bytes(const fold_comm_t *comm)
     return comm->node != NULL ? comm->node->shm_bytes : comm->ctx->config.shm_size;
 }
 
+/* ---- shapes too large to replay ----------------------------------------------- */
+
+/*
+ * A schedule whose replay would take more than MODEL_STEP_LIMIT steps even at the
+ * smallest size it extrapolates from (a ring over thousands of ranks, anything over
+ * tens of thousands) is replayed on the ranks of the communicator's first nodes
+ * instead, at three node counts (m / 4, m / 2 and m, the most nodes whose replay
+ * takes at most MODEL_FEWER_STEPS), and its time is carried to the whole node count
+ * by a + b log2(nodes) + c nodes through them: the latency rounds of trees and
+ * recursive doubling grow with the logarithm, a ring's and a chain's with the nodes,
+ * and what the nodes do within themselves not at all. b and c are never negative,
+ * so the time never falls below the largest replay's.
+ */
+#define MODEL_FEWER_STEPS (MODEL_STEP_LIMIT / 4)
+#define FEWER_SHAPES      64
+
+typedef struct fewer_shape {
+    const fold_topo_t *base;
+    int                nnodes;
+    fold_topo_t       *topo;
+} fewer_shape_t;
+
+struct fold_select_fewer {
+    int           n;
+    fewer_shape_t shape[FEWER_SHAPES];
+};
+
+static void fewer_free(fold_select_cache_t *c)
+{
+    for (int i = 0; c->fewer != NULL && i < c->fewer->n; i++) {
+        fold_topo_free(c->fewer->shape[i].topo);
+    }
+    free(c->fewer);
+    c->fewer = NULL;
+}
+
+/* The ranks of base's first nnodes nodes, in their order in base; NULL without
+ * memory. Kept in the cache, so that the memo's answers about it stay valid. */
+static const fold_topo_t *fewer_nodes(fold_comm_t *comm, const fold_topo_t *base, int nnodes)
+{
+    fold_select_cache_t *c = &comm->select;
+    if (c->fewer == NULL && (c->fewer = calloc(1, sizeof(*c->fewer))) == NULL) {
+        return NULL;
+    }
+    for (int i = 0; i < c->fewer->n; i++) {
+        if (c->fewer->shape[i].base == base && c->fewer->shape[i].nnodes == nnodes) {
+            return c->fewer->shape[i].topo;
+        }
+    }
+    if (c->fewer->n == FEWER_SHAPES) {
+        return NULL;
+    }
+    int n = base->node_first[nnodes];
+    int *key = malloc((size_t)n * sizeof(int)), *pkg = malloc((size_t)n * sizeof(int));
+    fold_topo_t *topo = NULL;
+    if (key != NULL && pkg != NULL) {
+        for (int r = 0, kept = 0; r < base->size; r++) {
+            if (base->node_of[r] < nnodes) {
+                pkg[kept]   = -1;
+                key[kept++] = base->node_of[r];
+            }
+        }
+        if (fold_topo_build(n, key, pkg, &topo) != FOLD_OK) {
+            topo = NULL;
+        }
+    }
+    free(key);
+    free(pkg);
+    if (topo != NULL) {
+        c->fewer->shape[c->fewer->n++] = (fewer_shape_t){base, nnodes, topo};
+    }
+    return topo;
+}
+
+/* The time at `target` nodes of a + b log2(n) + c n through the npts points (n[i]
+ * increasing), with b, c >= 0: three points fix both where that keeps them
+ * non-negative; otherwise the last two fix one of them (the logarithm where the times
+ * grow slower than the nodes, else the line). One point scales with the nodes. */
+static double extend_to_nodes(const double *n, const double *t, int npts, double target)
+{
+    const double last_n = n[npts - 1], last_t = t[npts - 1];
+    if (npts == 1) {
+        return last_t * target / last_n;
+    }
+    double dn = last_n - n[npts - 2], dt = last_t - t[npts - 2];
+    double dlog = log2(last_n / n[npts - 2]);
+    double b = 0, c = dt > 0 ? dt / dn : 0;   /* two points: the line */
+    if (npts == 3) {
+        double l1 = log2(n[1] / n[0]), m1 = n[1] - n[0], d1 = t[1] - t[0];
+        double det = l1 * dn - dlog * m1;
+        double fb = (d1 * dn - dt * m1) / det, fc = (l1 * dt - dlog * d1) / det;
+        if (fb >= 0 && fc >= 0) {
+            b = fb;
+            c = fc;
+        } else if (fc < 0) {
+            b = dt > 0 ? dt / dlog : 0;
+            c = 0;
+        }
+    }
+    double us = last_t + b * log2(target / last_n) + c * (target - last_n);
+    return us > last_t ? us : last_t;
+}
+
+static double predict_below(fold_comm_t *comm, const fold_topo_t *topo, fold_coll_t coll,
+                            const fold_choice_t *choice, size_t bytes, double bound);
+
+/* The query of choice on topo; its count and segment are set per prediction. */
+static fold_model_query_t query_of(const fold_comm_t *comm, const fold_topo_t *topo,
+                                   fold_coll_t coll, const fold_choice_t *choice)
+{
+    return (fold_model_query_t){
+        .alg   = choice->alg,
+        .esize = MODEL_ESIZE,
+        .proto = {.coll = coll, .size = topo->size, .root = 0,
+                  .depth = (int)comm->ctx->config.pipeline_depth, .commutative = 1,
+                  .leaders = choice->leaders, .shm_count = comm_shm_bytes(comm) / MODEL_ESIZE,
+                  .inter = choice->inter, .root_weight = choice->root_weight},
+    };
+}
+
+/* The size a replay of `bytes` is made at: bytes, or a smaller one it extrapolates
+ * from, halved while rank 0's steps (*steps there) follow the size and the replay
+ * would exceed MODEL_STEP_BUDGET. */
+static size_t replay_size(fold_comm_t *comm, const fold_topo_t *topo, fold_model_query_t *q,
+                          size_t seg, size_t bytes, size_t *steps)
+{
+    const fold_context_t *ctx = comm->ctx;
+    size_t at = bytes;
+    q->proto.count     = at / MODEL_ESIZE ? at / MODEL_ESIZE : 1;
+    q->proto.seg_count = fold_select_seg_count(ctx, seg, q->proto.count * MODEL_ESIZE,
+                                               MODEL_ESIZE);
+    *steps = rank0_steps(comm, topo, q);
+    while (at / 2 >= MODEL_MIN_EXTRAP && *steps * (size_t)topo->size > MODEL_STEP_BUDGET) {
+        q->proto.count     = at / 2 / MODEL_ESIZE;
+        q->proto.seg_count = fold_select_seg_count(ctx, seg, at / 2, MODEL_ESIZE);
+        size_t fewer = rank0_steps(comm, topo, q);
+        if (fewer >= *steps) {
+            break;   /* the step count no longer follows the size (latency-bound) */
+        }
+        at /= 2;
+        *steps = fewer;
+    }
+    return at;
+}
+
+/* Whether choice's replay of `bytes` on topo takes at most `limit` steps. */
+static int replay_fits(fold_comm_t *comm, const fold_topo_t *topo, fold_coll_t coll,
+                       const fold_choice_t *choice, size_t bytes, size_t limit)
+{
+    fold_model_query_t q = query_of(comm, topo, coll, choice);
+    size_t steps;
+    replay_size(comm, topo, &q, choice->seg_bytes, bytes, &steps);
+    return steps * (size_t)topo->size <= limit;
+}
+
+/* choice's time on all of topo's nodes, from replays on its first nodes, or any value
+ * >= bound where that is: the time is at least the largest replay's, which goes
+ * first and stops at bound. */
+static double predict_on_fewer_nodes(fold_comm_t *comm, const fold_topo_t *topo,
+                                     fold_coll_t coll, const fold_choice_t *choice,
+                                     size_t bytes, double bound)
+{
+    int m = topo->nnodes / 2;
+    const fold_topo_t *at_m = NULL;
+    for (; m >= 1; m /= 2) {
+        at_m = fewer_nodes(comm, topo, m);
+        if (at_m == NULL || replay_fits(comm, at_m, coll, choice, bytes, MODEL_FEWER_STEPS)) {
+            break;
+        }
+    }
+    if (m < 1 || at_m == NULL) {
+        fold_debug("model: %s %s of %zu B on %d ranks: too long to replay even on one of "
+                   "its nodes; not a candidate", choice->alg->name, fold_coll_name(coll),
+                   bytes, topo->size);
+        return INFINITY;
+    }
+    double largest = predict_below(comm, at_m, coll, choice, bytes, bound);
+    if (largest >= bound || !isfinite(largest)) {
+        return largest;
+    }
+    double n[3], t[3];
+    int npts = 0;
+    for (int k = m >= 4 ? m / 4 : m >= 2 ? m / 2 : m; k < m; k *= 2) {
+        const fold_topo_t *fewer = fewer_nodes(comm, topo, k);
+        if (fewer == NULL) {
+            return INFINITY;
+        }
+        n[npts]   = k;
+        t[npts++] = predict_below(comm, fewer, coll, choice, bytes, INFINITY);
+    }
+    n[npts]   = m;
+    t[npts++] = largest;
+    return extend_to_nodes(n, t, npts, topo->nnodes);
+}
+
 /* fold_select_predict, or any value >= bound where the prediction is >= bound. */
 static double predict_below(fold_comm_t *comm, const fold_topo_t *topo, fold_coll_t coll,
                             const fold_choice_t *choice, size_t bytes, double bound)
@@ -541,38 +739,11 @@ static double predict_below(fold_comm_t *comm, const fold_topo_t *topo, fold_col
     if (fold_select_reference) {
         bound = INFINITY;
     }
-    const fold_context_t *ctx = comm->ctx;
-    const fold_alg_t *alg = choice->alg;
-    fold_model_query_t q = {
-        .alg   = alg,
-        .esize = MODEL_ESIZE,
-        .proto = {.coll = coll, .size = topo->size, .root = 0,
-                  .depth = (int)ctx->config.pipeline_depth, .commutative = 1,
-                  .leaders = choice->leaders, .shm_count = comm_shm_bytes(comm) / MODEL_ESIZE,
-                  .inter = choice->inter, .root_weight = choice->root_weight},
-    };
-    size_t at = bytes, seg = choice->seg_bytes;
-    q.proto.count     = at / MODEL_ESIZE ? at / MODEL_ESIZE : 1;
-    q.proto.seg_count = fold_select_seg_count(ctx, seg, q.proto.count * MODEL_ESIZE,
-                                              MODEL_ESIZE);
-    size_t steps = rank0_steps(comm, topo, &q);
-    while (at / 2 >= MODEL_MIN_EXTRAP && steps * (size_t)topo->size > MODEL_STEP_BUDGET) {
-        q.proto.count     = at / 2 / MODEL_ESIZE;
-        q.proto.seg_count = fold_select_seg_count(ctx, seg, at / 2, MODEL_ESIZE);
-        size_t fewer = rank0_steps(comm, topo, &q);
-        if (fewer >= steps) {
-            break;   /* the step count no longer follows the size (latency-bound) */
-        }
-        at /= 2;
-        steps = fewer;
-    }
+    fold_model_query_t q = query_of(comm, topo, coll, choice);
+    size_t steps, seg = choice->seg_bytes;
+    size_t at = replay_size(comm, topo, &q, seg, bytes, &steps);
     if (steps * (size_t)topo->size > MODEL_STEP_LIMIT) {
-        /* A ring over a thousand ranks: p^2 steps whatever the size. Another candidate
-         * with the same bandwidth term and fewer latencies (Rabenseifner) wins there. */
-        fold_debug("model: %s %s of %zu B on %d ranks: %zu steps per rank, too long to "
-                   "replay; not a candidate", alg->name, fold_coll_name(coll), bytes,
-                   topo->size, steps);
-        return INFINITY;
+        return predict_on_fewer_nodes(comm, topo, coll, choice, bytes, bound);
     }
     int exact;
     if (at == bytes) {
@@ -953,6 +1124,7 @@ void fold_select_cache_free(fold_comm_t *comm)
     fold_topo_free(comm->select.topo);
     fold_topo_free(comm->select.inter_topo);
     comm->select.topo = comm->select.inter_topo = NULL;
+    fewer_free(&comm->select);
     memo_free(&comm->select);
     free(comm->select.mapped_entry);
     comm->select.mapped_entry = NULL;

@@ -126,6 +126,9 @@ typedef struct fold_select_memo_table fold_select_memo_table_t;   /* select.c */
 typedef struct fold_select_cache {
     fold_topo_t        *topo;        /* the communicator's nodes, for the model */
     fold_topo_t        *inter_topo;  /* one rank per node: the leaders' exchange */
+    struct fold_select_fewer *fewer; /* the ranks of the first nodes of topo or
+                                        inter_topo: the shapes a schedule too long to
+                                        replay on them is replayed on (select.c) */
     uint64_t            shape_hash;  /* of topo's node placement, for shared decisions */
     fold_select_entry_t entry[2][FOLD_SELECT_CLASSES];   /* allreduce, reduce */
     int8_t              advice[2][FOLD_SELECT_CLASSES];  /* fold_serve_advice: 0 or 1,

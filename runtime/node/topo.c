@@ -54,6 +54,47 @@ static void leader_order(const int *pkg, int n, int *order)
     }
 }
 
+typedef struct keyed_rank {
+    int key, rank;
+} keyed_rank_t;
+
+static int compare_keyed_rank(const void *a, const void *b)
+{
+    const keyed_rank_t *x = a, *y = b;
+    if (x->key != y->key) {
+        return x->key < y->key ? -1 : 1;
+    }
+    return (x->rank > y->rank) - (x->rank < y->rank);
+}
+
+/* t->node_of and t->nnodes: nodes numbered in order of their lowest rank. Sorted by
+ * key, so that tens of thousands of ranks take milliseconds. */
+static int number_nodes(int size, const int *node_key, fold_topo_t *t)
+{
+    keyed_rank_t *by_key = malloc((size_t)size * sizeof(*by_key) + 1);
+    if (by_key == NULL) {
+        return FOLD_ERR_NO_MEMORY;
+    }
+    for (int r = 0; r < size; r++) {
+        by_key[r] = (keyed_rank_t){node_key[r], r};
+    }
+    qsort(by_key, (size_t)size, sizeof(*by_key), compare_keyed_rank);
+    /* node_of[r] first holds the lowest rank of r's node; a rank that is its node's
+     * lowest opens the next node number, in rank order. */
+    for (int i = 0; i < size; i++) {
+        int lowest = i > 0 && by_key[i].key == by_key[i - 1].key
+                   ? t->node_of[by_key[i - 1].rank] : by_key[i].rank;
+        t->node_of[by_key[i].rank] = lowest;
+    }
+    free(by_key);
+    t->nnodes = 0;
+    for (int r = 0; r < size; r++) {
+        int lowest = t->node_of[r];
+        t->node_of[r] = lowest == r ? t->nnodes++ : t->node_of[lowest];
+    }
+    return FOLD_OK;
+}
+
 int fold_topo_build(int size, const int *node_key, const int *package, fold_topo_t **topo_p)
 {
     fold_topo_t *t = calloc(1, sizeof(*t));
@@ -75,18 +116,9 @@ int fold_topo_build(int size, const int *node_key, const int *package, fold_topo
         return FOLD_ERR_NO_MEMORY;
     }
 
-    /* Nodes in order of their lowest rank. Quadratic in the worst case, once per comm. */
-    for (int r = 0; r < size; r++) {
-        int node = -1;
-        for (int q = 0; q < r && node < 0; q++) {
-            if (node_key[q] == node_key[r]) {
-                node = t->node_of[q];
-            }
-        }
-        t->node_of[r] = node >= 0 ? node : t->nnodes++;
-    }
-    int *fill = calloc((size_t)t->nnodes, sizeof(int));
-    if (fill == NULL) {
+    int *fill = NULL;
+    if (number_nodes(size, node_key, t) != FOLD_OK ||
+        (fill = calloc((size_t)t->nnodes, sizeof(int))) == NULL) {
         free(pkg);
         fold_topo_free(t);
         return FOLD_ERR_NO_MEMORY;
