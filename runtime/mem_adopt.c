@@ -2,8 +2,9 @@
  * Adopted buffers: a buffer a rank passes to single copy often enough (an iterative
  * solver's IN and OUT, a gradient bucket, a benchmark's loop) moves into fold memory
  * at the same address: at the pass selection says adopting has paid for itself by
- * then (fold_select_adopt_passes), the second at the earliest. Its pages are copied into an anonymous shared-memory file,
- * which is then mapped over them (mmap MAP_FIXED): the bytes and the addresses stay,
+ * then (fold_select_adopt_passes), the second at the earliest. Its pages are copied
+ * into an anonymous shared-memory file, which is then mapped over them (mmap
+ * MAP_FIXED): the bytes and the addresses stay,
  * and the other ranks of the node map the file (node/xmap.c) and copy at memcpy's
  * speed instead of the kernel's (process_vm_readv pins every page it copies).
  *
