@@ -23,7 +23,8 @@ function(fold_mpi_shim_tests p mpi_c mpi_fortran have_f08 mpirun shim_target che
   target_link_libraries(fold_${p}_test_util PUBLIC ${mpi_c})
   foreach(program mpi_reduce_check mpi_fallback mpi_spawn mpi_solver mpi_threads
                   mpi_allreduce_bench mpi_serve_advice mpi_mismatch mpi_comm_churn
-                  mpi_types_check mpi_userop_check mpi_derived_check mpi_alloc_mem)
+                  mpi_types_check mpi_userop_check mpi_derived_check mpi_alloc_mem
+                  mpi_first_calls)
     string(REGEX REPLACE "^mpi_" "${p}_" target ${program})
     add_executable(${target} ${FOLD_MPI_TEST_DIR}/${program}.c)
     target_link_libraries(${target} PRIVATE fold_${p}_test_util Threads::Threads m)
@@ -96,6 +97,10 @@ function(fold_mpi_shim_tests p mpi_c mpi_fortran have_f08 mpirun shim_target che
   # The benchmark's own check, briefly, through the shim.
   test(bench_np2 ${launch} 2 LD_PRELOAD=${shim} FOLD_MPI_ALLREDUCE_MIN=0
     FOLD_MPI_ALLREDUCE_MAX=inf -- ${mpi_allreduce_bench} -b 8 -e 1048576 -n 20 -k)
+
+  # The first-calls benchmark, briefly, through the shim (docs/results/first-calls.md).
+  test(first_calls_np2 ${launch} 2 LD_PRELOAD=${shim} -- ${mpi_first_calls} -b 4096
+    -e 262144 -n 12 -k 2)
 
   # The held-out check, where an OSU micro-benchmarks build for this library is given
   # (-DFOLD_OSU_MPI_DIR=... for Open MPI, -DFOLD_OSU_MPICH_DIR=... for MPICH: the
