@@ -718,7 +718,13 @@ static double predict_on_fewer_nodes(fold_comm_t *comm, const fold_topo_t *topo,
     }
     double n[3], t[3];
     int npts = 0;
-    for (int k = m >= 4 ? m / 4 : m >= 2 ? m / 2 : m; k < m; k *= 2) {
+    /* m / 4 and m / 2 (those of them at least 1, distinct and below m), then m. */
+    const int smaller[2] = {m / 4, m / 2};
+    for (int i = 0; i < 2; i++) {
+        const int k = smaller[i];
+        if (k < 1 || k >= m || (i == 1 && k == smaller[0])) {
+            continue;
+        }
         const fold_topo_t *fewer = fewer_nodes(comm, topo, k);
         if (fewer == NULL) {
             return INFINITY;
