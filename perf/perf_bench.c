@@ -306,9 +306,8 @@ static int run_of(const perf_env_t *env, const perf_buffers_t *b, perf_case_t *p
 /* --compare mpi: fold and MPI take turns in runs of PERF_TURN_CALLS calls (which
  * one starts alternates), so that drift affects both alike while each library's
  * calls find the caches as its own calls left them. Turns of one call each made
- * every library pay for the other's footprint on the shared buffers: on the Xeon VM
- * of session 21 a 256 KiB 2-rank reduce took fold's cma 23 us interleaved call by
- * call against 14.6 alone, and Open MPI 23.4 against 19. Iterations [0, n). */
+ * every library pay for the other's footprint on the shared buffers, slowing both.
+ * Iterations [0, n). */
 #define PERF_TURN_CALLS 8
 /* --batch: runs of this many calls, long enough that a run's first calls (the other
  * library's lines to take back, the peers' skew) weigh little in its mean. */

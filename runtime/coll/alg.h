@@ -21,7 +21,7 @@ enum {
     /* A rank's chunks depend on no other rank's order: the executor runs every other
      * call of a shape backward (args->backward), so that a call starts on the chunks
      * the one before ended on, still in the cache where the buffers are larger than
-     * it (session 28: 2-rank cma of 2-4 MiB 0.84-0.96x the time). */
+     * it. */
     FOLD_ALG_ALTERNATES = 1u << 3,
 };
 
