@@ -567,17 +567,22 @@ static int adopt_at_pass(uintptr_t lo, uintptr_t hi, int passes, fold_mem_place_
     return found;
 }
 
-void fold_mem_adopt_note(const void *buf, size_t bytes)
+/* Counts a pass of [lo, hi) unless it lies in adopted memory already. */
+static void note_pass(uintptr_t lo, uintptr_t hi)
 {
-    uintptr_t lo, hi;
-    if (!whole_pages(buf, bytes, &lo, &hi) || !fold_mem_adopt_usable()) {
-        return;
-    }
     pthread_mutex_lock(&lock);
     if (exposed_holding(lo, hi) == NULL) {
         count_pass(lo, hi);
     }
     pthread_mutex_unlock(&lock);
+}
+
+void fold_mem_adopt_note(const void *buf, size_t bytes)
+{
+    uintptr_t lo, hi;
+    if (whole_pages(buf, bytes, &lo, &hi) && fold_mem_adopt_usable()) {
+        note_pass(lo, hi);
+    }
 }
 
 int fold_mem_adopt_would_after(const void *buf, size_t bytes, int passes)
@@ -607,14 +612,14 @@ int fold_mem_adopt_after(const void *buf, size_t bytes, int passes, fold_mem_pla
     if (!whole_pages(buf, bytes, &lo, &hi) || !fold_mem_adopt_usable()) {
         return 0;
     }
-    if (!look_up(lo, hi, place) &&
-        (passes <= 0 || !adopt_at_pass(lo, hi, passes < 2 ? 2 : passes, place))) {
+    if (!look_up(lo, hi, place)) {
         if (passes <= 0) {   /* never adopted: the pass still counts */
-            pthread_mutex_lock(&lock);
-            count_pass(lo, hi);
-            pthread_mutex_unlock(&lock);
+            note_pass(lo, hi);
+            return 0;
         }
-        return 0;
+        if (!adopt_at_pass(lo, hi, passes < 2 ? 2 : passes, place)) {
+            return 0;
+        }
     }
     place->pages_only = lo != (uintptr_t)buf || hi != (uintptr_t)buf + bytes;
     return 1;
