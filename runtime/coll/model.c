@@ -90,6 +90,10 @@
  *     have the same dependencies: each shape is finalized once per replay
  *     (fold_sched_finalize_like), the same local rank of every node, both sides of
  *     a recursive-doubling exchange.
+ *   - On equal nodes that every schedule treats alike (node symmetry, below), node
+ *     0's ranks alone are replayed, their messages to other nodes standing for the
+ *     ones those nodes send them: a decision on 1024 nodes replays one node's
+ *     steps (test_model_symmetry checks it against every rank's replay).
  *   - A fold_model_space_t keeps the large buffers from one replay to the next.
  */
 #include "model.h"
@@ -396,6 +400,7 @@ typedef struct model_step {
 #define SHM_READS  1
 #define SHM_WRITES 2
 #define PEER_VIEW  4   /* peer read: a reduction takes it over (exec_plan.h) */
+#define MSG_REMOTE 8   /* a send of a one-node replay (node symmetry) to another node */
 
 /* Every rank's schedule, one after the other; step g of the whole is step
  * g - base[r] of rank r. Successors are global step numbers. */
@@ -1302,7 +1307,8 @@ static void sim_xfer(model_sim_t *m, int src, uint32_t sg, double t)
     const int *node_of = m->topo->node_of;
     const size_t nics = (size_t)m->p->nics;
     double *out, *in, lat, per_byte;
-    if (node_of[src] == node_of[st->peer]) {
+    const int local = node_of[src] == node_of[st->peer] && !(st->shm_access & MSG_REMOTE);
+    if (local) {
         out      = &m->chans[2 * (size_t)src];
         in       = &m->chans[2 * (size_t)st->peer + 1];
         lat      = m->p->intra_lat_us;
@@ -1315,7 +1321,7 @@ static void sim_xfer(model_sim_t *m, int src, uint32_t sg, double t)
         per_byte = m->inter_us;
     }
     double start = max2(t, max2(*out, *in));
-    if (node_of[src] == node_of[st->peer]) {
+    if (local) {
         /* A core of the node moves the bytes (the receiver's, with single copy or out
          * of the transport's FIFO): at most at the node's copy rate for this working
          * set, and that core does nothing else meanwhile. Out of cache the message is
@@ -1330,7 +1336,7 @@ static void sim_xfer(model_sim_t *m, int src, uint32_t sg, double t)
     }
     double busy  = (double)st->amount * per_byte;
     *out = *in = start + busy;
-    if (node_of[src] == node_of[st->peer]) {
+    if (local) {
         m->cpu[st->peer] = start + busy;
     }
     sim_arrive(m, src, sg, start + lat + busy);
@@ -1726,6 +1732,20 @@ static int sim_stuck(const model_sim_t *m)
     return FOLD_ERR_INVALID_ARG;
 }
 
+/* Whether no step of pg is priced by the kernel's or a mapping's copies. */
+static int kernel_free(const model_prog_t *pg, const fold_topo_t *topo)
+{
+    for (size_t g = 0; g < pg->nsteps; g++) {
+        const model_step_t *st = &pg->steps[g];
+        if (st->kind == FOLD_STEP_PEER_READ || st->kind == FOLD_STEP_PEER_WRITE ||
+            (st->kind == FOLD_STEP_SEND && !(st->shm_access & MSG_REMOTE) &&
+             topo->node_of[st->peer] == topo->node_of[pg->steps[st->link].peer])) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
 static void sim_result(const model_sim_t *m, fold_model_result_t *res)
 {
     const model_prog_t *pg = m->prog;
@@ -1911,11 +1931,11 @@ static void rank_steps_fill(const model_prog_t *pg, const rank_steps_t *out)
 /* Matches the messages and runs the simulation over a complete program; stops at
  * the first event at or after cutoff (res->cut). */
 static int model_run(const fold_model_params_t *p, const fold_topo_t *topo, model_prog_t *pg,
-                     const rank_steps_t *out, double cutoff, fold_model_space_t *space,
-                     fold_model_result_t *res)
+                     int matched, const rank_steps_t *out, double cutoff,
+                     fold_model_space_t *space, fold_model_result_t *res)
 {
     int status = prog_check(pg, topo);
-    if (status == FOLD_OK) {
+    if (status == FOLD_OK && !matched) {
         status = prog_match(pg);
     }
     if (status != FOLD_OK) {
@@ -1933,7 +1953,9 @@ static int model_run(const fold_model_params_t *p, const fold_topo_t *topo, mode
             }
         }
     }
-    res->cut = 0;
+    res->cut         = 0;
+    res->one_node    = 0;
+    res->kernel_free = kernel_free(pg, topo);
     m.cpu_left = cutoff < INFINITY ? pg->cpu_left : NULL;
     m.floor    = cpu_floor_of(p);
     for (size_t n = 0; status == FOLD_OK && m.status == FOLD_OK && m.nevents > 0; n++) {
@@ -2015,7 +2037,7 @@ int fold_model_replay(const fold_model_params_t *p, const fold_topo_t *topo,
         status = prog_append(&pg, r, sched[r], esize);
     }
     if (status == FOLD_OK) {
-        status = model_run(p, topo, &pg, NULL, INFINITY, NULL, res);
+        status = model_run(p, topo, &pg, 0, NULL, INFINITY, NULL, res);
     }
     prog_free(&pg);
     return status;
@@ -2042,9 +2064,9 @@ static double cpu_bound(const fold_model_params_t *p, model_prog_t *pg, int r)
     return t * (1 - 1e-6);
 }
 
-/* Builds and finalizes rank r's schedule and appends it to the program. */
-static int build_rank(const fold_topo_t *topo, const fold_model_query_t *q,
-                      fold_alg_build_fn build, int r, build_space_t *b, model_prog_t *pg)
+/* Builds and finalizes rank r's schedule in b->s. */
+static int build_one(const fold_topo_t *topo, const fold_model_query_t *q,
+                     fold_alg_build_fn build, int r, build_space_t *b)
 {
     fold_coll_args_t args = q->proto;
     args.rank   = r;
@@ -2073,19 +2095,298 @@ static int build_rank(const fold_topo_t *topo, const fold_model_query_t *q,
         fold_error("model: %s %s of %zu elements: building rank %d of %d failed: %s",
                    q->alg->name, fold_coll_name(args.coll), args.count, r, args.size,
                    fold_status_string(status));
-    } else {
-        status = prog_append(pg, r, s, q->esize);
+    }
+    return status;
+}
+
+/* Builds and finalizes rank r's schedule and appends it to the program, which is
+ * to hold `ranks` ranks' schedules. */
+static int build_rank(const fold_topo_t *topo, const fold_model_query_t *q,
+                      fold_alg_build_fn build, int r, int ranks, build_space_t *b,
+                      model_prog_t *pg)
+{
+    int status = build_one(topo, q, build, r, b);
+    if (status == FOLD_OK) {
+        status = prog_append(pg, r, &b->s, q->esize);
     }
     if (status == FOLD_OK && r == 0 && pg->nsteps > 0 &&
-        pg->nsteps < MODEL_NONE / (size_t)pg->size) {
+        pg->nsteps < MODEL_NONE / (size_t)ranks) {
         /* The other ranks' schedules are most likely about as long. */
-        size_t steps = pg->nsteps * (size_t)pg->size, succ = pg->nsucc * (size_t)pg->size;
+        size_t steps = pg->nsteps * (size_t)ranks, succ = pg->nsucc * (size_t)ranks;
         if (succ < MODEL_NONE) {
             grow_cap((void **)&pg->steps, &pg->cap, steps, sizeof(*pg->steps));
             grow_cap((void **)&pg->succ, &pg->succ_cap, succ, sizeof(uint32_t));
         }
     }
     return status;
+}
+
+/* ---- node symmetry --------------------------------------------------------------- */
+
+/*
+ * On a communicator of equal nodes whose ranks are numbered node by node, many
+ * schedules treat every node alike: a ring over nodes (each node's picture shifted
+ * by one), recursive doubling over a power of two of them (each node's picture with
+ * its partners' bits flipped), dpml with either between its leaders. Then every
+ * node's ranks run through the same times, and one node's replay is all of them:
+ * node 0's send to rank l' of node k stands, by the symmetry that takes node k to
+ * node 0, for the send rank l of some node j makes to node 0's rank l' (j = N - k
+ * for the shift, k for the flip), whose receive on node 0 it completes; it holds
+ * node 0's outbound link, and its inbound one for node k's. The replay costs a
+ * node's steps, whatever the nodes.
+ *
+ * Whether a question is symmetric follows from its schedules: node 0's are built,
+ * and those of nodes 1, N / 2 and N - 1 for each local rank that talks to other
+ * nodes (and the first and last): each must be the image of node 0's (steps,
+ * sizes, dependencies, flags, and every peer moved by the symmetry). A schedule
+ * that singles out a node (a tree's root, the extra ranks of recursive doubling
+ * over a count that is not a power of two) fails it and is replayed whole.
+ * fold_model_full_replay turns this off (the reference of test_model_symmetry).
+ */
+int fold_model_full_replay;
+
+
+/* Nodes of equal size, ranks numbered node by node, the same leader order on every
+ * node: what the images of a node need. */
+static int topo_uniform(const fold_topo_t *t)
+{
+    if (t->nnodes < 2 || t->min_ppn != t->max_ppn) {
+        return 0;
+    }
+    const int ppn = t->min_ppn;
+    for (int r = 0; r < t->size; r++) {
+        if (t->ranks[r] != r || t->leader_order[r] != t->leader_order[r % ppn]) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* Where the symmetry that takes node 0 to node k takes rank p. */
+static int32_t sym_image(const fold_topo_t *t, int family, int k, int32_t p)
+{
+    const int ppn = t->min_ppn, n = p / ppn, l = p % ppn;
+    const int to = family == FOLD_MODEL_SYM_FLIP ? n ^ k : (n + k) % t->nnodes;
+    return (int32_t)(to * ppn + l);
+}
+
+/* Whether finalized schedule s (rank l of node k) is the image of node 0's rank l
+ * in pg. */
+static int sched_is_image(const model_prog_t *pg, const fold_topo_t *t, int family, int k,
+                          int l, const fold_sched_t *s, size_t esize)
+{
+    const size_t base = pg->base[l];
+    if (s->nsteps != pg->base[l + 1] - base) {
+        return 0;
+    }
+    for (size_t i = 0; i < s->nsteps; i++) {
+        const fold_step_t *st = &s->steps[i];
+        const model_step_t *m = &pg->steps[base + i];
+        const int shm = st->kind == FOLD_STEP_SHM_POST || st->kind == FOLD_STEP_SHM_WAIT;
+        const uint64_t amount = shm ? st->value : (uint64_t)st->count * (uint64_t)esize;
+        const uint32_t link = st->kind == FOLD_STEP_REDUCE_ROWS ? st->nops : st->seq;
+        if (st->kind != m->kind || amount != m->amount || st->flag != m->flag ||
+            st->npred != m->npred || st->nsucc != m->nsucc || link != m->link) {
+            return 0;
+        }
+        int32_t peer = st->kind == FOLD_STEP_SHM_WAIT ? st->local : st->peer;
+        int32_t want = st->kind == FOLD_STEP_SHM_WAIT ? m->peer
+                     : (st->kind == FOLD_STEP_SEND || st->kind == FOLD_STEP_RECV ||
+                        st->kind == FOLD_STEP_PEER_READ || st->kind == FOLD_STEP_PEER_WRITE)
+                         ? sym_image(t, family, k, m->peer) : peer;
+        if (peer != want) {
+            return 0;
+        }
+        for (uint32_t e = 0; e < st->nsucc; e++) {
+            if (s->succ[st->succ_off + e] != pg->succ[m->succ_off + e] - base) {
+                return 0;
+            }
+        }
+    }
+    return 1;
+}
+
+/* Whether node 0's local rank l has messages to or from other nodes. */
+static int talks_across(const model_prog_t *pg, const fold_topo_t *t, int l)
+{
+    for (size_t g = pg->base[l]; g < pg->base[l + 1]; g++) {
+        const model_step_t *m = &pg->steps[g];
+        if ((m->kind == FOLD_STEP_SEND || m->kind == FOLD_STEP_RECV) &&
+            t->node_of[m->peer] != 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Whether local rank l's schedule on the sampled nodes is node 0's (in pg) under
+ * family. */
+static int images_of(const fold_topo_t *t, const fold_model_query_t *q,
+                     fold_alg_build_fn build, build_space_t *b, const model_prog_t *pg,
+                     int family, int l)
+{
+    const int nn = t->nnodes, nodes[3] = {1, nn / 2, nn - 1};
+    for (int i = 0; i < 3; i++) {
+        const int k = nodes[i];
+        if (k < 1 || (i > 0 && k == nodes[i - 1])) {
+            continue;
+        }
+        if (build_one(t, q, build, k * t->min_ppn + l, b) != FOLD_OK ||
+            !sched_is_image(pg, t, family, k, l, &b->s, q->esize)) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* The families the first local rank's schedules (node 0's in pg) allow: a tree's
+ * root, say, is told apart before the rest of node 0 is built. */
+static unsigned families_of_first(const fold_topo_t *t, const fold_model_query_t *q,
+                                  fold_alg_build_fn build, build_space_t *b,
+                                  const model_prog_t *pg)
+{
+    const int nn = t->nnodes;
+    unsigned families = 0;
+    if ((nn & (nn - 1)) == 0 && images_of(t, q, build, b, pg, FOLD_MODEL_SYM_FLIP, 0)) {
+        families |= 1u << FOLD_MODEL_SYM_FLIP;
+    }
+    if (images_of(t, q, build, b, pg, FOLD_MODEL_SYM_SHIFT, 0)) {
+        families |= 1u << FOLD_MODEL_SYM_SHIFT;
+    }
+    return families;
+}
+
+/* The symmetry among `families` (bits) under which every node's schedules are node
+ * 0's (in pg), or FOLD_MODEL_SYM_NONE. */
+static int node_symmetry(const fold_topo_t *t, const fold_model_query_t *q,
+                         fold_alg_build_fn build, build_space_t *b, const model_prog_t *pg,
+                         unsigned families)
+{
+    const int ppn = t->min_ppn;
+    int any = 0;
+    for (int l = 0; l < ppn && !any; l++) {
+        any = talks_across(pg, t, l);
+    }
+    for (int f = FOLD_MODEL_SYM_FLIP; any && f <= FOLD_MODEL_SYM_SHIFT; f++) {
+        int ok = (families >> f) & 1;
+        for (int l = 1; l < ppn && ok; l++) {
+            if (l == ppn - 1 || talks_across(pg, t, l)) {
+                ok = images_of(t, q, build, b, pg, f, l);
+            }
+        }
+        if (ok) {
+            return f;
+        }
+    }
+    return FOLD_MODEL_SYM_NONE;
+}
+
+/* A message of the one-node replay by what pairs it: receiver's and sender's local
+ * ranks, the other node it stands for (0: none), and its number. */
+typedef struct sym_msg {
+    int32_t  to, from, node;
+    uint32_t seq, g;
+    uint32_t send;   /* a receive's send, once paired */
+} sym_msg_t;
+
+static int sym_msg_order(const void *a, const void *b)
+{
+    const sym_msg_t *x = a, *y = b;
+    if (x->to != y->to) {
+        return x->to < y->to ? -1 : 1;
+    }
+    if (x->from != y->from) {
+        return x->from < y->from ? -1 : 1;
+    }
+    if (x->node != y->node) {
+        return x->node < y->node ? -1 : 1;
+    }
+    return (x->seq > y->seq) - (x->seq < y->seq);
+}
+
+/* Turns node 0's ranks in pg into the one-node replay of every node: each send is
+ * paired with the receive on node 0 it stands for, peers become local ranks and
+ * sends to other nodes are marked MSG_REMOTE. FOLD_ERR_INVALID_ARG where the
+ * pairs do not come out one to one (then pg is as it was). */
+static int sym_match(model_prog_t *pg, const fold_topo_t *t, int family)
+{
+    const int nn = t->nnodes, ppn = t->min_ppn;
+    const size_t nsteps = pg->base[ppn];
+    size_t nrecv = 0, nsend = 0;
+    for (size_t g = 0; g < nsteps; g++) {
+        nrecv += pg->steps[g].kind == FOLD_STEP_RECV;
+        nsend += pg->steps[g].kind == FOLD_STEP_SEND;
+    }
+    if (nrecv != nsend) {
+        return FOLD_ERR_INVALID_ARG;
+    }
+    sym_msg_t *recvs = malloc((nrecv + 1) * sizeof(*recvs));
+    uint8_t *taken = calloc(nrecv + 1, 1);
+    int status = recvs != NULL && taken != NULL ? FOLD_OK : FOLD_ERR_NO_MEMORY;
+    size_t n = 0;
+    for (int l = 0; l < ppn && status == FOLD_OK; l++) {
+        for (size_t g = pg->base[l]; g < pg->base[l + 1]; g++) {
+            const model_step_t *m = &pg->steps[g];
+            if (m->kind == FOLD_STEP_RECV) {
+                recvs[n++] = (sym_msg_t){l, m->peer % ppn, m->peer / ppn, m->link, (uint32_t)g, 0};
+            }
+        }
+    }
+    if (status == FOLD_OK) {
+        qsort(recvs, n, sizeof(*recvs), sym_msg_order);
+    }
+    for (int l = 0; l < ppn && status == FOLD_OK; l++) {
+        for (size_t g = pg->base[l]; g < pg->base[l + 1] && status == FOLD_OK; g++) {
+            const model_step_t *m = &pg->steps[g];
+            if (m->kind != FOLD_STEP_SEND) {
+                continue;
+            }
+            const int k = m->peer / ppn;
+            const int stands = k == 0 ? 0 : family == FOLD_MODEL_SYM_FLIP ? k : nn - k;
+            sym_msg_t key = {m->peer % ppn, l, stands, m->link, 0, 0};
+            sym_msg_t *r = bsearch(&key, recvs, n, sizeof(*recvs), sym_msg_order);
+            if (r == NULL || taken[r - recvs] || pg->steps[r->g].amount != m->amount) {
+                status = FOLD_ERR_INVALID_ARG;
+            } else {
+                taken[r - recvs] = 1;
+                r->send = (uint32_t)g;
+            }
+        }
+    }
+    if (status == FOLD_OK) {
+        for (size_t i = 0; i < n; i++) {
+            model_step_t *recv = &pg->steps[recvs[i].g], *send = &pg->steps[recvs[i].send];
+            const int remote = recvs[i].node != 0;
+            recv->link = recvs[i].send;
+            send->link = recvs[i].g;
+            recv->peer = recvs[i].from;
+            send->peer = recvs[i].to;
+            send->shm_access |= remote ? MSG_REMOTE : 0;
+        }
+        pg->size   = ppn;
+        pg->nsteps = nsteps;
+    }
+    free(recvs);
+    free(taken);
+    return status;
+}
+
+/* One node of ppn ranks: what a one-node replay simulates. */
+static fold_topo_t *one_node_topo(int ppn)
+{
+    int *key = calloc((size_t)ppn, sizeof(int)), *pkg = malloc((size_t)ppn * sizeof(int));
+    fold_topo_t *t = NULL;
+    if (key != NULL && pkg != NULL) {
+        for (int l = 0; l < ppn; l++) {
+            pkg[l] = -1;
+        }
+        if (fold_topo_build(ppn, key, pkg, &t) != FOLD_OK) {
+            t = NULL;
+        }
+    }
+    free(key);
+    free(pkg);
+    return t;
 }
 
 static int predict(const fold_model_params_t *p, const fold_topo_t *topo,
@@ -2126,22 +2427,45 @@ static int predict(const fold_model_params_t *p, const fold_topo_t *topo,
         (pg.cpu_left = calloc((size_t)topo->size, sizeof(double))) == NULL) {
         status = FOLD_ERR_NO_MEMORY;
     }
-    for (int r = 0; r < topo->size && status == FOLD_OK && !cut; r++) {
-        status = build_rank(topo, q, build, r, b, &pg);
+    /* With nodes alike, node 0's ranks first: they may be all there is to replay. */
+    const int uniform = !fold_model_full_replay &&
+                        q->symmetry != FOLD_MODEL_SYM_NONE && topo_uniform(topo);
+    const int first = uniform ? topo->min_ppn : topo->size;
+    int one_node = 0;
+    unsigned families = q->symmetry != FOLD_MODEL_SYM_UNKNOWN ? 1u << q->symmetry : 0;
+    for (int r = 0; r < topo->size && status == FOLD_OK && !cut && !one_node; r++) {
+        status = build_rank(topo, q, build, r, uniform ? first : topo->size, b, &pg);
         double least = status == FOLD_OK && cutoff < INFINITY ? cpu_bound(p, &pg, r) : 0;
         if (least >= cutoff) {
             /* This rank alone keeps its CPU busy that long: no need to build the
              * others, let alone replay them. */
             *res = (fold_model_result_t){.time_us = least, .root_us = least, .cut = 1};
             cut  = 1;
+        } else if (status == FOLD_OK && uniform && r == 0 && families == 0) {
+            families = families_of_first(topo, q, build, b, &pg);
+        }
+        if (status == FOLD_OK && !cut && uniform && r == first - 1 &&
+            (families & ~(1u << FOLD_MODEL_SYM_NONE)) != 0) {
+            int family = q->symmetry != FOLD_MODEL_SYM_UNKNOWN
+                             ? q->symmetry : node_symmetry(topo, q, build, b, &pg, families);
+            one_node = family != FOLD_MODEL_SYM_NONE && sym_match(&pg, topo, family) == FOLD_OK;
         }
     }
     if (space == NULL) {
         build_space_free(&own);
     }
-    if (status == FOLD_OK && !cut) {
-        status = model_run(p, topo, &pg, out, cutoff, space, res);
+    fold_topo_t *node = one_node ? one_node_topo(topo->min_ppn) : NULL;
+    if (one_node && node == NULL) {
+        status = FOLD_ERR_NO_MEMORY;
     }
+    if (status == FOLD_OK && !cut) {
+        rank_steps_t at = out != NULL ? *out : (rank_steps_t){0};
+        at.rank = out != NULL && one_node ? out->rank % topo->min_ppn : at.rank;
+        status  = model_run(p, one_node ? node : topo, &pg, one_node, out ? &at : NULL,
+                            cutoff, space, res);
+        res->one_node = one_node;
+    }
+    fold_topo_free(node);
     if (space != NULL) {
         space->steps     = pg.steps;
         space->steps_cap = pg.cap;
@@ -2177,6 +2501,45 @@ size_t fold_model_rank_steps(const fold_topo_t *topo, const fold_model_query_t *
         fold_sched_cleanup(s);
     }
     return n;
+}
+
+int fold_model_symmetry(const fold_topo_t *topo, const fold_model_query_t *q,
+                        fold_model_space_t *space)
+{
+    fold_alg_build_fn build = q->alg ? fold_alg_builder(q->alg, q->proto.coll) : NULL;
+    if (build == NULL || fold_model_full_replay || !topo_uniform(topo)) {
+        return FOLD_MODEL_SYM_NONE;
+    }
+    build_space_t own, *b = space != NULL ? &space->build : &own;
+    if (space == NULL) {
+        memset(&own, 0, sizeof(own));
+        own.scratch = fold_sched_scratch_new();
+    }
+    b->nreps      = 0;
+    b->rep_steps  = 0;
+    b->hits       = 0;
+    b->keep_until = (size_t)topo->max_ppn + 1;
+    model_prog_t pg;
+    const int ppn = topo->min_ppn;
+    int status = prog_init(&pg, ppn), family = FOLD_MODEL_SYM_NONE;
+    unsigned families = 0;
+    for (int r = 0; r < ppn && status == FOLD_OK && (r == 0 || families != 0); r++) {
+        status = build_rank(topo, q, build, r, ppn, b, &pg);
+        if (status == FOLD_OK && r == 0) {
+            families = families_of_first(topo, q, build, b, &pg);
+        }
+    }
+    if (status == FOLD_OK && families != 0) {
+        family = node_symmetry(topo, q, build, b, &pg, families);
+        if (family != FOLD_MODEL_SYM_NONE && sym_match(&pg, topo, family) != FOLD_OK) {
+            family = FOLD_MODEL_SYM_NONE;
+        }
+    }
+    if (space == NULL) {
+        build_space_free(&own);
+    }
+    prog_free(&pg);
+    return family;
 }
 
 int fold_model_predict(const fold_model_params_t *p, const fold_topo_t *topo,

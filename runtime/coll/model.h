@@ -124,7 +124,17 @@ typedef struct fold_model_query {
      * node's 512 KiB allreduce, extrapolated from calls in the cache, came out 3.4x
      * faster than replayed, and beat a schedule replayed whole). */
     double                  ws_scale;
+    /* FOLD_MODEL_SYM_UNKNOWN: the prediction looks for node symmetry itself; else
+     * what fold_model_symmetry found for this very question. */
+    int                     symmetry;
 } fold_model_query_t;
+
+enum {
+    FOLD_MODEL_SYM_UNKNOWN,
+    FOLD_MODEL_SYM_NONE,    /* the nodes differ: every rank is replayed */
+    FOLD_MODEL_SYM_FLIP,    /* node k's picture is node 0's with node bits k flipped */
+    FOLD_MODEL_SYM_SHIFT    /* ... with every node moved on by k */
+};
 
 typedef struct fold_model_result {
     double time_us;          /* when the last rank finishes */
@@ -133,6 +143,12 @@ typedef struct fold_model_result {
     size_t steps;            /* steps simulated over all ranks */
     int    cut;              /* fold_model_predict_within stopped at its cutoff: the
                                 schedules take at least time_us (>= the cutoff) */
+    int    one_node;         /* only node 0's ranks were replayed, every other node
+                                being its image (node symmetry, model.c); steps are
+                                node 0's */
+    int    kernel_free;      /* no step the kernel's copies or a mapping's price (peer
+                                reads and writes, messages within a node): the
+                                parameters of fold_model_mapped give the same time */
 } fold_model_result_t;
 
 /* Builds every rank's schedule on `topo` and replays them. FOLD_OK, or the build's
@@ -162,12 +178,22 @@ void fold_model_space_free(fold_model_space_t *space);
 size_t fold_model_rank_steps(const fold_topo_t *topo, const fold_model_query_t *q, int rank,
                              fold_model_space_t *space);
 
+/* The symmetry under which a prediction of q on topo replays node 0's ranks alone
+ * (model.c): what it costs is then a node's steps, not every rank's. Passed back in
+ * q->symmetry, it spares the prediction finding it again. */
+int fold_model_symmetry(const fold_topo_t *topo, const fold_model_query_t *q,
+                        fold_model_space_t *space);
+
 /* fold_model_predict, also giving when each of `rank`'s steps is predicted to end
  * (done[i] for its step i, in us from the start; at most cap of them) and how many
  * steps its schedule has (*nsteps): the beside-column of a traced call (exec_trace.c). */
 int fold_model_predict_steps(const fold_model_params_t *p, const fold_topo_t *topo,
                              const fold_model_query_t *q, int rank, double *done, size_t cap,
                              size_t *nsteps, fold_model_result_t *res);
+
+/* 1: every prediction replays every rank, node symmetry or not (the reference the
+ * one-node replay is tested against). */
+extern int fold_model_full_replay;
 
 /* The same over schedules already built and finalized, one per rank of topo
  * (sched[r] for rank r); for tests with hand-made schedules. */

@@ -247,6 +247,7 @@ static int pricing_of(const fold_choice_t *choice)
 enum {
     MEMO_TIME,    /* a replay: the model's time for count elements */
     MEMO_STEPS,   /* rank 0's steps */
+    MEMO_SYMMETRY, /* node symmetry (steps: fold_model_symmetry's answer) */
     MEMO_EVAL     /* a node-aware algorithm's best configuration for count bytes */
 };
 
@@ -257,6 +258,8 @@ typedef struct memo_entry {
     size_t        steps;   /* MEMO_STEPS */
     fold_choice_t choice;  /* MEMO_EVAL, exact */
     int           exact;
+    int           alike;   /* MEMO_TIME: the same under either PRICE_MAPPED (the
+                              replay's kernel_free) */
     uint32_t      next;    /* chain of its hash bucket */
 } memo_entry_t;
 
@@ -410,6 +413,14 @@ void fold_select_space_leave(fold_comm_t *comm)
     }
 }
 
+/* Steps replayed per prediction, at most (about 0.03 s). Beyond, large messages are
+ * predicted at a smaller size and extrapolated: every algorithm's time is linear in
+ * the size once it is cut into many segments or chunks, which is what makes the
+ * schedule long. */
+#define MODEL_STEP_BUDGET  (64 * 1024)
+#define MODEL_MIN_EXTRAP   (64 * 1024)
+#define MODEL_STEP_LIMIT   (16 * MODEL_STEP_BUDGET)
+
 /* Steps of rank 0's schedule: the replay costs about ranks x steps. */
 static size_t rank0_steps(fold_comm_t *comm, const fold_topo_t *topo,
                           const fold_model_query_t *q)
@@ -430,15 +441,79 @@ static size_t rank0_steps(fold_comm_t *comm, const fold_topo_t *topo,
     return n;
 }
 
+/* The key of q's symmetry on topo: the schedules', whatever rates replay them. */
+static memo_key_t symmetry_key(const fold_topo_t *topo, const fold_model_query_t *q)
+{
+    memo_key_t k = memo_key(topo, q, MEMO_SYMMETRY, 0);
+    k.ws_scale = 0;
+    return k;
+}
+
+/* The symmetry of q on topo (fold_model_symmetry), remembered. */
+static int symmetry_of(fold_comm_t *comm, const fold_topo_t *topo, const fold_model_query_t *q)
+{
+    if (topo->nnodes < 2) {
+        return FOLD_MODEL_SYM_NONE;
+    }
+    if (fold_select_reference) {
+        return fold_model_symmetry(topo, q, NULL);
+    }
+    memo_key_t k = symmetry_key(topo, q);
+    memo_entry_t *e = memo_find(&comm->select, &k);
+    if (e != NULL) {
+        return (int)e->steps;
+    }
+    int family = fold_model_symmetry(topo, q, comm->select.space);
+    if ((e = memo_add(comm, &k)) != NULL) {
+        e->steps = (size_t)family;
+        e->exact = 1;
+    }
+    return family;
+}
+
+/* The ranks a replay of q on topo simulates: one node's where every node is its
+ * image, else all. */
+static size_t replay_ranks(fold_comm_t *comm, const fold_topo_t *topo,
+                           const fold_model_query_t *q)
+{
+    return symmetry_of(comm, topo, q) != FOLD_MODEL_SYM_NONE ? (size_t)topo->min_ppn
+                                                            : (size_t)topo->size;
+}
+
+/* Steps a replay of q on topo simulates, about: rank 0's times the ranks replayed
+ * (*steps: rank 0's). Node symmetry is looked for only where it brings the replay
+ * within MODEL_STEP_BUDGET, since looking builds node 0's schedules. */
+static size_t replay_steps(fold_comm_t *comm, const fold_topo_t *topo,
+                           const fold_model_query_t *q, size_t *steps)
+{
+    *steps = rank0_steps(comm, topo, q);
+    const size_t all = *steps * (size_t)topo->size;
+    if (all <= MODEL_STEP_BUDGET || *steps * (size_t)topo->min_ppn > MODEL_STEP_BUDGET) {
+        return all;
+    }
+    return *steps * replay_ranks(comm, topo, q);
+}
+
+/* q's count and segment for `bytes` cut into seg_bytes: a segment no shorter than
+ * the message is the message (one segment: one question, one answer). */
+static void query_at(const fold_context_t *ctx, fold_model_query_t *q, size_t seg_bytes,
+                     size_t bytes)
+{
+    q->proto.count     = bytes / MODEL_ESIZE ? bytes / MODEL_ESIZE : 1;
+    q->proto.seg_count = fold_select_seg_count(ctx, seg_bytes, q->proto.count * MODEL_ESIZE,
+                                               MODEL_ESIZE);
+    if (q->proto.seg_count > q->proto.count) {
+        q->proto.seg_count = q->proto.count;
+    }
+}
+
 /* The model's time for `bytes`, or, where that is at least cutoff, possibly only a
  * lower bound of it that is itself at least cutoff (*exact = 0). */
 static double predict_at(fold_comm_t *comm, const fold_topo_t *topo, fold_model_query_t *q,
                          size_t seg_bytes, size_t bytes, int pricing, double cutoff, int *exact)
 {
     const fold_context_t *ctx = comm->ctx;
-    q->proto.count     = bytes / MODEL_ESIZE ? bytes / MODEL_ESIZE : 1;
-    q->proto.seg_count = fold_select_seg_count(ctx, seg_bytes, q->proto.count * MODEL_ESIZE,
-                                               MODEL_ESIZE);
+    query_at(ctx, q, seg_bytes, bytes);
     fold_model_params_t derived[2];
     const fold_model_params_t *params = &ctx->model;
     if (pricing & PRICE_MAPPED) {
@@ -460,15 +535,28 @@ static double predict_at(fold_comm_t *comm, const fold_topo_t *topo, fold_model_
         *exact = e->exact;
         return e->us;
     }
+    /* The same replay under the other mapping's prices, where those price nothing. */
+    memo_key_t other = memo_key(topo, q, MEMO_TIME, pricing ^ PRICE_MAPPED);
+    const memo_entry_t *twin = memo_find(&comm->select, &other);
+    if (twin != NULL && twin->alike && (twin->exact || twin->us >= cutoff)) {
+        *exact = twin->exact;
+        return twin->us;
+    }
     double us = INFINITY;
     *exact = 1;
-    if (fold_model_predict_within(params, topo, q, cutoff, comm->select.space, &res) == FOLD_OK) {
+    memo_key_t sk = symmetry_key(topo, q);
+    const memo_entry_t *known = memo_find(&comm->select, &sk);
+    q->symmetry = known != NULL ? (int)known->steps : FOLD_MODEL_SYM_UNKNOWN;
+    int status = fold_model_predict_within(params, topo, q, cutoff, comm->select.space, &res);
+    q->symmetry = FOLD_MODEL_SYM_UNKNOWN;
+    if (status == FOLD_OK) {
         us     = res.time_us;
         *exact = !res.cut;
     }
     if (e != NULL || (e = memo_add(comm, &k)) != NULL) {
         e->us    = us;
         e->exact = *exact;
+        e->alike = status == FOLD_OK && res.kernel_free;
     }
     return us;
 }
@@ -510,13 +598,6 @@ static double extrapolation_cutoff(double bound, double half, size_t at, size_t 
     return INFINITY;
 }
 
-/* Steps replayed per prediction, at most (about 0.03 s). Beyond, large messages are
- * predicted at a smaller size and extrapolated: every algorithm's time is linear in
- * the size once it is cut into many segments or chunks, which is what makes the
- * schedule long. */
-#define MODEL_STEP_BUDGET  (64 * 1024)
-#define MODEL_MIN_EXTRAP   (64 * 1024)
-#define MODEL_STEP_LIMIT   (16 * MODEL_STEP_BUDGET)
 
 size_t fold_select_tiny_limit(const fold_comm_t *comm)
 {
@@ -657,25 +738,23 @@ static fold_model_query_t query_of(const fold_comm_t *comm, const fold_topo_t *t
 }
 
 /* The size a replay of `bytes` is made at: bytes, or a smaller one it extrapolates
- * from, halved while rank 0's steps (*steps there) follow the size and the replay
- * would exceed MODEL_STEP_BUDGET. */
+ * from, halved while rank 0's steps follow the size and the replay would exceed
+ * MODEL_STEP_BUDGET steps (*steps: the replay's, about). */
 static size_t replay_size(fold_comm_t *comm, const fold_topo_t *topo, fold_model_query_t *q,
                           size_t seg, size_t bytes, size_t *steps)
 {
     const fold_context_t *ctx = comm->ctx;
-    size_t at = bytes;
-    q->proto.count     = at / MODEL_ESIZE ? at / MODEL_ESIZE : 1;
-    q->proto.seg_count = fold_select_seg_count(ctx, seg, q->proto.count * MODEL_ESIZE,
-                                               MODEL_ESIZE);
-    *steps = rank0_steps(comm, topo, q);
-    while (at / 2 >= MODEL_MIN_EXTRAP && *steps * (size_t)topo->size > MODEL_STEP_BUDGET) {
-        q->proto.count     = at / 2 / MODEL_ESIZE;
-        q->proto.seg_count = fold_select_seg_count(ctx, seg, at / 2, MODEL_ESIZE);
-        size_t fewer = rank0_steps(comm, topo, q);
-        if (fewer >= *steps) {
+    size_t at = bytes, rank0;
+    query_at(ctx, q, seg, at);
+    *steps = replay_steps(comm, topo, q, &rank0);
+    while (at / 2 >= MODEL_MIN_EXTRAP && *steps > MODEL_STEP_BUDGET) {
+        query_at(ctx, q, seg, at / 2);
+        size_t fewer_rank0, fewer = replay_steps(comm, topo, q, &fewer_rank0);
+        if (fewer_rank0 >= rank0) {
             break;   /* the step count no longer follows the size (latency-bound) */
         }
         at /= 2;
+        rank0  = fewer_rank0;
         *steps = fewer;
     }
     return at;
@@ -688,7 +767,7 @@ static int replay_fits(fold_comm_t *comm, const fold_topo_t *topo, fold_coll_t c
     fold_model_query_t q = query_of(comm, topo, coll, choice);
     size_t steps;
     replay_size(comm, topo, &q, choice->seg_bytes, bytes, &steps);
-    return steps * (size_t)topo->size <= limit;
+    return steps <= limit;
 }
 
 /* choice's time on all of topo's nodes, from replays on its first nodes, or any value
@@ -748,7 +827,7 @@ static double predict_below(fold_comm_t *comm, const fold_topo_t *topo, fold_col
     fold_model_query_t q = query_of(comm, topo, coll, choice);
     size_t steps, seg = choice->seg_bytes;
     size_t at = replay_size(comm, topo, &q, seg, bytes, &steps);
-    if (steps * (size_t)topo->size > MODEL_STEP_LIMIT) {
+    if (steps > MODEL_STEP_LIMIT) {
         return predict_on_fewer_nodes(comm, topo, coll, choice, bytes, bound);
     }
     int exact;

@@ -777,7 +777,7 @@ static int mismatched(bad_kind_t kind)
         fold_sched_send(&h.s[0], 5, fold_ref_in(0), 10);
         break;
     }
-    fold_model_result_t res = {-1, -1, 12345, 0};
+    fold_model_result_t res = {.time_us = -1, .root_us = -1, .steps = 12345};
     int status = hand_replay(&h, &p, &res);
     cr_expect_eq(res.steps, 12345, "no output on failure");
     hand_free(&h);

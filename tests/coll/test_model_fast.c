@@ -141,6 +141,53 @@ Test(model_fast, cutoff_replays_agree_with_full_replays)
     cr_log_info("%d replays, %d of them cut", checked, cut);
 }
 
+/* A replay with no step the kernel's or a mapping's copies price (kernel_free) takes
+ * the same time under fold_model_mapped's parameters, so selection asks it once for
+ * buffers in fold memory and out of it; one with such steps is told apart. */
+Test(model_fast, kernel_free_replays_cost_the_same_mapped)
+{
+    static const size_t counts[] = {1, 300, 20000, 300000};
+    fold_model_params_t p, mapped;
+    fold_model_defaults(&p);
+    fold_model_mapped(&p, &mapped);
+    int alike = 0, priced = 0;
+    for (size_t si = 0; si < NSHAPES; si++) {
+        int size;
+        fold_topo_t *topo = topo_of(shapes[si], shape_nodes[si], &size);
+        for (int a = 0; fold_alg_all[a] != NULL; a++) {
+            const fold_alg_t *alg = fold_alg_all[a];
+            for (int coll = FOLD_COLL_ALLREDUCE; coll <= FOLD_COLL_REDUCE; coll++) {
+                if (fold_alg_builder(alg, (fold_coll_t)coll) == NULL) {
+                    continue;
+                }
+                for (size_t ci = 0; ci < sizeof(counts) / sizeof(counts[0]); ci++) {
+                    fold_model_query_t q = query(topo, alg, (fold_coll_t)coll, counts[ci],
+                                                 topo->min_ppn >= 2 ? 2 : 1);
+                    fold_model_result_t plain, in_fold;
+                    if (fold_model_predict(&p, topo, &q, &plain) != FOLD_OK) {
+                        continue;
+                    }
+                    cr_assert_eq(fold_model_predict(&mapped, topo, &q, &in_fold), FOLD_OK);
+                    cr_expect_eq(plain.kernel_free, in_fold.kernel_free);
+                    if (plain.kernel_free) {
+                        cr_expect(same_bits(plain.time_us, in_fold.time_us) &&
+                                      same_bits(plain.root_us, in_fold.root_us),
+                                  "%s %s on shape %zu, count %zu: %.17g, mapped %.17g",
+                                  alg->name, fold_coll_name((fold_coll_t)coll), si,
+                                  counts[ci], plain.time_us, in_fold.time_us);
+                        alike++;
+                    } else {
+                        priced += !same_bits(plain.time_us, in_fold.time_us);
+                    }
+                }
+            }
+        }
+        fold_topo_free(topo);
+    }
+    cr_expect_gt(alike, 0);
+    cr_expect_gt(priced, 0);   /* single copy and messages within a node do differ */
+}
+
 Test(model_fast, shared_finalisation_agrees_with_one_by_one)
 {
     fold_model_params_t p;
