@@ -1182,11 +1182,16 @@ double fold_select_class_us(const fold_comm_t *comm, fold_coll_t coll, size_t by
 }
 
 void fold_select_entry_install(fold_comm_t *comm, fold_coll_t coll, int k,
-                               const fold_select_entry_t *entry)
+                               const fold_select_entry_t *entry, int mapped)
 {
-    comm->select.entry[coll][k] = *entry;
+    fold_select_cache_t *c = &comm->select;
+    if (mapped && c->mapped_entry == NULL &&
+        (c->mapped_entry = calloc(FOLD_COLL_REDUCE + 1, sizeof(*c->mapped_entry))) == NULL) {
+        return;   /* the first call decides it */
+    }
+    (mapped ? c->mapped_entry : c->entry)[coll][k] = *entry;
     if (fold_select_topos(comm) == FOLD_OK) {
-        shared_add(decision_key(comm, coll, k, entry->algs, entry->segs, entry->nalgs, 0),
+        shared_add(decision_key(comm, coll, k, entry->algs, entry->segs, entry->nalgs, mapped),
                    &entry->choice, entry->us);
     }
 }

@@ -302,9 +302,9 @@ extern int fold_select_reference;
 void fold_select_space_enter(fold_comm_t *comm);
 void fold_select_space_leave(fold_comm_t *comm);
 /* A decision another rank made for comm (select_warm.c): into comm's cache and the
- * process's shared one. */
+ * process's shared one; mapped: the one for buffers in fold memory. */
 void fold_select_entry_install(fold_comm_t *comm, fold_coll_t coll, int k,
-                               const fold_select_entry_t *entry);
+                               const fold_select_entry_t *entry, int mapped);
 /* fold_serve_advice's model answer for size class k (select_advice.c): 0 or 1, cached
  * in comm. */
 int  fold_select_advice_class(fold_comm_t *comm, fold_coll_t coll, int k);

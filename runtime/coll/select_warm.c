@@ -37,6 +37,12 @@ typedef struct warm_record {
     uint64_t seg_bytes;
     uint64_t segs[FOLD_RULE_MAX_ALGS];
     double  us;
+    /* The choice for buffers in fold memory, which pricing the adoption made: every
+     * blocking call of the class asks it (the placement agreement). */
+    int8_t  mapped_valid;
+    int16_t mapped_alg, mapped_inter, mapped_leaders, mapped_root_weight;
+    uint64_t mapped_seg_bytes;
+    double  mapped_us;
 } warm_record_t;
 
 static int alg_index(const fold_alg_t *alg)
@@ -106,6 +112,18 @@ static void decide(fold_comm_t *comm, int item, warm_record_t *rec)
         const int passes = fold_select_adopt_passes(comm, coll, (size_t)1 << k, FOLD_UINT8,
                                                     FOLD_OP_SUM);
         rec->adopt_passes = passes > 0 ? passes : -1;
+        const fold_select_entry_t *m = comm->select.mapped_entry != NULL
+                                           ? &comm->select.mapped_entry[coll][k]
+                                           : NULL;
+        if (m != NULL && m->valid) {
+            rec->mapped_valid       = 1;
+            rec->mapped_alg         = (int16_t)alg_index(m->choice.alg);
+            rec->mapped_inter       = (int16_t)alg_index(m->choice.inter);
+            rec->mapped_leaders     = (int16_t)m->choice.leaders;
+            rec->mapped_root_weight = (int16_t)m->choice.root_weight;
+            rec->mapped_seg_bytes   = m->choice.seg_bytes;
+            rec->mapped_us          = m->us;
+        }
     }
 }
 
@@ -133,7 +151,17 @@ static void install(fold_comm_t *comm, int item, const warm_record_t *rec)
     if (e.choice.alg == NULL || (rec->inter >= 0 && e.choice.inter == NULL)) {
         return;
     }
-    fold_select_entry_install(comm, coll, k, &e);
+    fold_select_entry_install(comm, coll, k, &e, 0);
+    fold_choice_t mapped = {alg_at(rec->mapped_alg), rec->mapped_leaders,
+                            alg_at(rec->mapped_inter), rec->mapped_root_weight, 0,
+                            (size_t)rec->mapped_seg_bytes, 1};
+    if (rec->mapped_valid && mapped.alg != NULL &&
+        (rec->mapped_inter < 0 || mapped.inter != NULL)) {
+        e.choice       = mapped;
+        e.us           = rec->mapped_us;
+        e.adopt_passes = 0;
+        fold_select_entry_install(comm, coll, k, &e, 1);
+    }
 }
 
 int fold_select_warm(fold_comm_t *comm,

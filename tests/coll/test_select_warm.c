@@ -20,6 +20,8 @@ typedef struct seen {
     fold_select_entry_t entry[MAX_RANKS][2][FOLD_SELECT_WARM_CLASSES];
     int8_t              advice[MAX_RANKS][2][FOLD_SELECT_WARM_CLASSES];
     int                 adopt_known[MAX_RANKS];   /* classes priced for adoption at init */
+    int                 mapped_known[MAX_RANKS];  /* ... whose choice in fold memory is
+                                                     known at init */
     int                 adopt_at_init[MAX_RANKS][2][FOLD_SELECT_WARM_CLASSES];
     int                 adopt_again[MAX_RANKS][2][FOLD_SELECT_WARM_CLASSES];   /* asked anew */
     int                 adopting[MAX_RANKS];      /* the node may adopt buffers */
@@ -38,6 +40,8 @@ static int record(fold_context_t *ctx, int rank, int size, void *arg)
     for (int c = 0; c < 2; c++) {
         for (int k = 12; k < FOLD_SELECT_WARM_CLASSES; k++) {
             s->adopt_known[rank] += w->select.entry[colls[c]][k].adopt_passes != 0;
+            s->mapped_known[rank] += w->select.mapped_entry != NULL &&
+                                     w->select.mapped_entry[colls[c]][k].valid;
         }
     }
     for (int c = 0; c < 2; c++) {
@@ -103,6 +107,10 @@ static void expect_same_decisions(int ranks, int nodes)
             cr_expect_eq(warm.adopt_known[r], 2 * (FOLD_SELECT_WARM_CLASSES - 12),
                          "rank %d: %d classes priced for adoption at init", r,
                          warm.adopt_known[r]);
+            /* The first call of a class agrees on placement: it needs that choice. */
+            cr_expect_eq(warm.mapped_known[r], 2 * (FOLD_SELECT_WARM_CLASSES - 12),
+                         "rank %d: %d classes' choice in fold memory known at init", r,
+                         warm.mapped_known[r]);
         }
         cr_expect_eq(lazy.node_at_init[r], 0, "rank %d: lazy, node state before a call", r);
         for (int c = 0; c < 2; c++) {
