@@ -8,15 +8,26 @@ cd "$(dirname "$0")/.."
 prefix=${1:-build}
 jobs=$(nproc)
 
+# Each stage's seconds, printed at the end: what CI's time goes to.
+stage_times=""
+stage_start=$SECONDS
+stage_done() {   # stage_done NAME: the time since the previous stage ended
+    stage_times="$stage_times $1 $((SECONDS - stage_start)) s,"
+    stage_start=$SECONDS
+}
+
 scripts/install-deps.sh
+stage_done "install"
 
 echo "== release build"
 cmake -S . -B "$prefix" -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$prefix" -j"$jobs"
+stage_done "release build"
 # Tests labelled pure run no ranks of their own (cmake/test_labels.cmake): nproc at a
 # time. Every other test starts ranks that spin, so it runs alone.
 (cd "$prefix" && ctest --output-on-failure -j"$jobs" -L '^pure$' && \
      ctest --output-on-failure -j1 -LE '^pure$')
+stage_done "release tests"
 
 # The install and package checks wait on cpack, dpkg and mpirun more than on the CPU:
 # they run beside the sanitizer build, their output shown once both are done.
@@ -41,6 +52,7 @@ if [ "$packaging_status" -ne 0 ]; then
     exit "$packaging_status"
 fi
 [ "$build_status" -eq 0 ] || exit "$build_status"
+stage_done "sanitizer build and packaging"
 # libgomp and UCX keep some memory until exit on purpose; fold's own leaks still fail.
 # Reports go to files: Criterion counts a test whose worker reports a leak at exit as
 # passed, so a leak only fails the stage through the check below.
@@ -65,10 +77,11 @@ if [ -n "$found" ]; then
     status=1
 fi
 [ "$status" -eq 0 ] || exit "$status"
+stage_done "sanitizer tests"
 
 if ls /dev/shm 2>/dev/null | grep -qi fold; then
     echo "test.sh: shared-memory segments left in /dev/shm:" >&2
     ls /dev/shm | grep -i fold >&2
     exit 1
 fi
-echo "test.sh: all tests passed"
+echo "test.sh: all tests passed (${stage_times%,})"
