@@ -2064,6 +2064,23 @@ static double cpu_bound(const fold_model_params_t *p, model_prog_t *pg, int r)
     return t * (1 - 1e-6);
 }
 
+/* The build space of one prediction on topo: space's, or `own` made afresh (freed
+ * by the caller where space is NULL); shapes are per prediction. */
+static build_space_t *build_space_begin(fold_model_space_t *space, build_space_t *own,
+                                        const fold_topo_t *topo)
+{
+    build_space_t *b = space != NULL ? &space->build : own;
+    if (space == NULL) {
+        memset(own, 0, sizeof(*own));
+        own->scratch = fold_sched_scratch_new();
+    }
+    b->nreps      = 0;
+    b->rep_steps  = 0;
+    b->hits       = 0;
+    b->keep_until = (size_t)topo->max_ppn + 1;   /* a node's ranks, and one more */
+    return b;
+}
+
 /* Builds and finalizes rank r's schedule in b->s. */
 static int build_one(const fold_topo_t *topo, const fold_model_query_t *q,
                      fold_alg_build_fn build, int r, build_space_t *b)
@@ -2404,15 +2421,7 @@ static int predict(const fold_model_params_t *p, const fold_topo_t *topo,
         return FOLD_ERR_INVALID_ARG;
     }
     model_prog_t pg;
-    build_space_t own, *b = space != NULL ? &space->build : &own;
-    if (space == NULL) {
-        memset(&own, 0, sizeof(own));
-        own.scratch = fold_sched_scratch_new();
-    }
-    b->nreps      = 0;   /* shapes are per prediction */
-    b->rep_steps  = 0;
-    b->hits       = 0;
-    b->keep_until = (size_t)topo->max_ppn + 1;   /* a node's ranks, and one more */
+    build_space_t own, *b = build_space_begin(space, &own, topo);
     int status = prog_init(&pg, topo->size), cut = 0;
     pg.ws_scale = q->ws_scale;
     if (space != NULL) {   /* prog_free gives them back */
@@ -2510,15 +2519,7 @@ int fold_model_symmetry(const fold_topo_t *topo, const fold_model_query_t *q,
     if (build == NULL || fold_model_full_replay || !topo_uniform(topo)) {
         return FOLD_MODEL_SYM_NONE;
     }
-    build_space_t own, *b = space != NULL ? &space->build : &own;
-    if (space == NULL) {
-        memset(&own, 0, sizeof(own));
-        own.scratch = fold_sched_scratch_new();
-    }
-    b->nreps      = 0;
-    b->rep_steps  = 0;
-    b->hits       = 0;
-    b->keep_until = (size_t)topo->max_ppn + 1;
+    build_space_t own, *b = build_space_begin(space, &own, topo);
     model_prog_t pg;
     const int ppn = topo->min_ppn;
     int status = prog_init(&pg, ppn), family = FOLD_MODEL_SYM_NONE;

@@ -25,24 +25,26 @@
 #define WARM_ITEMS (2 * FOLD_SELECT_WARM_CLASSES)
 #define WARM_ADOPT_MIN_CLASS 12   /* 4 KiB: a buffer of whole pages */
 
-/* One decision on the wire: algorithms as indices into fold_alg_all. */
+/* A choice on the wire: algorithms as indices into fold_alg_all. */
+typedef struct warm_choice {
+    int8_t   valid;
+    int8_t   fast;
+    int16_t  alg, inter, leaders, root_weight;
+    uint64_t seg_bytes;
+    double   us;
+} warm_choice_t;
+
+/* One decision on the wire. */
 typedef struct warm_record {
-    int8_t  valid;    /* the model decided (else the rules named one algorithm) */
     int8_t  advice;   /* fold_serve_advice's answer, -1 not asked */
     int8_t  nalgs;
-    int8_t  fast;
     int8_t  algs[FOLD_RULE_MAX_ALGS];
     int32_t adopt_passes;   /* fold_select_adopt_passes', 0: not asked */
-    int16_t alg, inter, leaders, root_weight;
-    uint64_t seg_bytes;
     uint64_t segs[FOLD_RULE_MAX_ALGS];
-    double  us;
+    warm_choice_t heap;     /* valid: the model decided (else a rule named one) */
     /* The choice for buffers in fold memory, which pricing the adoption made: every
      * blocking call of the class asks it (the placement agreement). */
-    int8_t  mapped_valid;
-    int16_t mapped_alg, mapped_inter, mapped_leaders, mapped_root_weight;
-    uint64_t mapped_seg_bytes;
-    double  mapped_us;
+    warm_choice_t mapped;
 } warm_record_t;
 
 static int alg_index(const fold_alg_t *alg)
@@ -69,6 +71,27 @@ static const fold_alg_t *alg_at(int i)
     return i >= 0 && i < alg_count() ? fold_alg_all[i] : NULL;
 }
 
+/* An entry's choice onto the wire. */
+static void choice_out(const fold_select_entry_t *e, warm_choice_t *w)
+{
+    *w = (warm_choice_t){.valid = 1, .fast = (int8_t)e->choice.fast,
+                         .alg = (int16_t)alg_index(e->choice.alg),
+                         .inter = (int16_t)alg_index(e->choice.inter),
+                         .leaders = (int16_t)e->choice.leaders,
+                         .root_weight = (int16_t)e->choice.root_weight,
+                         .seg_bytes = e->choice.seg_bytes, .us = e->us};
+}
+
+/* A choice off the wire into e (memory: the one for buffers in fold memory); 0 where
+ * it does not read back. */
+static int choice_in(const warm_choice_t *w, int memory, fold_select_entry_t *e)
+{
+    e->choice = (fold_choice_t){alg_at(w->alg), w->leaders, alg_at(w->inter),
+                                w->root_weight, w->fast, (size_t)w->seg_bytes, memory};
+    e->us     = w->us;
+    return w->valid && e->choice.alg != NULL && (w->inter < 0 || e->choice.inter != NULL);
+}
+
 static fold_coll_t item_coll(int item)
 {
     return item < FOLD_SELECT_WARM_CLASSES ? FOLD_COLL_ALLREDUCE : FOLD_COLL_REDUCE;
@@ -91,15 +114,8 @@ static void decide(fold_comm_t *comm, int item, warm_record_t *rec)
     }
     const fold_select_entry_t *e = &comm->select.entry[coll][k];
     if (e->valid) {
-        rec->valid       = 1;
-        rec->nalgs       = (int8_t)e->nalgs;
-        rec->fast        = (int8_t)e->choice.fast;
-        rec->alg         = (int16_t)alg_index(e->choice.alg);
-        rec->inter       = (int16_t)alg_index(e->choice.inter);
-        rec->leaders     = (int16_t)e->choice.leaders;
-        rec->root_weight = (int16_t)e->choice.root_weight;
-        rec->seg_bytes   = e->choice.seg_bytes;
-        rec->us          = e->us;
+        rec->nalgs = (int8_t)e->nalgs;
+        choice_out(e, &rec->heap);
         for (int a = 0; a < e->nalgs; a++) {
             rec->algs[a] = (int8_t)alg_index(e->algs[a]);
             rec->segs[a] = e->segs[a];
@@ -116,13 +132,7 @@ static void decide(fold_comm_t *comm, int item, warm_record_t *rec)
                                            ? &comm->select.mapped_entry[coll][k]
                                            : NULL;
         if (m != NULL && m->valid) {
-            rec->mapped_valid       = 1;
-            rec->mapped_alg         = (int16_t)alg_index(m->choice.alg);
-            rec->mapped_inter       = (int16_t)alg_index(m->choice.inter);
-            rec->mapped_leaders     = (int16_t)m->choice.leaders;
-            rec->mapped_root_weight = (int16_t)m->choice.root_weight;
-            rec->mapped_seg_bytes   = m->choice.seg_bytes;
-            rec->mapped_us          = m->us;
+            choice_out(m, &rec->mapped);
         }
     }
 }
@@ -135,31 +145,23 @@ static void install(fold_comm_t *comm, int item, const warm_record_t *rec)
     fold_coll_t coll = item_coll(item);
     int k = item_class(item);
     comm->select.advice[coll][k] = rec->advice >= 0 ? rec->advice : -1;
-    if (!rec->valid || rec->nalgs < 1 || rec->nalgs > FOLD_RULE_MAX_ALGS) {
+    if (!rec->heap.valid || rec->nalgs < 1 || rec->nalgs > FOLD_RULE_MAX_ALGS) {
         return;
     }
-    fold_select_entry_t e = {.valid = 1, .nalgs = rec->nalgs, .us = rec->us,
+    fold_select_entry_t e = {.valid = 1, .nalgs = rec->nalgs,
                              .adopt_passes = rec->adopt_passes};
-    e.choice = (fold_choice_t){alg_at(rec->alg), rec->leaders, alg_at(rec->inter),
-                               rec->root_weight, rec->fast, (size_t)rec->seg_bytes, 0};
     for (int a = 0; a < rec->nalgs; a++) {
         if ((e.algs[a] = alg_at(rec->algs[a])) == NULL) {
             return;
         }
         e.segs[a] = (size_t)rec->segs[a];
     }
-    if (e.choice.alg == NULL || (rec->inter >= 0 && e.choice.inter == NULL)) {
+    if (!choice_in(&rec->heap, 0, &e)) {
         return;
     }
     fold_select_entry_install(comm, coll, k, &e, 0);
-    fold_choice_t mapped = {alg_at(rec->mapped_alg), rec->mapped_leaders,
-                            alg_at(rec->mapped_inter), rec->mapped_root_weight, 0,
-                            (size_t)rec->mapped_seg_bytes, 1};
-    if (rec->mapped_valid && mapped.alg != NULL &&
-        (rec->mapped_inter < 0 || mapped.inter != NULL)) {
-        e.choice       = mapped;
-        e.us           = rec->mapped_us;
-        e.adopt_passes = 0;
+    e.adopt_passes = 0;
+    if (choice_in(&rec->mapped, 1, &e)) {
         fold_select_entry_install(comm, coll, k, &e, 1);
     }
 }

@@ -80,65 +80,109 @@ static const int shapes[][4] = {{4, 4, 0, 0}, {3, 2, 1, 0}, {8, 0, 0, 0}, {1, 1,
 static const int shape_nodes[] = {2, 3, 1, 4, 4};
 #define NSHAPES (sizeof(shape_nodes) / sizeof(shape_nodes[0]))
 
-Test(model_fast, cutoff_replays_agree_with_full_replays)
+/* A question of every algorithm and collective on every shape, at each of these
+ * counts (2 leaders where a node has them), handed to fn with its shape's index. */
+typedef void (*question_fn)(const fold_topo_t *topo, const fold_model_query_t *q,
+                            size_t shape, void *arg);
+
+static void each_question(question_fn fn, void *arg)
 {
     static const size_t counts[] = {1, 300, 20000, 300000};
-    fold_model_params_t p;
-    fold_model_defaults(&p);
-    fold_model_space_t *space = fold_model_space_new();
-    cr_assert_not_null(space);
-    int checked = 0, cut = 0;
     for (size_t si = 0; si < NSHAPES; si++) {
         int size;
         fold_topo_t *topo = topo_of(shapes[si], shape_nodes[si], &size);
         for (int a = 0; fold_alg_all[a] != NULL; a++) {
-            const fold_alg_t *alg = fold_alg_all[a];
             for (int coll = FOLD_COLL_ALLREDUCE; coll <= FOLD_COLL_REDUCE; coll++) {
-                if (fold_alg_builder(alg, (fold_coll_t)coll) == NULL) {
+                if (fold_alg_builder(fold_alg_all[a], (fold_coll_t)coll) == NULL) {
                     continue;
                 }
                 for (size_t ci = 0; ci < sizeof(counts) / sizeof(counts[0]); ci++) {
-                    fold_model_query_t q = query(topo, alg, (fold_coll_t)coll, counts[ci],
-                                                 topo->min_ppn >= 2 ? 2 : 1);
-                    fold_model_result_t full, r;
-                    if (fold_model_predict(&p, topo, &q, &full) != FOLD_OK) {
-                        continue;   /* an algorithm not for this shape (cma on several nodes) */
-                    }
-                    double cutoffs[] = {INFINITY, full.time_us * 2,
-                                        nextafter(full.time_us, INFINITY), full.time_us,
-                                        full.time_us * 0.7, full.time_us * 0.2, 0};
-                    for (size_t k = 0; k < sizeof(cutoffs) / sizeof(cutoffs[0]); k++) {
-                        for (int with_space = 0; with_space < 2; with_space++) {
-                            cr_assert_eq(fold_model_predict_within(&p, topo, &q, cutoffs[k],
-                                                                   with_space ? space : NULL,
-                                                                   &r),
-                                         FOLD_OK);
-                            if (full.time_us < cutoffs[k]) {
-                                cr_expect(!r.cut && same_bits(r.time_us, full.time_us) &&
-                                              same_bits(r.root_us, full.root_us),
-                                          "%s %s on %zu, count %zu, cutoff %.17g: %.17g, "
-                                          "full %.17g", alg->name,
-                                          fold_coll_name((fold_coll_t)coll), si, counts[ci],
-                                          cutoffs[k], r.time_us, full.time_us);
-                            } else if (r.cut) {
-                                cr_expect(r.time_us >= cutoffs[k] && r.time_us <= full.time_us,
-                                          "%s: stopped at %.17g, cutoff %.17g, full %.17g",
-                                          alg->name, r.time_us, cutoffs[k], full.time_us);
-                                cut++;
-                            } else {
-                                cr_expect(same_bits(r.time_us, full.time_us));
-                            }
-                            checked++;
-                        }
-                    }
+                    fold_model_query_t q = query(topo, fold_alg_all[a], (fold_coll_t)coll,
+                                                 counts[ci], topo->min_ppn >= 2 ? 2 : 1);
+                    fn(topo, &q, si, arg);
                 }
             }
         }
         fold_topo_free(topo);
     }
-    fold_model_space_free(space);
-    cr_expect_gt(cut, 0);
-    cr_log_info("%d replays, %d of them cut", checked, cut);
+}
+
+typedef struct cutoff_count {
+    fold_model_params_t p;
+    fold_model_space_t *space;
+    int                 checked, cut;
+} cutoff_count_t;
+
+static void cutoff_agrees(const fold_topo_t *topo, const fold_model_query_t *q, size_t si,
+                          void *arg)
+{
+    cutoff_count_t *c = arg;
+    const char *alg = q->alg->name, *coll = fold_coll_name(q->proto.coll);
+    fold_model_result_t full, r;
+    if (fold_model_predict(&c->p, topo, q, &full) != FOLD_OK) {
+        return;   /* an algorithm not for this shape (cma on several nodes) */
+    }
+    double cutoffs[] = {INFINITY, full.time_us * 2, nextafter(full.time_us, INFINITY),
+                        full.time_us, full.time_us * 0.7, full.time_us * 0.2, 0};
+    for (size_t k = 0; k < sizeof(cutoffs) / sizeof(cutoffs[0]); k++) {
+        for (int with_space = 0; with_space < 2; with_space++) {
+            cr_assert_eq(fold_model_predict_within(&c->p, topo, q, cutoffs[k],
+                                                   with_space ? c->space : NULL, &r),
+                         FOLD_OK);
+            if (full.time_us < cutoffs[k]) {
+                cr_expect(!r.cut && same_bits(r.time_us, full.time_us) &&
+                              same_bits(r.root_us, full.root_us),
+                          "%s %s on %zu, count %zu, cutoff %.17g: %.17g, full %.17g", alg,
+                          coll, si, q->proto.count, cutoffs[k], r.time_us, full.time_us);
+            } else if (r.cut) {
+                cr_expect(r.time_us >= cutoffs[k] && r.time_us <= full.time_us,
+                          "%s: stopped at %.17g, cutoff %.17g, full %.17g", alg, r.time_us,
+                          cutoffs[k], full.time_us);
+                c->cut++;
+            } else {
+                cr_expect(same_bits(r.time_us, full.time_us));
+            }
+            c->checked++;
+        }
+    }
+}
+
+Test(model_fast, cutoff_replays_agree_with_full_replays)
+{
+    cutoff_count_t c = {.space = fold_model_space_new()};
+    fold_model_defaults(&c.p);
+    cr_assert_not_null(c.space);
+    each_question(cutoff_agrees, &c);
+    fold_model_space_free(c.space);
+    cr_expect_gt(c.cut, 0);
+    cr_log_info("%d replays, %d of them cut", c.checked, c.cut);
+}
+
+typedef struct mapped_count {
+    fold_model_params_t p, mapped;
+    int                 alike, priced;
+} mapped_count_t;
+
+static void mapped_agrees(const fold_topo_t *topo, const fold_model_query_t *q, size_t si,
+                          void *arg)
+{
+    mapped_count_t *c = arg;
+    fold_model_result_t plain, in_fold;
+    if (fold_model_predict(&c->p, topo, q, &plain) != FOLD_OK) {
+        return;
+    }
+    cr_assert_eq(fold_model_predict(&c->mapped, topo, q, &in_fold), FOLD_OK);
+    cr_expect_eq(plain.kernel_free, in_fold.kernel_free);
+    if (plain.kernel_free) {
+        cr_expect(same_bits(plain.time_us, in_fold.time_us) &&
+                      same_bits(plain.root_us, in_fold.root_us),
+                  "%s %s on shape %zu, count %zu: %.17g, mapped %.17g", q->alg->name,
+                  fold_coll_name(q->proto.coll), si, q->proto.count, plain.time_us,
+                  in_fold.time_us);
+        c->alike++;
+    } else {
+        c->priced += !same_bits(plain.time_us, in_fold.time_us);
+    }
 }
 
 /* A replay with no step the kernel's or a mapping's copies price (kernel_free) takes
@@ -146,46 +190,12 @@ Test(model_fast, cutoff_replays_agree_with_full_replays)
  * buffers in fold memory and out of it; one with such steps is told apart. */
 Test(model_fast, kernel_free_replays_cost_the_same_mapped)
 {
-    static const size_t counts[] = {1, 300, 20000, 300000};
-    fold_model_params_t p, mapped;
-    fold_model_defaults(&p);
-    fold_model_mapped(&p, &mapped);
-    int alike = 0, priced = 0;
-    for (size_t si = 0; si < NSHAPES; si++) {
-        int size;
-        fold_topo_t *topo = topo_of(shapes[si], shape_nodes[si], &size);
-        for (int a = 0; fold_alg_all[a] != NULL; a++) {
-            const fold_alg_t *alg = fold_alg_all[a];
-            for (int coll = FOLD_COLL_ALLREDUCE; coll <= FOLD_COLL_REDUCE; coll++) {
-                if (fold_alg_builder(alg, (fold_coll_t)coll) == NULL) {
-                    continue;
-                }
-                for (size_t ci = 0; ci < sizeof(counts) / sizeof(counts[0]); ci++) {
-                    fold_model_query_t q = query(topo, alg, (fold_coll_t)coll, counts[ci],
-                                                 topo->min_ppn >= 2 ? 2 : 1);
-                    fold_model_result_t plain, in_fold;
-                    if (fold_model_predict(&p, topo, &q, &plain) != FOLD_OK) {
-                        continue;
-                    }
-                    cr_assert_eq(fold_model_predict(&mapped, topo, &q, &in_fold), FOLD_OK);
-                    cr_expect_eq(plain.kernel_free, in_fold.kernel_free);
-                    if (plain.kernel_free) {
-                        cr_expect(same_bits(plain.time_us, in_fold.time_us) &&
-                                      same_bits(plain.root_us, in_fold.root_us),
-                                  "%s %s on shape %zu, count %zu: %.17g, mapped %.17g",
-                                  alg->name, fold_coll_name((fold_coll_t)coll), si,
-                                  counts[ci], plain.time_us, in_fold.time_us);
-                        alike++;
-                    } else {
-                        priced += !same_bits(plain.time_us, in_fold.time_us);
-                    }
-                }
-            }
-        }
-        fold_topo_free(topo);
-    }
-    cr_expect_gt(alike, 0);
-    cr_expect_gt(priced, 0);   /* single copy and messages within a node do differ */
+    mapped_count_t c = {0};
+    fold_model_defaults(&c.p);
+    fold_model_mapped(&c.p, &c.mapped);
+    each_question(mapped_agrees, &c);
+    cr_expect_gt(c.alike, 0);
+    cr_expect_gt(c.priced, 0);   /* single copy and messages within a node do differ */
 }
 
 Test(model_fast, shared_finalisation_agrees_with_one_by_one)
