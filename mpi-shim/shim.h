@@ -32,11 +32,13 @@ typedef enum shim_route {
     SHIM_ROUTE_DERIVED,     /* a derived type that is not copies of one type back to back:
                                holes, gaps, a lower bound, mixed types, subarray, ... */
     SHIM_ROUTE_USER_OP,     /* a user op fold could not register (its table is full) */
-    SHIM_ROUTE_USER_OP_DERIVED, /* a user op on a derived type of several elements */
+    SHIM_ROUTE_USER_OP_DERIVED, /* a user op on a derived type with holes or gaps, a lower
+                               bound, subarray, ..., or of more than FOLD_OPAQUE_MAX_SIZE
+                               bytes */
     SHIM_ROUTE_SMALL,       /* below FOLD_MPI_ALLREDUCE_MIN / FOLD_MPI_REDUCE_MIN */
     SHIM_ROUTE_LARGE,       /* above FOLD_MPI_ALLREDUCE_MAX / FOLD_MPI_REDUCE_MAX */
     SHIM_ROUTE_MPI_FASTER,  /* no range set: fold_serve_advice expects MPI to be faster */
-    SHIM_ROUTE_INTERCOMM,
+    SHIM_ROUTE_INTERCOMM,   /* an intercommunicator under MPI_THREAD_MULTIPLE */
     SHIM_ROUTE_FOREIGN,     /* a member outside MPI_COMM_WORLD (dynamic processes) */
     SHIM_ROUTE_COMM_FAILED, /* fold could not create the communicator */
     SHIM_ROUTE_COMM_BUSY,   /* MPI_THREAD_MULTIPLE: another first use was mapping; retried */
@@ -78,7 +80,8 @@ typedef struct shim_typemap {
     fold_dtype_t dtype;
     fold_op_t    op;
     size_t       elements;   /* fold elements per element of the call's datatype */
-    MPI_Datatype base;       /* the predefined type those elements are */
+    MPI_Datatype base;       /* the predefined type those elements are (MPI_DATATYPE_NULL
+                                for opaque elements) */
     int          derived;    /* the call's datatype is a derived one */
 } shim_typemap_t;
 
@@ -97,9 +100,21 @@ fold_dtype_t shim_types_dtype(int index);
 /* The cache's attribute key; created after MPI_Init, freed before MPI_Finalize. */
 void shim_derived_start(void);
 void shim_derived_stop(void);
-/* For a datatype not in the table: SHIM_ROUTE_FOLD when it is n copies of the
- * table's entry *base back to back from offset 0, or the reason it is not. */
-shim_route_t shim_derived_decode(MPI_Datatype datatype, int *base, size_t *n);
+/* A datatype's layout: n copies of the table's entry `base` back to back from offset 0,
+ * or (base SHIM_MIXED) n bytes of members of several types without a hole, `foreign`
+ * when one of them is a predefined type the table does not hold. */
+#define SHIM_MIXED (-2)
+typedef struct shim_layout {
+    int    base;
+    size_t n;
+    int    foreign;
+} shim_layout_t;
+
+/* For a datatype not in the table: SHIM_ROUTE_FOLD and its layout, or the reason it
+ * has none fold can serve. */
+shim_route_t shim_derived_decode(MPI_Datatype datatype, shim_layout_t *layout);
+/* The bytes of one element of that layout. */
+size_t shim_layout_bytes(const shim_layout_t *layout);
 
 /* ---- user ops (shim_userop.c) ---------------------------------------------------- */
 
@@ -109,9 +124,8 @@ void shim_userop_record(MPI_Op op, void (*fn)(void), int fortran);
 void shim_userop_forget(MPI_Op op);
 /* Forgets every op (MPI_Finalize). */
 void shim_userop_clear(void);
-/* SHIM_ROUTE_FOLD and fold's op for a recorded op on a datatype of `elements` fold
- * elements, or the reason MPI must run it. */
-shim_route_t shim_userop_get(MPI_Op op, size_t elements, fold_op_t *fop);
+/* SHIM_ROUTE_FOLD and fold's op for a recorded op, or the reason MPI must run it. */
+shim_route_t shim_userop_get(MPI_Op op, fold_op_t *fop);
 /* The datatype the application passed to the call this thread is about to run in
  * fold: what its user op receives. */
 void shim_userop_set_datatype(MPI_Datatype datatype);
@@ -125,12 +139,20 @@ void shim_userop_set_datatype(MPI_Datatype datatype);
 #define SHIM_ADVICE_FOLD    1
 #define SHIM_ADVICE_MPI     2
 
-/* An MPI communicator fold serves. */
+/* An MPI communicator fold serves. An intercommunicator's fold communicator holds
+ * both groups, the first one's ranks first (shim_inter.c). */
 typedef struct shim_comm {
     fold_comm_h fold;
-    int         rank;    /* in the communicator, the same in fold's */
+    int         rank;    /* in fold's communicator (an intracommunicator's: the same) */
     int         size;
     unsigned char advice[SHIM_COLL_COUNT][SHIM_ADVICE_CLASSES];   /* SHIM_ADVICE_* */
+    /* intercommunicators only */
+    int         inter;
+    int         first;        /* this process's group comes first in fold's */
+    int         local_size;   /* this process's group */
+    int         remote_size;
+    int         local_rank;
+    fold_comm_h local;        /* this process's group alone, in its order */
 } shim_comm_t;
 
 /* After fold_init: MPI_COMM_WORLD is fold's world communicator. */
@@ -142,6 +164,22 @@ void shim_comm_start(void);
 shim_route_t shim_comm_get(MPI_Comm comm, const shim_comm_t **mapping);
 /* The attribute's delete callback (MPI_Comm_free, MPI_Finalize). */
 int shim_comm_delete(MPI_Comm comm, int keyval, void *attr, void *extra);
+/* Makes the fold communicator of an intracommunicator's members in its order (*made),
+ * or says why not; `ready` 0 when the caller ran out of memory. Collective over comm:
+ * every member gets the same answer. */
+shim_route_t shim_comm_create_fold(MPI_Comm comm, int ready, fold_comm_h *made);
+/* Caches a served communicator's record, or the reason it is not served, on comm. */
+void shim_comm_attach(MPI_Comm comm, shim_comm_t *record);
+void shim_comm_refuse(MPI_Comm comm, shim_route_t why);
+
+/* ---- intercommunicators (shim_inter.c) ----------------------------------------- */
+
+struct shim_fold_call;
+
+/* shim_comm_get for an intercommunicator: collective over both groups. */
+shim_route_t shim_inter_create(MPI_Comm comm, const shim_comm_t **mapping);
+/* Runs an intercommunicator's call in fold (under the lock). Returns a fold status. */
+int shim_inter_run(const struct shim_fold_call *fcall);
 
 /* ---- reductions (shim_reduce.c, shim_run.c) ------------------------------------ */
 
@@ -168,6 +206,7 @@ typedef struct shim_fold_call {
     int          root;
     fold_comm_h  comm;
     MPI_Datatype datatype;  /* the application's, which a user op receives */
+    const shim_comm_t *mapping;   /* what comm is; root is MPI's for an intercommunicator */
 } shim_fold_call_t;
 
 /* Decides whether fold serves the call; if so fills *fcall. *map is set (elements

@@ -3,7 +3,8 @@
  * and cached on the MPI communicator as an attribute. The attribute's delete
  * callback frees fold's communicator with the MPI one; MPI_Comm_dup does not copy it
  * (each MPI communicator gets its own fold communicator and message tags).
- * MPI_COMM_WORLD is fold's world communicator and needs no attribute.
+ * MPI_COMM_WORLD is fold's world communicator and needs no attribute. An
+ * intercommunicator maps to a fold communicator over both its groups (shim_inter.c).
  *
  * Creation is collective over the communicator: its members translate their group
  * to world ranks (= fold context ranks) and call fold_comm_create_group with an
@@ -29,7 +30,8 @@ static pthread_mutex_t create_lock = PTHREAD_MUTEX_INITIALIZER;
 void shim_comm_start(void)
 {
     shim_fold_lock();
-    world = (shim_comm_t){fold_comm_world(shim.ctx), shim.world_rank, shim.world_size, {{0}}};
+    world = (shim_comm_t){.fold = fold_comm_world(shim.ctx), .rank = shim.world_rank,
+                          .size = shim.world_size};
     shim_fold_unlock();
 }
 
@@ -48,7 +50,10 @@ int shim_comm_delete(MPI_Comm comm, int keyval, void *attr, void *extra)
     }
     shim_comm_t *record = attr;
     shim_fold_lock();
-    if (shim.running) {   /* else fold_finalize has freed it */
+    if (shim.running) {   /* else fold_finalize has freed them */
+        if (record->local != NULL) {
+            fold_comm_free(&record->local);
+        }
         fold_comm_free(&record->fold);
     }
     shim_fold_unlock();
@@ -56,16 +61,18 @@ int shim_comm_delete(MPI_Comm comm, int keyval, void *attr, void *extra)
     return MPI_SUCCESS;
 }
 
-static void attach(MPI_Comm comm, void *attr)
+void shim_comm_attach(MPI_Comm comm, shim_comm_t *record)
 {
-    if (PMPI_Comm_set_attr(comm, shim.comm_keyval, attr) != MPI_SUCCESS) {
+    if (PMPI_Comm_set_attr(comm, shim.comm_keyval, record) != MPI_SUCCESS) {
         shim_log("MPI_Comm_set_attr failed; this communicator's members may disagree");
     }
 }
 
-static void attach_reason(MPI_Comm comm, shim_route_t why)
+void shim_comm_refuse(MPI_Comm comm, shim_route_t why)
 {
-    attach(comm, (void *)(uintptr_t)why);
+    if (PMPI_Comm_set_attr(comm, shim.comm_keyval, (void *)(uintptr_t)why) != MPI_SUCCESS) {
+        shim_log("MPI_Comm_set_attr failed; this communicator's members may disagree");
+    }
 }
 
 /* Every member's world rank, in communicator order; 0 if some member is not in
@@ -123,20 +130,19 @@ static int worst_of_members(MPI_Comm comm, int mine)
     return worst;
 }
 
-/* Creates the fold communicator and caches it on comm. Under MPI_THREAD_MULTIPLE a
- * member that is already creating another communicator says BUSY: the call goes to
- * MPI and the next one tries again. Waiting on create_lock instead could deadlock
- * two threads that first use two communicators in opposite orders on two processes. */
-static shim_route_t create(MPI_Comm comm, const shim_comm_t **mapping)
+/* Under MPI_THREAD_MULTIPLE a member that is already creating another communicator
+ * says BUSY: the call goes to MPI and the next one tries again. Waiting on create_lock
+ * instead could deadlock two threads that first use two communicators in opposite
+ * orders on two processes. */
+shim_route_t shim_comm_create_fold(MPI_Comm comm, int ready, fold_comm_h *made)
 {
     int size, rank;
     PMPI_Comm_size(comm, &size);
     PMPI_Comm_rank(comm, &rank);
-    shim_comm_t *record = malloc(sizeof(*record));
     int *members = malloc((size_t)size * sizeof(int));
     int locked = shim.thread_multiple ? pthread_mutex_trylock(&create_lock) == 0
                                       : pthread_mutex_lock(&create_lock) == 0;
-    int mine = record == NULL || members == NULL ? NO_MEMORY
+    int mine = !ready || members == NULL ? NO_MEMORY
              : !world_ranks(comm, size, members) ? FOREIGN : !locked ? BUSY : READY;
     int worst = worst_of_members(comm, mine);
     fold_comm_h fold = NULL;
@@ -156,9 +162,7 @@ static shim_route_t create(MPI_Comm comm, const shim_comm_t **mapping)
     }
     free(members);
     if (worst == READY) {
-        *record = (shim_comm_t){fold, rank, size, {{0}}};
-        attach(comm, record);
-        *mapping = record;
+        *made = fold;
         return SHIM_ROUTE_FOLD;
     }
     if (fold != NULL) {
@@ -166,11 +170,28 @@ static shim_route_t create(MPI_Comm comm, const shim_comm_t **mapping)
         fold_comm_free(&fold);
         shim_fold_unlock();
     }
-    free(record);
-    if (worst != BUSY) {   /* BUSY is not recorded: the next call tries again */
-        attach_reason(comm, route_of(worst));
-    }
     return route_of(worst);
+}
+
+/* Creates the fold communicator of an intracommunicator and caches it on comm. */
+static shim_route_t create(MPI_Comm comm, const shim_comm_t **mapping)
+{
+    shim_comm_t *record = calloc(1, sizeof(*record));
+    fold_comm_h fold = NULL;
+    shim_route_t route = shim_comm_create_fold(comm, record != NULL, &fold);
+    if (route == SHIM_ROUTE_FOLD) {
+        record->fold = fold;
+        PMPI_Comm_rank(comm, &record->rank);
+        PMPI_Comm_size(comm, &record->size);
+        shim_comm_attach(comm, record);
+        *mapping = record;
+        return route;
+    }
+    free(record);
+    if (route != SHIM_ROUTE_COMM_BUSY) {   /* not recorded: the next call tries again */
+        shim_comm_refuse(comm, route);
+    }
+    return route;
 }
 
 shim_route_t shim_comm_get(MPI_Comm comm, const shim_comm_t **mapping)
@@ -191,9 +212,5 @@ shim_route_t shim_comm_get(MPI_Comm comm, const shim_comm_t **mapping)
     }
     int inter = 0;
     PMPI_Comm_test_inter(comm, &inter);
-    if (inter) {
-        attach_reason(comm, SHIM_ROUTE_INTERCOMM);
-        return SHIM_ROUTE_INTERCOMM;
-    }
-    return create(comm, mapping);
+    return inter ? shim_inter_create(comm, mapping) : create(comm, mapping);
 }

@@ -30,6 +30,29 @@ static int buffers_valid(const shim_call_t *call, int has_output)
            (!has_output || (call->recvbuf != NULL && call->recvbuf != call->sendbuf));
 }
 
+/* An intercommunicator's arguments MPI accepts: no MPI_IN_PLACE; a reduce's root
+ * MPI_ROOT or MPI_PROC_NULL in the root's group, a rank of the remote group in the
+ * other. Which buffers this process gives: its input (the sending group, or both in an
+ * allreduce) and its output (the root, or every process in an allreduce). */
+static int inter_args_valid(const shim_call_t *call, const shim_comm_t *comm, int *has_input,
+                            int *has_output)
+{
+    if (call->sendbuf == MPI_IN_PLACE || call->recvbuf == MPI_IN_PLACE) {
+        return 0;
+    }
+    *has_input = *has_output = 1;
+    if (call->coll == SHIM_REDUCE) {
+        int receiving = call->root == MPI_ROOT || call->root == MPI_PROC_NULL;
+        if (!receiving && (call->root < 0 || call->root >= comm->remote_size)) {
+            return 0;
+        }
+        *has_input = !receiving;
+        *has_output = call->root == MPI_ROOT;
+    }
+    return call->count == 0 || ((!*has_input || call->sendbuf != NULL) &&
+                                (!*has_output || call->recvbuf != NULL));
+}
+
 /* fold's verdict, the same on every member. The cost model answers per power-of-two
  * size class, so its answers are remembered in the mapping (concurrent first calls
  * store the same value); a tuning file's ranges need not follow the classes, so
@@ -92,16 +115,26 @@ shim_route_t shim_route(const shim_call_t *call, shim_typemap_t *map,
     if (!ranged && !shim_advice(comm, call->coll, bytes)) {
         return SHIM_ROUTE_MPI_FASTER;
     }
-    if (call->coll == SHIM_REDUCE && (call->root < 0 || call->root >= comm->size)) {
-        return SHIM_ROUTE_ARGS;
-    }
-    int has_output = call->coll == SHIM_ALLREDUCE || comm->rank == call->root;
-    if (!buffers_valid(call, has_output)) {
-        return SHIM_ROUTE_ARGS;
+    int has_input = 1, has_output;
+    if (comm->inter) {
+        if (!inter_args_valid(call, comm, &has_input, &has_output)) {
+            return SHIM_ROUTE_ARGS;
+        }
+    } else {
+        if (call->coll == SHIM_REDUCE && (call->root < 0 || call->root >= comm->size)) {
+            return SHIM_ROUTE_ARGS;
+        }
+        has_output = call->coll == SHIM_ALLREDUCE || comm->rank == call->root;
+        if (!buffers_valid(call, has_output)) {
+            return SHIM_ROUTE_ARGS;
+        }
     }
     fcall->comm     = comm->fold;
+    fcall->mapping  = comm;
     fcall->coll     = call->coll;
-    fcall->sendbuf  = call->sendbuf == MPI_IN_PLACE ? FOLD_IN_PLACE : call->sendbuf;
+    fcall->sendbuf  = call->sendbuf == MPI_IN_PLACE ? FOLD_IN_PLACE
+                    : has_input                     ? call->sendbuf
+                                                    : NULL;
     /* At a reduce non-root MPI ignores recvbuf; fold must not read or write it. */
     fcall->recvbuf  = has_output ? call->recvbuf : NULL;
     fcall->count    = count;

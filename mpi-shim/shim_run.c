@@ -56,6 +56,12 @@ static int run_polled(const shim_fold_call_t *c)
 int shim_run(const shim_fold_call_t *fcall)
 {
     shim_userop_set_datatype(fcall->datatype);
+    if (fcall->mapping->inter) {   /* never under MPI_THREAD_MULTIPLE (shim_inter.c) */
+        shim_fold_lock();
+        int status = shim_inter_run(fcall);
+        shim_fold_unlock();
+        return status;
+    }
     if (shim.thread_multiple) {
         return run_polled(fcall);
     }

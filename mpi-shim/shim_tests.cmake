@@ -24,7 +24,7 @@ function(fold_mpi_shim_tests p mpi_c mpi_fortran have_f08 mpirun shim_target che
   foreach(program mpi_reduce_check mpi_fallback mpi_spawn mpi_solver mpi_threads
                   mpi_allreduce_bench mpi_serve_advice mpi_mismatch mpi_comm_churn
                   mpi_types_check mpi_userop_check mpi_derived_check mpi_alloc_mem
-                  mpi_first_calls)
+                  mpi_first_calls mpi_struct_userop mpi_intercomm_check)
     string(REGEX REPLACE "^mpi_" "${p}_" target ${program})
     add_executable(${target} ${FOLD_MPI_TEST_DIR}/${program}.c)
     target_link_libraries(${target} PRIVATE fold_${p}_test_util Threads::Threads m)
@@ -58,6 +58,15 @@ function(fold_mpi_shim_tests p mpi_c mpi_fortran have_f08 mpirun shim_target che
     test(types_np${np} ${run} ${serve_all} ${mpirun} ${shim} ${np} ${mpi_types_check})
     test(userop_np${np} ${run} ${serve_all} ${mpirun} ${shim} ${np} ${mpi_userop_check})
     test(derived_np${np} ${run} ${serve_all} ${mpirun} ${shim} ${np} ${mpi_derived_check})
+  endforeach()
+  # User ops on structs of several types and a non-commutative one on a contiguous type,
+  # as opaque elements; intercommunicators split unevenly (1+2, 2+3), both groups' roots.
+  foreach(np 3 4)
+    test(struct_userop_np${np} ${run} ${serve_all} ${mpirun} ${shim} ${np}
+      ${mpi_struct_userop})
+  endforeach()
+  foreach(np 3 5)
+    test(intercomm_np${np} ${run} ${serve_all} ${mpirun} ${shim} ${np} ${mpi_intercomm_check})
   endforeach()
   test(disabled_np2 ${run} --disabled ${mpirun} ${shim} 2 ${mpi_solver})
   test(fallback_np3 ${run} --env FOLD_MPI_ALLREDUCE_MIN=64

@@ -10,7 +10,10 @@
  * size (and, for pairs, extent), so a kind the library built differently is left
  * out. A derived type made of copies of one of these back to back is served as
  * that many of it (shim_derived.c); user ops created through the shim run in fold
- * on any of these (shim_userop.c). Everything else goes to the MPI library, which
+ * on any of these (shim_userop.c), and on any derived type without holes, whatever
+ * types it mixes, and on predefined types the table leaves out whose size is their
+ * extent (long double): fold reduces those as opaque elements of the type's size.
+ * Everything else goes to the MPI library, which
  * then answers exactly as it would without the shim: long double (and its pair and
  * complex types), MPI_2REAL / MPI_2DOUBLE_PRECISION, MPI_LOGICAL and MPI_OFFSET (see
  * below), derived types with holes, REPLACE, NO_OP, and any combination MPI does not
@@ -250,25 +253,65 @@ fold_dtype_t shim_types_dtype(int index)
     return types[index].dtype;
 }
 
+/* A user op on a datatype: its elements, or whole elements of a derived one as opaque
+ * elements of its size. */
+static shim_route_t map_user_op(MPI_Datatype datatype, MPI_Op op, int index,
+                                const shim_layout_t *layout, shim_typemap_t *map)
+{
+    fold_op_t fop;
+    shim_route_t route = shim_userop_get(op, &fop);
+    if (route != SHIM_ROUTE_FOLD) {
+        return route;
+    }
+    if (index >= 0) {   /* a predefined type, or a dup or resized copy of one */
+        *map = (shim_typemap_t){.dtype = types[index].dtype, .op = fop, .elements = 1,
+                                .base = types[index].handle,
+                                .derived = types[index].handle != datatype};
+        return SHIM_ROUTE_FOLD;
+    }
+    fold_dtype_t opaque;
+    if (fold_dtype_opaque(shim_layout_bytes(layout), &opaque) != FOLD_OK) {
+        return SHIM_ROUTE_USER_OP_DERIVED;   /* larger than fold's opaque elements */
+    }
+    *map = (shim_typemap_t){.dtype = opaque, .op = fop, .elements = 1,
+                            .base = MPI_DATATYPE_NULL, .derived = 1};
+    return SHIM_ROUTE_FOLD;
+}
+
 shim_route_t shim_types_map(MPI_Datatype datatype, MPI_Op op, shim_typemap_t *map)
 {
     int index = shim_types_find(datatype);
-    size_t elements = 1;
-    shim_route_t route;
-    if (index < 0 &&
-        (route = shim_derived_decode(datatype, &index, &elements)) != SHIM_ROUTE_FOLD) {
-        return route;
+    shim_layout_t layout = {index, 1, 0};
+    shim_route_t route = SHIM_ROUTE_FOLD;
+    if (index < 0) {
+        route = shim_derived_decode(datatype, &layout);
     }
-    const type_entry_t *entry = &types[index];
     fold_op_t fop;
-    if (map_op(op, &fop)) {
-        if (!class_allows(entry->cls, fop)) {
-            return SHIM_ROUTE_DTYPE_OP;
+    if (!map_op(op, &fop)) {
+        /* A user op (or an op MPI defines and fold does not: shim_userop_get says). */
+        if (route == SHIM_ROUTE_DERIVED && shim_userop_get(op, &fop) == SHIM_ROUTE_FOLD) {
+            return SHIM_ROUTE_USER_OP_DERIVED;   /* holes, gaps, subarray, ... */
         }
-    } else if ((route = shim_userop_get(op, elements, &fop)) != SHIM_ROUTE_FOLD) {
+        if (route != SHIM_ROUTE_FOLD) {
+            return route;
+        }
+        if (layout.base >= 0 && layout.n == 1) {
+            index = layout.base;   /* a dup or resized copy of a predefined type */
+        }
+        return map_user_op(datatype, op, index, &layout, map);
+    }
+    if (route != SHIM_ROUTE_FOLD) {
         return route;
     }
-    *map = (shim_typemap_t){.dtype = entry->dtype, .op = fop, .elements = elements,
+    if (layout.base == SHIM_MIXED) {
+        /* Predefined ops take one type: copies of one the table leaves out, or several. */
+        return layout.foreign ? SHIM_ROUTE_DATATYPE : SHIM_ROUTE_DERIVED;
+    }
+    const type_entry_t *entry = &types[layout.base];
+    if (!class_allows(entry->cls, fop)) {
+        return SHIM_ROUTE_DTYPE_OP;
+    }
+    *map = (shim_typemap_t){.dtype = entry->dtype, .op = fop, .elements = layout.n,
                             .base = entry->handle, .derived = entry->handle != datatype};
     return SHIM_ROUTE_FOLD;
 }

@@ -10,10 +10,11 @@
  * lower ranks' contribution), and a non-commutative op (MPI_Op_commutative) makes
  * fold choose among the algorithms that keep the rank order.
  *
- * fold counts elements of the base type, MPI elements of the call's datatype. They
- * agree only where the datatype is one base element (a predefined type, or a dup or
- * resized copy of one): fold may split a call between any two base elements, so a
- * user op on a derived type of several goes to MPI (SHIM_ROUTE_USER_OP_DERIVED).
+ * fold's count is MPI's: on a predefined type (or a dup or resized copy of one) fold
+ * reduces elements of it; on a derived type of several elements without holes, which
+ * may mix types (shim_types.c), fold reduces opaque elements of the type's size
+ * (fold_dtype_opaque), which it splits between whole elements only, so the function
+ * always gets whole elements of the application's datatype.
  *
  * The ops sit in a small hash table keyed by handle, guarded by a mutex: ops are
  * created and freed rarely, and a call looks one up once.
@@ -136,12 +137,11 @@ void shim_userop_clear(void)
     pthread_mutex_unlock(&lock);
 }
 
-shim_route_t shim_userop_get(MPI_Op op, size_t elements, fold_op_t *fop)
+shim_route_t shim_userop_get(MPI_Op op, fold_op_t *fop)
 {
     pthread_mutex_lock(&lock);
     const userop_t *u = *find(op);
     shim_route_t route = u == NULL        ? SHIM_ROUTE_OP
-                       : elements != 1    ? SHIM_ROUTE_USER_OP_DERIVED
                        : !u->registered   ? SHIM_ROUTE_USER_OP
                                           : SHIM_ROUTE_FOLD;
     if (route == SHIM_ROUTE_FOLD) {

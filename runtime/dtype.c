@@ -1,9 +1,10 @@
 /*
  * Datatype and operation names and sizes: the strings used in configuration,
- * logs and tools. Name lookups ignore case, so "FLOAT32" from an environment
- * variable works as well as "float32".
+ * logs and tools, and the opaque datatypes, whose value says their size. Name lookups
+ * ignore case, so "FLOAT32" from an environment variable works as well as "float32".
  */
 #include "codec/reduce_kernel.h"
+#include "log.h"
 
 #include <fold/fold.h>
 
@@ -46,19 +47,41 @@ static const char *const op_names[FOLD_OP_PREDEFINED_COUNT] = {
     [FOLD_OP_LXOR] = "lxor", [FOLD_OP_MAXLOC] = "maxloc", [FOLD_OP_MINLOC] = "minloc",
 };
 
+_Static_assert(FOLD_DTYPE_COUNT <= FOLD_DTYPE_OPAQUE_FIRST, "opaque values follow the others");
+
 static int dtype_is_known(fold_dtype_t dtype)
 {
     return (int)dtype >= 0 && dtype < FOLD_DTYPE_COUNT;
 }
 
+/* An opaque datatype's size, or 0 for any other value. */
+static size_t opaque_size(fold_dtype_t dtype)
+{
+    long size = (long)dtype - FOLD_DTYPE_OPAQUE_FIRST + 1;
+    return size >= 1 && size <= FOLD_OPAQUE_MAX_SIZE ? (size_t)size : 0;
+}
+
+int fold_dtype_opaque(size_t size, fold_dtype_t *dtype)
+{
+    if (dtype == NULL || size == 0 || size > FOLD_OPAQUE_MAX_SIZE) {
+        fold_error("fold_dtype_opaque: %s", dtype == NULL ? "dtype is NULL"
+                                            : "the size must be 1 .. FOLD_OPAQUE_MAX_SIZE");
+        return FOLD_ERR_INVALID_ARG;
+    }
+    *dtype = (fold_dtype_t)(FOLD_DTYPE_OPAQUE_FIRST + (int)size - 1);
+    return FOLD_OK;
+}
+
 size_t fold_dtype_size(fold_dtype_t dtype)
 {
-    return dtype_is_known(dtype) ? dtype_table[dtype].size : 0;
+    return dtype_is_known(dtype) ? dtype_table[dtype].size : opaque_size(dtype);
 }
 
 const char *fold_dtype_name(fold_dtype_t dtype)
 {
-    return dtype_is_known(dtype) ? dtype_table[dtype].name : "unknown";
+    return dtype_is_known(dtype) ? dtype_table[dtype].name
+         : opaque_size(dtype) != 0 ? "opaque"
+                                   : "unknown";
 }
 
 int fold_dtype_from_name(const char *name, fold_dtype_t *dtype)

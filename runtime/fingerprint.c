@@ -45,7 +45,13 @@ static void describe(int which, int64_t v, char *buf, size_t len)
 {
     switch (which) {
     case F_COLL:    snprintf(buf, len, "%s", v ? "allreduce" : "reduce"); break;
-    case F_DTYPE:   snprintf(buf, len, "%s", fold_dtype_name((fold_dtype_t)v)); break;
+    case F_DTYPE:
+        if (strcmp(fold_dtype_name((fold_dtype_t)v), "opaque") == 0) {
+            snprintf(buf, len, "opaque of %zu bytes", fold_dtype_size((fold_dtype_t)v));
+        } else {
+            snprintf(buf, len, "%s", fold_dtype_name((fold_dtype_t)v));
+        }
+        break;
     case F_OP:      snprintf(buf, len, "%s", fold_op_name((fold_op_t)v)); break;
     case F_INPLACE:
     case F_MEMORY:  snprintf(buf, len, "%s", v ? "yes" : "no"); break;
@@ -82,13 +88,14 @@ int fold_fingerprint_diff(const fold_fingerprint_t *a, int rank_a, const fold_fi
     return differ;
 }
 
-_Static_assert(FOLD_DTYPE_COUNT <= 0x40 && FOLD_OP_USER_FIRST + 256 <= 0x10000,
+_Static_assert(FOLD_DTYPE_OPAQUE_FIRST + FOLD_OPAQUE_MAX_SIZE <= 0x2000 &&
+                   FOLD_OP_USER_FIRST + 256 <= 0x200,
                "every datatype and op fits its packed field");
 
 fold_fingerprint_t fold_fingerprint_unpack(uint64_t bits)
 {
     return (fold_fingerprint_t){
         .allreduce = (int)(bits & 1), .inplace = (int)(bits >> 1 & 1),
-        .dtype = (int)(bits >> 2 & 0x3f), .op = (int)(bits >> 8 & 0xffff),
+        .dtype = (int)(bits >> 2 & 0x1fff), .op = (int)(bits >> 15 & 0x1ff),
         .root = (int)(bits >> 24 & 0xfffff), .count = (size_t)(bits >> 44 & 0xfffff)};
 }

@@ -35,14 +35,15 @@ int fold_fingerprint_diff(const fold_fingerprint_t *a, int rank_a, const fold_fi
                           int rank_b, char *buf, size_t len);
 
 /* The fingerprint in 64 bits, without the call number, for calls of fewer than 2^20
- * elements (the tiny-message path's): 1 + 1 + 6 + 16 + 20 + 20 bits. Inline: the
+ * elements (the tiny-message path's): 1 + 1 + 13 + 9 + 20 + 20 bits (flags, datatype
+ * up to the last opaque one, op up to the last user op, root, count). Inline: the
  * tiny path packs a fingerprint it has just built on the stack, and out of line the
  * struct was stored field by field and loaded back 16 bytes at a time, a load the
  * store buffer cannot forward (a tenth of a 64 B reduce's time on its root). */
 static inline uint64_t fold_fingerprint_pack(const fold_fingerprint_t *f)
 {
     return (uint64_t)(f->allreduce & 1) | (uint64_t)(f->inplace & 1) << 1 |
-           (uint64_t)(f->dtype & 0x3f) << 2 | (uint64_t)(f->op & 0xffff) << 8 |
+           (uint64_t)(f->dtype & 0x1fff) << 2 | (uint64_t)(f->op & 0x1ff) << 15 |
            (uint64_t)(f->root & 0xfffff) << 24 | (uint64_t)(f->count & 0xfffff) << 44;
 }
 fold_fingerprint_t fold_fingerprint_unpack(uint64_t bits);

@@ -69,6 +69,17 @@ typedef enum fold_dtype {
     FOLD_DTYPE_COUNT
 } fold_dtype_t;
 
+/* Opaque elements of `size` bytes (1 .. FOLD_OPAQUE_MAX_SIZE), for user ops on
+ * records such as an MPI struct of several members: fold moves and splits such data
+ * in whole elements only and never looks inside; user ops reduce it, predefined ops
+ * refuse it. The value depends on the size alone (FOLD_DTYPE_OPAQUE_FIRST + size - 1),
+ * so every rank and process gets the same one, with nothing to create or free.
+ * fold_dtype_name calls it "opaque". FOLD_ERR_INVALID_ARG for a size out of range or
+ * a NULL dtype. */
+#define FOLD_OPAQUE_MAX_SIZE    4096
+#define FOLD_DTYPE_OPAQUE_FIRST 0x1000
+int fold_dtype_opaque(size_t size, fold_dtype_t *dtype);
+
 /* The pair types' elements. A result's padding bytes are zero, or the input's where
  * no reduction step touched the element. */
 typedef struct fold_float_int  { float  v; int i; } fold_float_int_t;

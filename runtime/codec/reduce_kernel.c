@@ -370,9 +370,16 @@ static const kernel_fn kernels[FOLD_DTYPE_COUNT][FOLD_OP_PREDEFINED_COUNT] = {
     [FOLD_COMPLEX_FLOAT64] = COMPLEX_ROW(complex_float64),
 };
 
-static int dtype_is_known(fold_dtype_t dtype)
+/* A predefined datatype, which the kernel table covers. */
+static int dtype_is_predefined(fold_dtype_t dtype)
 {
     return (int)dtype >= 0 && dtype < FOLD_DTYPE_COUNT;
+}
+
+/* A predefined or opaque datatype (fold_dtype_opaque): only user ops take the latter. */
+static int dtype_is_known(fold_dtype_t dtype)
+{
+    return fold_dtype_size(dtype) != 0;
 }
 
 static int op_is_predefined(fold_op_t op)
@@ -386,7 +393,7 @@ int fold_op_dtype_valid(fold_op_t op, fold_dtype_t dtype)
         return 0;
     }
     if (op_is_predefined(op)) {
-        return kernels[dtype][op] != NULL;
+        return dtype_is_predefined(dtype) && kernels[dtype][op] != NULL;
     }
     fold_user_op_fn fn;
     void *arg;
@@ -448,6 +455,7 @@ static void run_threaded(kernel_fn kernel, size_t elem_size, const char *left,
 
 /* Bounded scratch for the one case that needs it (see reduce_user). */
 #define USER_TMP_BYTES (16 * 1024)
+_Static_assert(USER_TMP_BYTES >= FOLD_OPAQUE_MAX_SIZE, "the scratch holds a whole element");
 
 /* A user fn computes inout = in op inout with `in` the left (lower-rank) operand,
  * so the right operand must sit in the buffer the fn writes. */
@@ -512,7 +520,7 @@ int fold_reduce_local(fold_op_t op, fold_dtype_t dtype, const void *left,
         return FOLD_OK;
     }
 
-    kernel_fn kernel = kernels[dtype][op];
+    kernel_fn kernel = dtype_is_predefined(dtype) ? kernels[dtype][op] : NULL;
     if (kernel == NULL) {
         fold_error("reduce: op %s is not defined on %s", fold_op_name(op),
                    fold_dtype_name(dtype));

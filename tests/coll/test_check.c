@@ -478,4 +478,12 @@ Test(check, pair_type_against_float)
                       fold_op_name((fold_op_t)o));
         }
     }
+    /* The widest values: the last opaque datatype with the last user op. */
+    fold_dtype_t last;
+    cr_assert_eq(fold_dtype_opaque(FOLD_OPAQUE_MAX_SIZE, &last), FOLD_OK);
+    fold_fingerprint_t f = {.allreduce = 1, .inplace = 1, .count = 0xfffff, .dtype = last,
+                            .op = FOLD_OP_USER_FIRST + 255, .root = 0xfffff};
+    fold_fingerprint_t g = fold_fingerprint_unpack(fold_fingerprint_pack(&f));
+    cr_assert(g.allreduce == 1 && g.inplace == 1 && g.count == f.count && g.dtype == f.dtype &&
+              g.op == f.op && g.root == f.root);
 }

@@ -26,7 +26,7 @@ def rank_bytes(local_size):                 # the slots, then the done line
 
 
 def pack(allreduce, dtype, op, root, count, inplace=0):   # fold_fingerprint_pack
-    return (allreduce & 1) | (inplace & 1) << 1 | (dtype & 0x3f) << 2 | (op & 0xffff) << 8 \
+    return (allreduce & 1) | (inplace & 1) << 1 | (dtype & 0x1fff) << 2 | (op & 0x1ff) << 15 \
         | (root & 0xfffff) << 24 | (count & 0xfffff) << 44
 
 

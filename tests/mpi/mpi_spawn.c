@@ -2,8 +2,8 @@
  * Communicators with processes from another MPI_COMM_WORLD: the program spawns one
  * more copy of itself, and parents and child reduce over the spawn intercommunicator
  * and over the intracommunicator merged from it. fold's context knows one world
- * only, so the shim must hand all of these to the MPI library (reasons intercomm and
- * foreign). Results are checked. Each world prints its own "digest:" and "expect:".
+ * only, so the shim must hand all of these to the MPI library (reason foreign).
+ * Results are checked. Each world prints its own "digest:" and "expect:".
  */
 #include "shim_test.h"
 
@@ -62,7 +62,7 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &local_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &local_size);
     MPI_Allreduce(in, out, N, MPI_DOUBLE, MPI_SUM, inter);
-    test_expect(COLL_ALLREDUCE, ROUTE_INTERCOMM);
+    test_expect(COLL_ALLREDUCE, ROUTE_FOREIGN);
     for (int i = 0; i < N; i++) {
         /* Parents hold merged ranks 0..p-1, the child the ranks after them. */
         double first = is_child ? 0 : local_size;
