@@ -401,9 +401,6 @@ typedef struct model_step {
 #define SHM_WRITES 2
 #define PEER_VIEW  4   /* peer read: a reduction takes it over (exec_plan.h) */
 #define MSG_REMOTE 8   /* a send of a one-node replay (node symmetry) to another node */
-#define MSG_PENDING 16 /* a receive a tree replay's send also completes (tree_extra_start):
-                          its data waits for it to be posted, from t_done on */
-#define MSG_ARRIVED 32 /* ... whose data arrived at t_done, before it was posted */
 
 /* Every rank's schedule, one after the other; step g of the whole is step
  * g - base[r] of rank r. Successors are global step numbers. */
@@ -420,10 +417,6 @@ typedef struct model_prog {
     double       *cpu_left;   /* rank -> its steps' CPU floor (cpu_bound), or NULL */
     size_t        nrecvs;
     double        ws_scale;   /* fold_model_query_t.ws_scale */
-    uint32_t     *also;       /* a tree replay (FOLD_MODEL_SYM_TREE): step -> for a send,
-                                 the first other receive it completes, which stands for
-                                 a node not replayed; for such a receive, the next;
-                                 MODEL_NONE ends. NULL elsewhere */
 } model_prog_t;
 
 #define MODEL_NONE UINT32_MAX
@@ -451,7 +444,6 @@ static void prog_free(model_prog_t *g)
     free(g->shm_bytes);
     free(g->has_out);
     free(g->cpu_left);
-    free(g->also);
     memset(g, 0, sizeof(*g));
 }
 
@@ -995,8 +987,6 @@ typedef struct model_sim {
     model_step_t  *steps;      /* prog->steps */
     double        *cpu;        /* rank -> its CPU is free from */
     double        *links;      /* node -> nics outbound, then nics inbound: free from */
-    double        *tree_links; /* a tree replay's (prog->also): node -> node -> nics, the
-                                  links of the nodes it stands for: free from */
     double        *chans;      /* rank -> its outbound, then inbound channel within the
                                   node (the transport's shared-memory copies): free from */
     double        *copy_us;    /* rank -> us per byte copied */
@@ -1308,88 +1298,12 @@ static double *earliest_link(double *links, int n)
     return best;
 }
 
-static int is_eager(const model_sim_t *m, const model_step_t *st)
-{
-    return (double)st->amount <= m->p->eager_bytes;
-}
-
-/*
- * A tree replay's other receives (FOLD_MODEL_SYM_TREE): a send of a replayed node
- * also stands for the sends of the nodes not replayed whose picture it is, and each
- * of those reaches a replayed node too (prog.also). Such a message moves as a
- * replay of every node moves it, from when its picture's send is posted (past
- * eager_bytes, and its own receive), over a link of the sender's it alone uses (a
- * node sends to no other node than its parent in the tree) and its receiver's own
- * inbound link. What the replay does not see is the sender's steps that wait for
- * such a send to complete: they follow its picture's.
- */
-static int rank_of_step(const model_prog_t *pg, uint32_t g)
-{
-    int lo = 0, hi = pg->size - 1;   /* the last rank whose steps start at or before g */
-    while (lo < hi) {
-        int mid = (lo + hi + 1) / 2;
-        if (pg->base[mid] <= g) {
-            lo = mid;
-        } else {
-            hi = mid - 1;
-        }
-    }
-    return lo;
-}
-
-/* Receive g (not its send's own) may move its data from t: it does, in time order. */
-static void tree_extra_ready(model_sim_t *m, uint32_t g, double t)
-{
-    m->steps[g].shm_access &= (uint8_t)~MSG_PENDING;
-    queue_push(m, t, g, rank_of_step(m->prog, g), EV_XFER);
-}
-
-/* Receive g's data moves at t (its EV_XFER). */
-static void tree_extra_move(model_sim_t *m, int rank, uint32_t g, double t)
-{
-    model_step_t *r = &m->steps[g];
-    const int *node_of = m->topo->node_of;
-    const size_t nics = (size_t)m->p->nics, nodes = (size_t)m->topo->nnodes;
-    const int from = node_of[rank_of_step(m->prog, r->link)], to = node_of[rank];
-    double *out = earliest_link(m->tree_links + ((size_t)from * nodes + (size_t)to) * nics,
-                                (int)nics);
-    double *in = earliest_link(m->links + ((size_t)to * 2 + 1) * nics, (int)nics);
-    const double start = max2(t, max2(*out, *in)), busy = (double)r->amount * m->inter_us;
-    const double arrival = start + m->p->inter_lat_us + busy;
-    *out = *in = start + busy;
-    if (r->state == STEP_POSTED) {
-        sim_complete(m, rank, g, max2(r->t_post, arrival));
-    } else {
-        r->t_done = arrival;
-        r->shm_access |= MSG_ARRIVED;
-    }
-}
-
-/* Send sg was posted at t: so were those it stands for. */
-static void tree_extras_posted(model_sim_t *m, uint32_t sg, double t)
-{
-    const int eager = is_eager(m, &m->steps[sg]);
-    for (uint32_t g = m->prog->also[sg]; g != MODEL_NONE; g = m->prog->also[g]) {
-        model_step_t *r = &m->steps[g];
-        if (eager || r->state == STEP_POSTED) {
-            tree_extra_ready(m, g, eager ? t : max2(t, r->t_post));
-        } else {
-            r->t_done = t;
-            r->shm_access |= MSG_PENDING;
-        }
-    }
-}
-
 /* A message ready to move at t: between nodes it takes the earliest free link at
  * each end, within a node the sender's outbound and the receiver's inbound channel.
  * Those are busy while the bytes go through; the latency overlaps the next message. */
 static void sim_xfer(model_sim_t *m, int src, uint32_t sg, double t)
 {
     const model_step_t *st = &m->steps[sg];
-    if (st->kind == FOLD_STEP_RECV) {
-        tree_extra_move(m, src, sg, t);
-        return;
-    }
     const int *node_of = m->topo->node_of;
     const size_t nics = (size_t)m->p->nics;
     double *out, *in, lat, per_byte;
@@ -1428,12 +1342,14 @@ static void sim_xfer(model_sim_t *m, int src, uint32_t sg, double t)
     sim_arrive(m, src, sg, start + lat + busy);
 }
 
+static int is_eager(const model_sim_t *m, const model_step_t *st)
+{
+    return (double)st->amount <= m->p->eager_bytes;
+}
+
 static void sim_send_posted(model_sim_t *m, int rank, uint32_t g, double t)
 {
     const model_step_t *st = &m->steps[g], *recv = &m->steps[st->link];
-    if (m->prog->also != NULL) {
-        tree_extras_posted(m, g, t);
-    }
     if (is_eager(m, st)) {
         sim_transfer(m, rank, g, t);
     } else if (recv->state == STEP_POSTED) {
@@ -1443,16 +1359,7 @@ static void sim_send_posted(model_sim_t *m, int rank, uint32_t g, double t)
 
 static void sim_recv_posted(model_sim_t *m, int rank, uint32_t g, double t)
 {
-    model_step_t *st = &m->steps[g];
-    const model_step_t *send = &m->steps[st->link];
-    if (send->link != g) {   /* another receive of a tree replay's send */
-        if (st->shm_access & MSG_ARRIVED) {
-            sim_complete(m, rank, g, max2(t, st->t_done));
-        } else if (st->shm_access & MSG_PENDING) {
-            tree_extra_ready(m, g, max2(t, st->t_done));
-        }
-        return;
-    }
+    const model_step_t *st = &m->steps[g], *send = &m->steps[st->link];
     if (send->state == STEP_DONE) {
         sim_complete(m, rank, g, max2(t, send->t_done));   /* already arrived */
     } else if (!is_eager(m, st) && send->state == STEP_POSTED) {
@@ -1744,7 +1651,6 @@ static void sim_free(model_sim_t *m)
 {
     free(m->cpu);
     free(m->links);
-    free(m->tree_links);
     free(m->chans);
     free(m->copy_us);
     free(m->reduce_us);
@@ -1772,12 +1678,6 @@ static int sim_init(model_sim_t *m, const fold_model_params_t *p, const fold_top
     m->steps     = pg->steps;
     m->cpu       = calloc(size, sizeof(double));
     m->links     = calloc(nodes * 2 * (size_t)p->nics, sizeof(double));
-    if (pg->also != NULL) {
-        m->tree_links = calloc(nodes * nodes * (size_t)p->nics, sizeof(double));
-        if (m->tree_links == NULL) {
-            return FOLD_ERR_NO_MEMORY;
-        }
-    }
     m->chans     = calloc(size * 2, sizeof(double));
     m->copy_us   = calloc(size, sizeof(double));
     m->reduce_us = calloc(size, sizeof(double));
@@ -2055,7 +1955,6 @@ static int model_run(const fold_model_params_t *p, const fold_topo_t *topo, mode
     }
     res->cut         = 0;
     res->one_node    = 0;
-    res->tree        = 0;
     res->kernel_free = kernel_free(pg, topo);
     m.cpu_left = cutoff < INFINITY ? pg->cpu_left : NULL;
     m.floor    = cpu_floor_of(p);
@@ -2280,55 +2179,21 @@ static int topo_uniform(const fold_topo_t *t)
     return 1;
 }
 
-/* The tree's (FOLD_MODEL_SYM_TREE, below) node whose picture node k is: node 0's
- * own, every other node's the node of its level. */
-static int tree_rep(int k)
-{
-    return k & -k;
-}
-
-/* Where the replay of the tree keeps node k (its slot), or -1: node 0 first, then
- * the nodes 1, 2, 4, ... */
-static int tree_slot(int k)
-{
-    if (k == 0) {
-        return 0;
-    }
-    if ((k & (k - 1)) != 0) {
-        return -1;
-    }
-    int slot = 1;
-    while ((1 << (slot - 1)) != k) {
-        slot++;
-    }
-    return slot;
-}
-
-static int tree_node(int slot)
-{
-    return slot == 0 ? 0 : 1 << (slot - 1);
-}
-
-/* Where the symmetry that takes node 0 (the tree: node k's picture) to node k takes
- * rank p. */
+/* Where the symmetry that takes node 0 to node k takes rank p. */
 static int32_t sym_image(const fold_topo_t *t, int family, int k, int32_t p)
 {
     const int ppn = t->min_ppn, n = p / ppn, l = p % ppn;
-    const int to = family == FOLD_MODEL_SYM_FLIP  ? n ^ k
-                 : family == FOLD_MODEL_SYM_SHIFT ? (n + k) % t->nnodes
-                                                  : n + k - tree_rep(k);
+    const int to = family == FOLD_MODEL_SYM_FLIP ? n ^ k : (n + k) % t->nnodes;
     return (int32_t)(to * ppn + l);
 }
 
-/* Whether finalized schedule s (rank l of node k) is the image of rank l of node k's
- * picture in pg: node 0's, the tree's node of its level in its slot. */
+/* Whether finalized schedule s (rank l of node k) is the image of node 0's rank l
+ * in pg. */
 static int sched_is_image(const model_prog_t *pg, const fold_topo_t *t, int family, int k,
                           int l, const fold_sched_t *s, size_t esize)
 {
-    const int from = family == FOLD_MODEL_SYM_TREE ? tree_slot(tree_rep(k)) * t->min_ppn + l
-                                                   : l;
-    const size_t base = pg->base[from];
-    if (s->nsteps != pg->base[from + 1] - base) {
+    const size_t base = pg->base[l];
+    if (s->nsteps != pg->base[l + 1] - base) {
         return 0;
     }
     for (size_t i = 0; i < s->nsteps; i++) {
@@ -2523,256 +2388,16 @@ static int sym_match(model_prog_t *pg, const fold_topo_t *t, int family)
     return status;
 }
 
-/* ---- tree symmetry ---- */
-
-/*
- * A binomial tree over the nodes rooted at node 0 (a reduce's, flat or between
- * dpml's leaders) singles node 0 out, but every other node plays the part of the
- * node of its level: node k whose lowest set bit is 2^i gathers the nodes k + 1 ..
- * k + 2^i - 1 as node 2^i gathers 2^i + 1 .. 2^(i+1) - 1, and sends to k - 2^i as
- * node 2^i sends to node 0. Its schedules are node 2^i's with every node moved on
- * by k - 2^i, and node 0 and the nodes 1, 2, 4, ... N / 2 (1 + log2 N of them) are
- * all a replay needs: the receive of a message from a node not replayed is completed
- * by its picture's send, which is a replayed node's send to node 0.
- *
- * The replayed nodes' subtrees are alike, their links' loads are not (node 0 hears
- * from more children than node 2^i does), so each such message moves over its own
- * receiver's link (tree_extra_move), as in a replay of every node. Checked like the
- * other symmetries on samples, for every local rank that talks across: the first
- * node of each level after the level's own (3 * 2^i) on the lowest two levels, a
- * middle one and the highest, and the last.
- */
-
-/* Nodes a tree replay keeps. */
-static int tree_slots(int nnodes)
+/* One node of ppn ranks: what a one-node replay simulates. */
+static fold_topo_t *one_node_topo(int ppn)
 {
-    int slots = 1;
-    while ((1 << (slots - 1)) < nnodes) {
-        slots++;
-    }
-    return slots;
-}
-
-/* A power of two of equal nodes, at least 4: where replaying the tree saves. */
-static int tree_shape(const fold_topo_t *t)
-{
-    return topo_uniform(t) && t->nnodes >= 4 && (t->nnodes & (t->nnodes - 1)) == 0;
-}
-
-/* Whether local rank l's schedule on the sampled nodes is its picture's in pg, the
- * pictures' slots (below `slots`) being built there. */
-static int tree_images_of(const fold_topo_t *t, const fold_model_query_t *q,
-                          fold_alg_build_fn build, build_space_t *b, const model_prog_t *pg,
-                          int l, int slots)
-{
-    const int nn = t->nnodes, top = tree_slots(nn) - 3;   /* the highest level with two */
-    const int levels[4] = {0, 1, top / 2, top};
-    int nodes[5], n = 0;
-    for (int i = 0; i < 4; i++) {
-        const int k = 3 << levels[i];
-        if (levels[i] <= top && (n == 0 || k > nodes[n - 1]) && tree_slot(tree_rep(k)) < slots) {
-            nodes[n++] = k;
-        }
-    }
-    if (nn - 1 > nodes[n - 1]) {
-        nodes[n++] = nn - 1;
-    }
-    for (int i = 0; i < n; i++) {
-        if (build_one(t, q, build, nodes[i] * t->min_ppn + l, b) != FOLD_OK ||
-            !sched_is_image(pg, t, FOLD_MODEL_SYM_TREE, nodes[i], l, &b->s, q->esize)) {
-            return 0;
-        }
-    }
-    return 1;
-}
-
-/* pg back to its first `ranks` ranks. */
-static void prog_truncate(model_prog_t *pg, int ranks)
-{
-    pg->nsteps = pg->base[ranks];
-    pg->nsucc  = 0;
-    pg->nrecvs = 0;
-    for (size_t g = 0; g < pg->nsteps; g++) {
-        const model_step_t *st = &pg->steps[g];
-        if (st->succ_off + st->nsucc > pg->nsucc) {
-            pg->nsucc = st->succ_off + st->nsucc;
-        }
-        pg->nrecvs += st->kind == FOLD_STEP_RECV;
-    }
-}
-
-/* A send of the tree replay by what pairs it: its replayed sender, the real rank it
- * goes to and its number. */
-typedef struct tree_send {
-    int32_t  from, to;
-    uint32_t seq, g;
-} tree_send_t;
-
-static int tree_send_order(const void *a, const void *b)
-{
-    const tree_send_t *x = a, *y = b;
-    if (x->from != y->from) {
-        return x->from < y->from ? -1 : 1;
-    }
-    if (x->to != y->to) {
-        return x->to < y->to ? -1 : 1;
-    }
-    return (x->seq > y->seq) - (x->seq < y->seq);
-}
-
-#define PAIR_OWN 0x80000000u   /* tree_match: the receive is its send's own */
-
-/* The replayed rank of real rank p, or -1. */
-static int32_t tree_rank(const fold_topo_t *t, int32_t p)
-{
-    const int slot = tree_slot(p / t->min_ppn);
-    return slot < 0 ? -1 : slot * t->min_ppn + p % t->min_ppn;
-}
-
-/* Turns the replayed nodes' ranks in pg (with their real peers) into the tree
- * replay: each receive paired with the send that completes it (its sender's, or
- * its picture's for a sender not replayed, then in pg->also), peers renumbered to
- * the replayed ranks. FOLD_ERR_INVALID_ARG where that does not come out one send
- * to one receive of its own (pg as it was). */
-static int tree_match(model_prog_t *pg, const fold_topo_t *t)
-{
-    const int ppn = t->min_ppn, ranks = tree_slots(t->nnodes) * ppn;
-    const size_t nsteps = pg->base[ranks];
-    size_t nsend = 0;
-    for (size_t g = 0; g < nsteps; g++) {
-        nsend += pg->steps[g].kind == FOLD_STEP_SEND;
-    }
-    tree_send_t *sends = malloc((nsend + 1) * sizeof(*sends));
-    uint32_t *pair = malloc((nsteps + 1) * sizeof(uint32_t));   /* recv -> its send, OWN */
-    uint32_t *also = malloc((nsteps + 1) * sizeof(uint32_t));
-    uint8_t *own = calloc(nsend + 1, 1);                        /* send -> paired own */
-    int status = sends && pair && also && own ? FOLD_OK : FOLD_ERR_NO_MEMORY;
-    size_t n = 0;
-    for (int r = 0; r < ranks && status == FOLD_OK; r++) {
-        for (size_t g = pg->base[r]; g < pg->base[r + 1]; g++) {
-            const model_step_t *m = &pg->steps[g];
-            if (m->kind == FOLD_STEP_SEND) {
-                sends[n++] = (tree_send_t){r, m->peer, m->link, (uint32_t)g};
-            }
-        }
-    }
-    if (status == FOLD_OK) {
-        qsort(sends, n, sizeof(*sends), tree_send_order);
-    }
-    for (int r = 0; r < ranks && status == FOLD_OK; r++) {
-        const int32_t real = tree_node(r / ppn) * ppn + r % ppn;
-        for (size_t g = pg->base[r]; g < pg->base[r + 1] && status == FOLD_OK; g++) {
-            const model_step_t *m = &pg->steps[g];
-            pair[g] = MODEL_NONE;
-            if (m->kind != FOLD_STEP_RECV) {
-                continue;
-            }
-            /* Node c's send to real stands for its picture's send to to. */
-            const int c = m->peer / ppn, shift = c - tree_rep(c);
-            const int32_t to = real - shift * ppn;
-            tree_send_t key = {tree_rank(t, m->peer - shift * ppn), to, m->link, 0};
-            tree_send_t *s = tree_rank(t, to) >= 0 && key.from >= 0
-                                 ? bsearch(&key, sends, n, sizeof(*sends), tree_send_order)
-                                 : NULL;
-            if (s == NULL || pg->steps[s->g].amount != m->amount ||
-                (to == real && own[s - sends]++ != 0)) {
-                status = FOLD_ERR_INVALID_ARG;
-            } else {
-                pair[g] = (uint32_t)(s - sends) | (to == real ? PAIR_OWN : 0);
-            }
-        }
-    }
-    for (size_t i = 0; i < n && status == FOLD_OK; i++) {
-        if (!own[i]) {
-            status = FOLD_ERR_INVALID_ARG;   /* it goes to a node not replayed */
-        }
-    }
-    if (status == FOLD_OK) {
-        for (size_t g = 0; g < nsteps; g++) {
-            also[g] = MODEL_NONE;
-        }
-        for (size_t g = 0; g < nsteps; g++) {
-            if (pair[g] == MODEL_NONE) {
-                continue;
-            }
-            const tree_send_t *s = &sends[pair[g] & ~PAIR_OWN];
-            model_step_t *recv = &pg->steps[g], *send = &pg->steps[s->g];
-            recv->peer = s->from;
-            recv->link = s->g;
-            if (pair[g] & PAIR_OWN) {
-                send->peer = tree_rank(t, s->to);
-                send->link = (uint32_t)g;
-            } else {
-                also[g]    = also[s->g];
-                also[s->g] = (uint32_t)g;
-            }
-        }
-        pg->also   = also;
-        also       = NULL;
-        pg->size   = ranks;
-        pg->nsteps = nsteps;
-    }
-    free(sends);
-    free(pair);
-    free(also);
-    free(own);
-    return status;
-}
-
-/*
- * With pg holding nodes 0 and 1 (its first 2 ppn ranks, which are the replay's first
- * two nodes), builds the other nodes the tree replay keeps, checks the tree on its
- * samples (unless `known`: fold_model_symmetry found it) and matches it. FOLD_OK:
- * pg is the tree replay; *cut where a rank's CPU alone reaches cutoff (res filled).
- * FOLD_ERR_NOT_FOUND: no such tree, and pg is back to its first 2 ppn ranks; else
- * the build's error.
- */
-static int tree_complete(const fold_topo_t *t, const fold_model_query_t *q,
-                         fold_alg_build_fn build, build_space_t *b, model_prog_t *pg,
-                         int known, const fold_model_params_t *p, double cutoff, int *cut,
-                         fold_model_result_t *res)
-{
-    const int ppn = t->min_ppn, slots = tree_slots(t->nnodes);
-    int status = FOLD_OK;
-    for (int r = 2 * ppn; r < slots * ppn && status == FOLD_OK && !*cut; r++) {
-        status = build_one(t, q, build, tree_node(r / ppn) * ppn + r % ppn, b);
-        if (status == FOLD_OK) {
-            status = prog_append(pg, r, &b->s, q->esize);
-        }
-        double least = status == FOLD_OK && cutoff < INFINITY ? cpu_bound(p, pg, r) : 0;
-        if (least >= cutoff) {
-            *res = (fold_model_result_t){.time_us = least, .root_us = least, .cut = 1};
-            *cut = 1;
-        }
-    }
-    if (status != FOLD_OK || *cut) {
-        return status;
-    }
-    int tree = 1;
-    for (int l = 0; l < ppn && tree && !known; l++) {
-        if (l == 0 || l == ppn - 1 || talks_across(pg, t, l)) {
-            tree = tree_images_of(t, q, build, b, pg, l, slots);
-        }
-    }
-    if (tree && tree_match(pg, t) == FOLD_OK) {
-        return FOLD_OK;
-    }
-    prog_truncate(pg, 2 * ppn);
-    return FOLD_ERR_NOT_FOUND;
-}
-
-/* nnodes nodes of ppn ranks: what a replay of some of them simulates. */
-static fold_topo_t *nodes_topo(int nnodes, int ppn)
-{
-    const int size = nnodes * ppn;
-    int *key = malloc((size_t)size * sizeof(int)), *pkg = malloc((size_t)size * sizeof(int));
+    int *key = calloc((size_t)ppn, sizeof(int)), *pkg = malloc((size_t)ppn * sizeof(int));
     fold_topo_t *t = NULL;
     if (key != NULL && pkg != NULL) {
-        for (int r = 0; r < size; r++) {
-            key[r] = r / ppn;
-            pkg[r] = -1;
+        for (int l = 0; l < ppn; l++) {
+            pkg[l] = -1;
         }
-        if (fold_topo_build(size, key, pkg, &t) != FOLD_OK) {
+        if (fold_topo_build(ppn, key, pkg, &t) != FOLD_OK) {
             t = NULL;
         }
     }
@@ -2814,13 +2439,10 @@ static int predict(const fold_model_params_t *p, const fold_topo_t *topo,
     /* With nodes alike, node 0's ranks first: they may be all there is to replay. */
     const int uniform = !fold_model_full_replay &&
                         q->symmetry != FOLD_MODEL_SYM_NONE && topo_uniform(topo);
-    const int first = uniform ? topo->min_ppn : topo->size, ppn = topo->min_ppn;
-    const unsigned node_families = (1u << FOLD_MODEL_SYM_FLIP) | (1u << FOLD_MODEL_SYM_SHIFT);
-    const unsigned tree_family = 1u << FOLD_MODEL_SYM_TREE;
-    const int tree_known = q->symmetry == FOLD_MODEL_SYM_TREE;
-    int one_node = 0, tree = 0;
-    unsigned families = uniform && q->symmetry != FOLD_MODEL_SYM_UNKNOWN ? 1u << q->symmetry : 0;
-    for (int r = 0; r < topo->size && status == FOLD_OK && !cut && !one_node && !tree; r++) {
+    const int first = uniform ? topo->min_ppn : topo->size;
+    int one_node = 0;
+    unsigned families = q->symmetry != FOLD_MODEL_SYM_UNKNOWN ? 1u << q->symmetry : 0;
+    for (int r = 0; r < topo->size && status == FOLD_OK && !cut && !one_node; r++) {
         status = build_rank(topo, q, build, r, uniform ? first : topo->size, b, &pg);
         double least = status == FOLD_OK && cutoff < INFINITY ? cpu_bound(p, &pg, r) : 0;
         if (least >= cutoff) {
@@ -2830,24 +2452,9 @@ static int predict(const fold_model_params_t *p, const fold_topo_t *topo,
             cut  = 1;
         } else if (status == FOLD_OK && uniform && r == 0 && families == 0) {
             families = families_of_first(topo, q, build, b, &pg);
-            if (families == 0 && tree_shape(topo)) {
-                families = tree_family;   /* looked at from node 1's first rank on */
-            }
-        }
-        if (status == FOLD_OK && !cut && (families & tree_family) && !tree_known &&
-            r == ppn && !tree_images_of(topo, q, build, b, &pg, 0, 2)) {
-            families = 0;
-        }
-        if (status == FOLD_OK && !cut && (families & tree_family) && r == 2 * ppn - 1) {
-            status = tree_complete(topo, q, build, b, &pg, tree_known, p, cutoff, &cut, res);
-            tree   = status == FOLD_OK && !cut;
-            if (status == FOLD_ERR_NOT_FOUND) {
-                status   = FOLD_OK;   /* every rank, then */
-                families = 0;
-            }
         }
         if (status == FOLD_OK && !cut && uniform && r == first - 1 &&
-            (families & node_families) != 0) {
+            (families & ~(1u << FOLD_MODEL_SYM_NONE)) != 0) {
             int family = q->symmetry != FOLD_MODEL_SYM_UNKNOWN
                              ? q->symmetry : node_symmetry(topo, q, build, b, &pg, families);
             one_node = family != FOLD_MODEL_SYM_NONE && sym_match(&pg, topo, family) == FOLD_OK;
@@ -2856,25 +2463,18 @@ static int predict(const fold_model_params_t *p, const fold_topo_t *topo,
     if (space == NULL) {
         build_space_free(&own);
     }
-    fold_topo_t *some = one_node ? nodes_topo(1, ppn)
-                      : tree   ? nodes_topo(tree_slots(topo->nnodes), ppn) : NULL;
-    if ((one_node || tree) && some == NULL) {
+    fold_topo_t *node = one_node ? one_node_topo(topo->min_ppn) : NULL;
+    if (one_node && node == NULL) {
         status = FOLD_ERR_NO_MEMORY;
     }
     if (status == FOLD_OK && !cut) {
-        /* A rank not replayed runs as its picture does. */
         rank_steps_t at = out != NULL ? *out : (rank_steps_t){0};
-        if (out != NULL && one_node) {
-            at.rank = out->rank % ppn;
-        } else if (out != NULL && tree) {
-            at.rank = tree_rank(topo, tree_rep(out->rank / ppn) * ppn + out->rank % ppn);
-        }
-        status = model_run(p, some != NULL ? some : topo, &pg, one_node || tree,
-                           out ? &at : NULL, cutoff, space, res);
+        at.rank = out != NULL && one_node ? out->rank % topo->min_ppn : at.rank;
+        status  = model_run(p, one_node ? node : topo, &pg, one_node, out ? &at : NULL,
+                            cutoff, space, res);
         res->one_node = one_node;
-        res->tree     = tree;
     }
-    fold_topo_free(some);
+    fold_topo_free(node);
     if (space != NULL) {
         space->steps     = pg.steps;
         space->steps_cap = pg.cap;
@@ -2922,13 +2522,12 @@ int fold_model_symmetry(const fold_topo_t *topo, const fold_model_query_t *q,
     build_space_t own, *b = build_space_begin(space, &own, topo);
     model_prog_t pg;
     const int ppn = topo->min_ppn;
-    int status = prog_init(&pg, topo->size), family = FOLD_MODEL_SYM_NONE, tree = 0;
+    int status = prog_init(&pg, ppn), family = FOLD_MODEL_SYM_NONE;
     unsigned families = 0;
-    for (int r = 0; r < ppn && status == FOLD_OK && (r == 0 || families != 0 || tree); r++) {
+    for (int r = 0; r < ppn && status == FOLD_OK && (r == 0 || families != 0); r++) {
         status = build_rank(topo, q, build, r, ppn, b, &pg);
         if (status == FOLD_OK && r == 0) {
             families = families_of_first(topo, q, build, b, &pg);
-            tree     = families == 0 && tree_shape(topo);
         }
     }
     if (status == FOLD_OK && families != 0) {
@@ -2936,17 +2535,6 @@ int fold_model_symmetry(const fold_topo_t *topo, const fold_model_query_t *q,
         if (family != FOLD_MODEL_SYM_NONE && sym_match(&pg, topo, family) != FOLD_OK) {
             family = FOLD_MODEL_SYM_NONE;
         }
-    }
-    /* The tree: node 1 next, its first rank checked before the rest is built. */
-    for (int r = ppn; r < 2 * ppn && status == FOLD_OK && tree; r++) {
-        status = build_rank(topo, q, build, r, 2 * ppn, b, &pg);
-        tree   = r > ppn || tree_images_of(topo, q, build, b, &pg, 0, 2);
-    }
-    int cut = 0;
-    fold_model_result_t res;
-    if (status == FOLD_OK && tree &&
-        tree_complete(topo, q, build, b, &pg, 0, NULL, INFINITY, &cut, &res) == FOLD_OK) {
-        family = FOLD_MODEL_SYM_TREE;
     }
     if (space == NULL) {
         build_space_free(&own);

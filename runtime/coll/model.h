@@ -133,10 +133,7 @@ enum {
     FOLD_MODEL_SYM_UNKNOWN,
     FOLD_MODEL_SYM_NONE,    /* the nodes differ: every rank is replayed */
     FOLD_MODEL_SYM_FLIP,    /* node k's picture is node 0's with node bits k flipped */
-    FOLD_MODEL_SYM_SHIFT,   /* ... with every node moved on by k */
-    FOLD_MODEL_SYM_TREE     /* a binomial tree over nodes rooted at node 0: node k's
-                               picture is that of the node of its level (its lowest
-                               set bit) moved on by the rest of k (model.c) */
+    FOLD_MODEL_SYM_SHIFT    /* ... with every node moved on by k */
 };
 
 typedef struct fold_model_result {
@@ -149,9 +146,6 @@ typedef struct fold_model_result {
     int    one_node;         /* only node 0's ranks were replayed, every other node
                                 being its image (node symmetry, model.c); steps are
                                 node 0's */
-    int    tree;             /* only node 0 and one node of each level of a binomial
-                                tree over the nodes were replayed (FOLD_MODEL_SYM_TREE);
-                                steps are theirs */
     int    kernel_free;      /* no step the kernel's copies or a mapping's price (peer
                                 reads and writes, messages within a node): the
                                 parameters of fold_model_mapped give the same time */

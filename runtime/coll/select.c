@@ -472,23 +472,12 @@ static int symmetry_of(fold_comm_t *comm, const fold_topo_t *topo, const fold_mo
 }
 
 /* The ranks a replay of q on topo simulates: one node's where every node is its
- * image, node 0's and one node's per level of a tree over them, else all. */
+ * image, else all. */
 static size_t replay_ranks(fold_comm_t *comm, const fold_topo_t *topo,
                            const fold_model_query_t *q)
 {
-    switch (symmetry_of(comm, topo, q)) {
-    case FOLD_MODEL_SYM_NONE:
-        return (size_t)topo->size;
-    case FOLD_MODEL_SYM_TREE: {
-        size_t nodes = 1;
-        while (((size_t)1 << (nodes - 1)) < (size_t)topo->nnodes) {
-            nodes++;
-        }
-        return nodes * (size_t)topo->min_ppn;
-    }
-    default:
-        return (size_t)topo->min_ppn;
-    }
+    return symmetry_of(comm, topo, q) != FOLD_MODEL_SYM_NONE ? (size_t)topo->min_ppn
+                                                            : (size_t)topo->size;
 }
 
 /* Steps a replay of q on topo simulates, about: rank 0's times the ranks replayed

@@ -174,11 +174,9 @@ static int greedy_step(greedy_sim_t *g, int size, int root, size_t nsegs, size_t
  * schedules of all p ranks costs p simulations of O(p) per step: the cost model's
  * replay on thousands of ranks spent most of its time there. The last simulation
  * is kept whole instead, each rank's transfers in the order the simulation meets
- * them (what a rank's own run collects), when it is small enough: up to a million
- * transfers (64 MB), as many as the cost model replays at most (select.c,
- * MODEL_STEP_LIMIT), so that no replay builds its schedules rank by rank.
+ * them (what a rank's own run collects), when it is small enough.
  */
-#define GREEDY_CACHE_MAX_XFERS (1024u * 1024)
+#define GREEDY_CACHE_MAX_XFERS (256u * 1024)
 
 typedef struct greedy_all {
     int                 size, root;

@@ -7,10 +7,6 @@
  * where it should be: a ring and recursive doubling over nodes, dpml between
  * leaders by either, on any node count the symmetry holds for; never for a tree
  * whose root singles out node 0.
- *
- * A binomial tree over a power of two of nodes is replayed on node 0 and one node
- * per level instead (FOLD_MODEL_SYM_TREE), and gives the same bits too: model.c
- * names the one way it could differ, which none of these questions shows.
  */
 #include <criterion/criterion.h>
 
@@ -53,8 +49,7 @@ static fold_model_query_t query_of(const fold_topo_t *t, const fold_alg_t *alg,
     };
 }
 
-/* Both replays of q on t, which must agree; returns how the first was made: 0 every
- * rank, 1 node 0 alone, 2 the tree's nodes. */
+/* Both replays of q on t, which must agree; returns whether node 0 alone was. */
 static int same_either_way(const fold_model_params_t *p, const fold_topo_t *t,
                            const fold_model_query_t *q)
 {
@@ -70,16 +65,14 @@ static int same_either_way(const fold_model_params_t *p, const fold_topo_t *t,
         return 0;
     }
     cr_assert_eq(all.one_node, 0);
-    cr_assert_eq(all.tree, 0);
     cr_expect(memcmp(&one.time_us, &all.time_us, sizeof(double)) == 0 &&
                   memcmp(&one.root_us, &all.root_us, sizeof(double)) == 0,
-              "%s %s of %zu elements, leaders %d, between nodes %s on %dx%d: %s "
+              "%s %s of %zu elements, leaders %d, between nodes %s on %dx%d: one node "
               "%.9g (root %.9g), every rank %.9g (root %.9g)",
               q->alg->name, fold_coll_name(q->proto.coll), q->proto.count, q->proto.leaders,
               q->proto.inter ? q->proto.inter->name : "-", t->nnodes, t->min_ppn,
-              one.tree ? "the tree's nodes" : "one node", one.time_us, one.root_us,
-              all.time_us, all.root_us);
-    return one.tree ? 2 : one.one_node;
+              one.time_us, one.root_us, all.time_us, all.root_us);
+    return one.one_node;
 }
 
 static const fold_alg_t *const inters[] = {&fold_alg_recursive_doubling, &fold_alg_ring,
@@ -92,7 +85,7 @@ Test(model_symmetry, one_node_replays_every_rank_bit_for_bit, .timeout = 600)
     const int nshapes = fold_test_reduced() ? 4 : (int)(sizeof(shapes) / sizeof(shapes[0]));
     fold_model_params_t p;
     fold_model_defaults(&p);
-    int one_node = 0, tree = 0, cases = 0;
+    int one_node = 0, cases = 0;
     for (int s = 0; s < nshapes; s++) {
         fold_topo_t *t = uniform_topo(shapes[s][0], shapes[s][1]);
         for (int a = 0; fold_alg_all[a] != NULL; a++) {
@@ -115,9 +108,7 @@ Test(model_symmetry, one_node_replays_every_rank_bit_for_bit, .timeout = 600)
                             }
                             fold_model_query_t q = query_of(t, alg, (fold_coll_t)c, counts[k],
                                                             leaders, inters[i]);
-                            int how = same_either_way(&p, t, &q);
-                            one_node += how == 1;
-                            tree += how == 2;
+                            one_node += same_either_way(&p, t, &q);
                             cases++;
                         }
                     }
@@ -126,36 +117,22 @@ Test(model_symmetry, one_node_replays_every_rank_bit_for_bit, .timeout = 600)
         }
         fold_topo_free(t);
     }
-    cr_log_info("%d of %d questions replayed on one node, %d on a tree's nodes", one_node,
-                cases, tree);
+    cr_log_info("%d of %d questions replayed on one node", one_node, cases);
     cr_expect_gt(one_node, cases / 10);
-    cr_expect_gt(tree, cases / 20);
 }
 
-/* How a question of `count` elements on nnodes nodes of 4 ranks is replayed (2
- * leaders; segments of up to 4096 elements): same_either_way's answer. */
-static int replayed_as(const fold_alg_t *alg, fold_coll_t coll, const fold_alg_t *inter,
+/* Whether a question of `count` elements on nnodes nodes of 4 ranks takes the
+ * one-node replay (2 leaders; segments of up to 4096 elements). */
+static int on_one_node(const fold_alg_t *alg, fold_coll_t coll, const fold_alg_t *inter,
                        int nnodes, size_t count)
 {
     fold_model_params_t p;
     fold_model_defaults(&p);
     fold_topo_t *t = uniform_topo(nnodes, 4);
     fold_model_query_t q = query_of(t, alg, coll, count, 2, inter);
-    int how = same_either_way(&p, t, &q);
+    int one = same_either_way(&p, t, &q);
     fold_topo_free(t);
-    return how;
-}
-
-static int on_one_node(const fold_alg_t *alg, fold_coll_t coll, const fold_alg_t *inter,
-                       int nnodes, size_t count)
-{
-    return replayed_as(alg, coll, inter, nnodes, count) == 1;
-}
-
-static int on_tree(const fold_alg_t *alg, fold_coll_t coll, const fold_alg_t *inter,
-                   int nnodes, size_t count)
-{
-    return replayed_as(alg, coll, inter, nnodes, count) == 2;
+    return one;
 }
 
 Test(model_symmetry, taken_where_every_node_plays_the_same_part)
@@ -166,18 +143,9 @@ Test(model_symmetry, taken_where_every_node_plays_the_same_part)
     cr_expect(on_one_node(&fold_alg_recursive_doubling, ar, NULL, 8, 1 << 16));
     cr_expect(on_one_node(&fold_alg_dpml, ar, &fold_alg_recursive_doubling, 8, 1 << 16));
     cr_expect(on_one_node(&fold_alg_dpml_pipelined, ar, &fold_alg_ring, 5, 4000));
-    /* The root's node is not like the others: a binomial tree over them is replayed
-     * on node 0 and one node per level, on a power of two of them. */
-    cr_expect(on_tree(&fold_alg_binomial, r, NULL, 8, 1 << 16));
-    cr_expect(on_tree(&fold_alg_binomial, r, NULL, 16, 1000));
-    cr_expect(on_tree(&fold_alg_dpml, r, &fold_alg_binomial, 8, 1 << 16));
-    cr_expect(on_tree(&fold_alg_dpml_pipelined, r, &fold_alg_binomial, 16, 1 << 16));
-    cr_expect(replayed_as(&fold_alg_binomial, r, NULL, 6, 1 << 16) == 0);
-    cr_expect(replayed_as(&fold_alg_dpml, r, &fold_alg_binomial, 12, 1000) == 0);
-    /* Other trees and Rabenseifner's gather to the root are no binomial tree. */
-    cr_expect(replayed_as(&fold_alg_rabenseifner, r, NULL, 8, 1 << 16) == 0);
-    cr_expect(replayed_as(&fold_alg_chain, r, NULL, 8, 1 << 16) == 0);
-    cr_expect(replayed_as(&fold_alg_dpml, r, &fold_alg_bintree, 8, 1 << 16) == 0);
+    /* The root's node is not like the others. */
+    cr_expect(!on_one_node(&fold_alg_binomial, r, NULL, 8, 1 << 16));
+    cr_expect(!on_one_node(&fold_alg_dpml, r, &fold_alg_binomial, 8, 1 << 16));
     /* Recursive doubling over 6 nodes folds two of them in first; a ring's chunks
      * of 65536 elements over 24 ranks differ in size by one. */
     cr_expect(!on_one_node(&fold_alg_recursive_doubling, ar, NULL, 6, 2400));
