@@ -83,6 +83,7 @@ static int simulate(const sim_options_t *o, sim_setup_t *s, sim_result_t *res)
         sim_prog_free(&g);
         return -1;
     }
+    const double t1 = wall_now();
     char why[512];
     int status = sim_engine_run(&g, &s->call, why, sizeof(why));
     if (status != 0) {
@@ -90,7 +91,8 @@ static int simulate(const sim_options_t *o, sim_setup_t *s, sim_result_t *res)
         sim_prog_free(&g);
         return -1;
     }
-    res->wall_s = wall_now() - t0;
+    res->build_s  = t1 - t0;
+    res->replay_s = wall_now() - t1;
     double last = 0, last_out = 0;
     int any_out = 0, all_out = 1;
     for (int r = 0; r < g.size; r++) {

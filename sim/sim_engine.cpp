@@ -61,26 +61,37 @@ bool natural_less(const std::string &a, const std::string &b)
 
 /* One rank's side of the simulator: what its actor waits for. */
 struct rank_sim {
-    sg4::ExecPtr cpu;    /* the step on its CPU */
+    sg4::ExecPtr cpu;    /* the step on its CPU, where its host has fewer cores than ranks */
+    double cpu_end = INFINITY;   /* ... else when the step's slot ends */
     sg4::ExecPtr bell;   /* suspended: resumed to wake the actor from elsewhere */
     bool rung = false;
     bool running = false;
     std::vector<std::pair<uint32_t, sg4::CommPtr>> watch;   /* its sends in flight */
+    std::vector<uint32_t> to_start;   /* its sends another rank's receive let go */
 };
 
 struct replay {
     sim_prog_t *g = nullptr;
+    std::vector<char> shares_cores;   /* node -> its host has fewer cores than ranks */
     sim_run_t *run = nullptr;
     std::vector<rank_sim> ranks;
     int current = -1;   /* the rank whose actor runs */
 };
 
+/* On a core of its own a step's execution takes exactly its cost, so it is a timer of
+ * the actor's (no activity for SimGrid to share); where ranks share the host's cores
+ * it is an execution, which SimGrid slows as the cores are shared. */
 void hook_start_cpu(void *arg, int rank, double seconds)
 {
     auto *rp = static_cast<replay *>(arg);
-    sg4::Host *host = sg4::this_actor::get_host();
-    rp->ranks[rank].cpu = sg4::this_actor::exec_init(seconds * host->get_speed());
-    rp->ranks[rank].cpu->start();
+    rank_sim &r = rp->ranks[rank];
+    if (rp->shares_cores[(size_t)rp->g->topo->node_of[rank]]) {
+        sg4::Host *host = sg4::this_actor::get_host();
+        r.cpu = sg4::this_actor::exec_init(seconds * host->get_speed());
+        r.cpu->start();
+    } else {
+        r.cpu_end = sg4::Engine::get_clock() + seconds;
+    }
 }
 
 void hook_ring(void *arg, int rank)
@@ -93,14 +104,41 @@ void hook_ring(void *arg, int rank)
     }
 }
 
-void hook_start_msg(void *arg, int sender, uint32_t send, uint64_t bytes, int receiver)
+/* The sender's actor starts each of its transfers and waits for it: SimGrid keeps an
+ * activity on its issuer's list until the issuer waits for it, and an actor's list
+ * that only grew made every transfer's end scan it. A receive that lets a send go
+ * hands it to the sender's actor, which starts it at once (its bell rings at once). */
+void start_transfer(replay *rp, int sender, uint32_t send)
+{
+    const int *node_of = rp->g->topo->node_of;
+    const sim_step_t *st = &rp->g->steps[send];
+    sg4::CommPtr c = sg4::Comm::sendto_async(node_hosts[(size_t)node_of[sender]],
+                                             node_hosts[(size_t)node_of[st->peer]],
+                                             st->amount);
+    rp->ranks[(size_t)sender].watch.emplace_back(send, c);
+}
+
+void hook_start_msg(void *arg, int sender, uint32_t send, uint64_t, int)
 {
     auto *rp = static_cast<replay *>(arg);
-    const int *node_of = rp->g->topo->node_of;
-    sg4::CommPtr c = sg4::Comm::sendto_async(node_hosts[(size_t)node_of[sender]],
-                                             node_hosts[(size_t)node_of[receiver]], bytes);
-    rp->ranks[sender].watch.emplace_back(send, c);
-    hook_ring(arg, sender);
+    if (sender == rp->current) {
+        start_transfer(rp, sender, send);
+    } else {
+        rp->ranks[(size_t)sender].to_start.push_back(send);
+        hook_ring(arg, sender);
+    }
+}
+
+enum : int64_t { TAG_BELL = -1, TAG_CPU = -2 };
+
+/* The activity of acts that ended first, or -1 after timeout seconds (< 0: none). */
+ssize_t wait_any(const std::vector<sg4::ActivityPtr> &acts, double timeout)
+{
+    try {
+        return sg4::Activity::wait_any_for(acts, timeout);
+    } catch (const simgrid::TimeoutException &) {
+        return -1;
+    }
 }
 
 /* What the actor of `rank` does: wait for its CPU slot, its sends and its bell, and
@@ -112,7 +150,12 @@ void rank_actor(replay *rp, int rank)
     rp->current = rank;
     sim_run_start(rp->run, rank);
     std::vector<sg4::ActivityPtr> acts;
+    std::vector<int64_t> tags, ended;
     while (!sim_run_rank_done(rp->run, rank)) {
+        for (uint32_t send : me.to_start) {
+            start_transfer(rp, rank, send);
+        }
+        me.to_start.clear();
         if (me.bell == nullptr) {
             me.bell = sg4::this_actor::exec_init(0);
             me.bell->suspend();
@@ -120,39 +163,52 @@ void rank_actor(replay *rp, int rank)
             me.rung = false;
         }
         acts.clear();
+        tags.clear();
         acts.push_back(me.bell);
+        tags.push_back(TAG_BELL);
         if (me.cpu != nullptr) {
             acts.push_back(me.cpu);
+            tags.push_back(TAG_CPU);
         }
         for (auto &w : me.watch) {
             acts.push_back(w.second);
+            tags.push_back(w.first);
         }
-        const double due = sim_run_next_timer(rp->run, rank);
+        const double due = std::min(sim_run_next_timer(rp->run, rank), me.cpu_end);
         const double now0 = sg4::Engine::get_clock();
-        const double timeout = std::isinf(due) ? -1.0 : std::max(0.0, due - now0);
-        try {
-            sg4::Activity::wait_any_for(acts, timeout);
-        } catch (const simgrid::TimeoutException &) {
-            /* a timer is due */
+        /* Every activity that ended is taken through a wait, not a test: SimGrid lets go
+         * of an activity on its issuer's list only when a wait of the issuer's sees it
+         * end, and a list that only grows makes every transfer's end scan it. */
+        ended.clear();
+        for (ssize_t i = wait_any(acts, std::isinf(due) ? -1.0 : std::max(0.0, due - now0));
+             i >= 0; i = acts.empty() ? -1 : wait_any(acts, 0)) {
+            ended.push_back(tags[(size_t)i]);
+            acts.erase(acts.begin() + i);
+            tags.erase(tags.begin() + i);
         }
         rp->current = rank;
         const double now = sg4::Engine::get_clock();
-        if (me.bell->test()) {
-            me.bell = nullptr;
-        }
-        if (me.cpu != nullptr && me.cpu->test()) {
-            me.cpu = nullptr;
-            sim_run_cpu_done(rp->run, rank, now);
-        }
-        for (size_t i = 0; i < me.watch.size();) {
-            if (me.watch[i].second->test()) {
-                const uint32_t send = me.watch[i].first;
-                me.watch[i] = me.watch.back();
-                me.watch.pop_back();
-                sim_run_arrived(rp->run, send, now);
+        for (int64_t tag : ended) {
+            if (tag == TAG_BELL) {
+                me.bell = nullptr;
+            } else if (tag == TAG_CPU) {
+                me.cpu = nullptr;
+                sim_run_cpu_done(rp->run, rank, now);
             } else {
-                i++;
+                for (size_t k = 0; k < me.watch.size(); k++) {
+                    if (me.watch[k].first == (uint32_t)tag) {
+                        me.watch[k] = me.watch.back();
+                        me.watch.pop_back();
+                        break;
+                    }
+                }
+                sim_run_arrived(rp->run, (uint32_t)tag, now);
             }
+        }
+        if (me.cpu_end <= now + 1e-12) {
+            const double end = me.cpu_end;
+            me.cpu_end = INFINITY;
+            sim_run_cpu_done(rp->run, rank, end);
         }
         sim_run_fire(rp->run, rank, now);
         sim_run_kick(rp->run, rank, now);
@@ -208,7 +264,14 @@ extern "C" int sim_engine_host_cores(int node)
 
 extern "C" const char *sim_engine_host_prop(int node, const char *name)
 {
-    return node_hosts[(size_t)node]->get_property(name);
+    /* The host's own, else its zone's or an enclosing one's (a cluster's <prop>). */
+    const char *v = node_hosts[(size_t)node]->get_property(name);
+    const sg4::NetZone *root = engine->get_netzone_root();
+    for (const sg4::NetZone *z = node_hosts[(size_t)node]->get_englobing_zone();
+         v == nullptr && z != nullptr; z = z == root ? nullptr : z->get_parent()) {
+        v = z->get_property(name);
+    }
+    return v;
 }
 
 extern "C" int sim_engine_run(sim_prog_t *g, const fold_model_params_t *p, char *why,
@@ -217,6 +280,11 @@ extern "C" int sim_engine_run(sim_prog_t *g, const fold_model_params_t *p, char 
     replay rp;
     rp.g = g;
     rp.ranks.resize((size_t)g->size);
+    rp.shares_cores.resize((size_t)g->topo->nnodes);
+    for (int n = 0; n < g->topo->nnodes; n++) {
+        rp.shares_cores[(size_t)n] = node_hosts[(size_t)n]->get_core_count() <
+                                     fold_topo_ppn(g->topo, n);
+    }
     sim_hooks_t hooks = {&rp, hook_start_cpu, hook_start_msg, hook_ring};
     rp.run = sim_run_new(g, p, &hooks);
     if (rp.run == nullptr) {

@@ -23,7 +23,8 @@ int sim_engine_load(int argc, char **argv, const char *platform, char *why, size
  * nodes (why says so). */
 int sim_engine_map_nodes(int nnodes, char *why, size_t len);
 
-/* Node k's host: its name, its cores, and one of its properties (NULL: none). */
+/* Node k's host: its name, its cores, and one of its properties, or its zone's
+ * (NULL: none). */
 const char *sim_engine_host_name(int node);
 int         sim_engine_host_cores(int node);
 const char *sim_engine_host_prop(int node, const char *name);

@@ -17,8 +17,9 @@ void sim_output_text(FILE *out, const sim_setup_t *s, const sim_prog_t *g,
     fprintf(out, "# algorithm %s (%s), %d leaders, between nodes %s%s\n", s->alg,
             r->requested, c->leaders, c->inter ? c->inter->name : "-",
             c->fast ? ", the node's tiny-message path" : "");
-    fprintf(out, "# %zu steps, %zu messages of %llu B in all; %.2f s to build and replay\n",
-            g->nsteps, g->nmsgs, (unsigned long long)g->msg_bytes, r->wall_s);
+    fprintf(out, "# %zu steps, %zu messages of %llu B in all; built in %.2f s, replayed in "
+            "%.2f s\n", g->nsteps, g->nmsgs, (unsigned long long)g->msg_bytes, r->build_s,
+            r->replay_s);
     fprintf(out, "simulated_us %.3f\n", r->sim_us);
     if (s->query.proto.coll == FOLD_COLL_REDUCE) {
         fprintf(out, "root_us      %.3f\n", r->root_us);

@@ -12,7 +12,8 @@ typedef struct sim_result {
     double      root_us;     /* reduce: the root's; else sim_us */
     double      model_us;    /* fold_model_predict of the same question (NAN: failed) */
     double      select_us;   /* what selection predicts for the choice (fold_select_predict) */
-    double      wall_s;      /* building and replaying */
+    double      build_s;     /* building the schedules, wall-clock seconds */
+    double      replay_s;    /* replaying them */
     const char *requested;   /* "auto" or -A's */
     const char *platform;    /* the file, or "built-in" */
 } sim_result_t;

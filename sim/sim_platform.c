@@ -64,7 +64,7 @@ int sim_platform_apply_params(const char *text, fold_model_params_t *p)
     char *save = NULL;
     for (char *item = strtok_r(copy, ",", &save); item != NULL && status == 0;
          item = strtok_r(NULL, ",", &save)) {
-        while (*item == ' ') {
+        while (*item == ' ' || *item == '\n' || *item == '\t') {
             item++;
         }
         if (strcmp(item, "generic") == 0 || *item == '\0') {
