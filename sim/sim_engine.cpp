@@ -104,10 +104,9 @@ void hook_ring(void *arg, int rank)
     }
 }
 
-/* The sender's actor starts each of its transfers and waits for it: SimGrid keeps an
- * activity on its issuer's list until the issuer waits for it, and an actor's list
- * that only grew made every transfer's end scan it. A receive that lets a send go
- * hands it to the sender's actor, which starts it at once (its bell rings at once). */
+/* The sender's actor starts each of its transfers, as it is the one that waits for
+ * them: a receive that lets a send go hands it to the sender's actor, which starts it
+ * at once (its bell rings at once). */
 void start_transfer(replay *rp, int sender, uint32_t send)
 {
     const int *node_of = rp->g->topo->node_of;
@@ -176,9 +175,9 @@ void rank_actor(replay *rp, int rank)
         }
         const double due = std::min(sim_run_next_timer(rp->run, rank), me.cpu_end);
         const double now0 = sg4::Engine::get_clock();
-        /* Every activity that ended is taken through a wait, not a test: SimGrid lets go
-         * of an activity on its issuer's list only when a wait of the issuer's sees it
-         * end, and a list that only grows makes every transfer's end scan it. */
+        /* Ended activities are collected through waits (the later ones of timeout 0)
+         * rather than tests: SimGrid drops an activity from its issuer's list when a
+         * wait sees it end, and with tests the replays slowed as those lists grew. */
         ended.clear();
         for (ssize_t i = wait_any(acts, std::isinf(due) ? -1.0 : std::max(0.0, due - now0));
              i >= 0; i = acts.empty() ? -1 : wait_any(acts, 0)) {
