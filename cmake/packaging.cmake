@@ -2,7 +2,7 @@
 # scripts/check-packages.sh, which also installs them and builds a consumer).
 #   libfold0        the runtime library
 #   libfold-dev     headers, the unversioned library link, pkg-config and CMake files
-#   fold-tools      fold_info, fold_perf, fold_tune
+#   fold-tools      fold_info, fold_perf, fold_tune, fold_sim (built with SimGrid)
 #   libfold-mpi0    the MPI shim, built for the MPI found at configure time (Open MPI)
 #   libfold-mpich0  the MPI shim built for MPICH (libfold-mpich.so), where MPICH is
 #                   installed beside it (cmake/mpich.cmake)
@@ -35,7 +35,7 @@ set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
 set(CPACK_DEBIAN_TOOLS_PACKAGE_SECTION utils)
 set(CPACK_COMPONENT_RUNTIME_DESCRIPTION "fold runtime library")
 set(CPACK_COMPONENT_DEV_DESCRIPTION "fold development files (headers, pkg-config, CMake)")
-set(CPACK_COMPONENT_TOOLS_DESCRIPTION "fold tools: fold_info, fold_perf, fold_tune")
+set(CPACK_COMPONENT_TOOLS_DESCRIPTION "fold tools: fold_info, fold_perf, fold_tune, fold_sim")
 set(CPACK_COMPONENT_MPI_DESCRIPTION
     "fold's MPI profiling shim: preload libfold-mpi.so into MPI applications")
 set(CPACK_COMPONENT_MPICH_DESCRIPTION

@@ -9,7 +9,8 @@ packages=(build-essential cmake pkg-config libucx-dev libfabric-dev libhwloc-dev
           libcriterion-dev openmpi-bin libopenmpi-dev gnuplot-nox iproute2
           clang libclang-rt-14-dev    # clang + libFuzzer: the codec fuzzers (tests/fuzz)
           mpich libmpich-dev          # the MPI shim built for MPICH too (libfold-mpich.so)
-          slurmctld slurmd slurm-client munge)   # Slurm on namespaced nodes (tests/multinode)
+          slurmctld slurmd slurm-client munge    # Slurm on namespaced nodes (tests/multinode)
+          libsimgrid-dev)                        # fold_sim's replays (sim/)
 python_packages=(python3-dev python3-numpy python3-mpi4py python3-torch libtorch-dev
                  pybind11-dev)
 

@@ -15,6 +15,7 @@
 #endif
 
 #include "fold_info_launcher.h"
+#include "fold_shape.h"
 
 #include <getopt.h>
 #include <rdma/fabric.h>
@@ -269,49 +270,6 @@ static int print_model(void)
     return 0;
 }
 
-/* "8x64" (nodes x ranks per node) or "2,1,1" (ranks of each node). */
-static int parse_shape(const char *text, int **node_of, int *size)
-{
-    int counts[4096], n = 0;
-    char *end;
-    long a = strtol(text, &end, 10);
-    if (*end == 'x') {
-        long b = strtol(end + 1, &end, 10);
-        if (*end != '\0' || a < 1 || b < 1 || a * b > 1000000) {
-            return -1;
-        }
-        for (n = 0; n < a && n < 4096; n++) {
-            counts[n] = (int)b;
-        }
-        if (a > 4096) {
-            return -1;
-        }
-    } else {
-        const char *p = text;
-        while (*p != '\0' && n < 4096) {
-            long c = strtol(p, &end, 10);
-            if (end == p || c < 1 || c > 100000 || (*end != ',' && *end != '\0')) {
-                return -1;
-            }
-            counts[n++] = (int)c;
-            p = *end == ',' ? end + 1 : end;
-        }
-    }
-    *size = 0;
-    for (int i = 0; i < n; i++) {
-        *size += counts[i];
-    }
-    if (n == 0 || (*node_of = malloc((size_t)*size * sizeof(int))) == NULL) {
-        return -1;
-    }
-    for (int i = 0, r = 0; i < n; i++) {
-        for (int k = 0; k < counts[i]; k++) {
-            (*node_of)[r++] = i;
-        }
-    }
-    return 0;
-}
-
 /* The model's prediction of every algorithm (best leaders and segment for node-aware
  * ones; the segment column is 0 for the default),
  * from 8 B to 64 MiB by factors of 2: what perf/model_check.sh compares with
@@ -348,7 +306,7 @@ static void format_choice(const fold_context_t *ctx, const fold_choice_t *c, siz
 static int print_decisions(const char *shape_text, int all_algorithms)
 {
     int *node_of, size;
-    if (parse_shape(shape_text, &node_of, &size) != 0) {
+    if (fold_parse_shape(shape_text, &node_of, &size) != 0) {
         fprintf(stderr, "fold_info: bad shape '%s': expected NODESxPPN (8x64) or the ranks of "
                 "each node (2,1,1)\n", shape_text);
         return 2;

@@ -97,6 +97,7 @@
  *   - A fold_model_space_t keeps the large buffers from one replay to the next.
  */
 #include "model.h"
+#include "model_cost.h"
 #include "coll/exec_plan.h"
 
 #include "util/size.h"
@@ -2038,6 +2039,41 @@ int fold_model_replay(const fold_model_params_t *p, const fold_topo_t *topo,
     }
     if (status == FOLD_OK) {
         status = model_run(p, topo, &pg, 0, NULL, INFINITY, NULL, res);
+    }
+    prog_free(&pg);
+    return status;
+}
+
+/* model_cost.h: the CPU part of each step, priced as sim_ready prices it. */
+int fold_model_step_costs(const fold_model_params_t *p, const fold_topo_t *topo, int node,
+                          fold_sched_t *const *sched, size_t esize, double ws_scale,
+                          double *cost)
+{
+    if (p == NULL || topo == NULL || sched == NULL || cost == NULL || esize == 0 ||
+        node < 0 || node >= topo->nnodes || check_params(p) != FOLD_OK) {
+        return FOLD_ERR_INVALID_ARG;
+    }
+    const int ppn = fold_topo_ppn(topo, node);
+    model_prog_t pg;
+    int status = prog_init(&pg, topo->size);
+    pg.ws_scale = ws_scale;
+    for (int l = 0; l < ppn && status == FOLD_OK; l++) {
+        status = prog_append(&pg, fold_topo_rank(topo, node, l), sched[l], esize);
+    }
+    model_sim_t m;
+    const int simulated = status == FOLD_OK;
+    if (simulated) {
+        status = sim_init(&m, p, topo, &pg);
+    }
+    for (int l = 0, g = 0; l < ppn && status == FOLD_OK; l++) {
+        const int r = fold_topo_rank(topo, node, l);
+        for (size_t i = 0; i < sched[l]->nsteps; i++, g++) {
+            const model_step_t *st = &pg.steps[g];
+            cost[g] = p->step_us + (st->kind == FOLD_STEP_SHM_POST ? 0 : local_cost(&m, r, st));
+        }
+    }
+    if (simulated) {
+        sim_free(&m);
     }
     prog_free(&pg);
     return status;

@@ -1,0 +1,28 @@
+/*
+ * What the cost model charges each step of a node's schedules on its rank's CPU, for
+ * simulators other than the model's own (tools' fold_sim replays the schedules in
+ * SimGrid and prices the CPU's part as the model does, so that the two differ only
+ * in how messages and flags move). Implemented in model.c, where the rates live.
+ */
+#ifndef FOLD_MODEL_COST_H
+#define FOLD_MODEL_COST_H
+
+#include "model.h"
+
+#include <stddef.h>
+
+/*
+ * The CPU time in microseconds of every step of node `node`'s schedules on topo:
+ * sched[l] is the finalized schedule of the node's local rank l (all of them, for
+ * the node's working set), and cost receives their steps' times one schedule after
+ * the other (local rank 0's steps first). Each is step_us plus, for copies,
+ * reductions and peer reads and writes, their bytes at the rates the model gives
+ * that rank on that node (model.h); a flag post's is step_us alone. Sends, receives
+ * and waits cost step_us: their data and flags move without the CPU. ws_scale is
+ * fold_model_query_t's. FOLD_OK or FOLD_ERR_INVALID_ARG / FOLD_ERR_NO_MEMORY.
+ */
+int fold_model_step_costs(const fold_model_params_t *p, const fold_topo_t *topo, int node,
+                          fold_sched_t *const *sched, size_t esize, double ws_scale,
+                          double *cost);
+
+#endif
