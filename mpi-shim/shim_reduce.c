@@ -4,8 +4,9 @@
  * The decision must come out the same on every member, or some would wait in fold
  * for peers that went to PMPI. So it depends only on what MPI requires to match
  * (count, datatype, op, root, communicator), on the FOLD_MPI_* settings and on
- * fold_serve_advice (which every rank answers alike), in that order; the per-rank buffer checks only catch calls MPI itself rejects, so that the
- * application still gets MPI's error for them.
+ * fold_serve_advice (which every rank answers alike), in that order; the per-rank
+ * buffer checks only catch calls MPI itself rejects, so that the application still
+ * gets MPI's error for them.
  */
 #include "shim.h"
 
