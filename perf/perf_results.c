@@ -1,19 +1,16 @@
 #include "perf_results.h"
 
+#include "util/grow.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 int perf_results_add(perf_results_t *results, const perf_row_t *row)
 {
-    if (results->nrows == results->capacity) {
-        size_t capacity = results->capacity ? 2 * results->capacity : 64;
-        perf_row_t *rows = realloc(results->rows, capacity * sizeof(*rows));
-        if (rows == NULL) {
-            return -1;
-        }
-        results->rows     = rows;
-        results->capacity = capacity;
+    if (fold_util_grow((void **)&results->rows, &results->capacity, results->nrows + 1,
+                       sizeof(*results->rows), 64) != FOLD_OK) {
+        return -1;
     }
     results->rows[results->nrows++] = *row;
     return 0;

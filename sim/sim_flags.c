@@ -2,6 +2,7 @@
 #include "sim_flags.h"
 
 #include "node/segment.h"
+#include "util/grow.h"
 
 #include <stdlib.h>
 
@@ -89,14 +90,9 @@ double sim_flags_reached(const sim_flags_t *f, int owner, int flag, uint64_t val
 
 int sim_flags_park(sim_flags_t *f, int owner, int flag, uint64_t value, int rank, uint32_t g)
 {
-    if (f->npool == f->pool_cap) {
-        size_t cap = f->pool_cap ? 2 * f->pool_cap : 256;
-        waiter_t *p = realloc(f->pool, cap * sizeof(*p));
-        if (p == NULL) {
-            return -1;
-        }
-        f->pool     = p;
-        f->pool_cap = cap;
+    if (fold_util_grow((void **)&f->pool, &f->pool_cap, f->npool + 1, sizeof(*f->pool), 256) !=
+        FOLD_OK) {
+        return -1;
     }
     flag_log_t *l = log_of(f, owner, flag);
     f->pool[f->npool] = (waiter_t){value, g, rank, l->waiters};

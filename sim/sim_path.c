@@ -2,6 +2,7 @@
 #include "sim_path.h"
 
 #include "coll/sched.h"
+#include "util/grow.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -54,14 +55,9 @@ sim_path_elem_t *sim_path_find(const sim_prog_t *g, size_t *n)
         const uint32_t c = cause_of(g, e);
         const double end = event_time(g, e), start = c == SIM_NONE ? 0 : event_time(g, c);
         if (end > start) {
-            if (len == cap) {
-                sim_path_elem_t *p = realloc(path, 2 * cap * sizeof(*path));
-                if (p == NULL) {
-                    free(path);
-                    return NULL;
-                }
-                path = p;
-                cap *= 2;
+            if (fold_util_grow((void **)&path, &cap, len + 1, sizeof(*path), cap) != FOLD_OK) {
+                free(path);
+                return NULL;
             }
             path[len++] = (sim_path_elem_t){e >> 1, sim_prog_rank_of(g, e >> 1),
                                             part_of(g, e, c), start, end};

@@ -5,6 +5,7 @@
 #include "coll/model_cost.h"
 #include "coll/sched.h"
 #include "node/segment.h"
+#include "util/grow.h"
 
 #include <fold/fold_status.h>
 #include <stdio.h>
@@ -13,20 +14,7 @@
 
 static int grow(void **buf, size_t *cap, size_t need, size_t elem)
 {
-    if (need <= *cap) {
-        return FOLD_OK;
-    }
-    size_t c = *cap ? *cap : 1024;
-    while (c < need) {
-        c *= 2;
-    }
-    void *n = realloc(*buf, c * elem);
-    if (n == NULL) {
-        return FOLD_ERR_NO_MEMORY;
-    }
-    *buf = n;
-    *cap = c;
-    return FOLD_OK;
+    return fold_util_grow(buf, cap, need, elem, 1024);
 }
 
 /* Appends rank r's finalized schedule with its steps' CPU times (us). */

@@ -4,6 +4,7 @@
 #include "sim_flags.h"
 
 #include "coll/sched.h"
+#include "util/grow.h"
 
 #include <fold/fold_status.h>
 #include <math.h>
@@ -50,14 +51,8 @@ static int before(const entry_t *a, const entry_t *b)
 
 static int heap_push(heap_t *h, double t, uint32_t g)
 {
-    if (h->n == h->cap) {
-        size_t cap = h->cap ? 2 * h->cap : 8;
-        entry_t *e = realloc(h->e, cap * sizeof(*e));
-        if (e == NULL) {
-            return -1;
-        }
-        h->e   = e;
-        h->cap = cap;
+    if (fold_util_grow((void **)&h->e, &h->cap, h->n + 1, sizeof(*h->e), 8) != FOLD_OK) {
+        return -1;
     }
     entry_t x = {t, g};
     size_t i = h->n++;

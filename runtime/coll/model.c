@@ -100,6 +100,7 @@
 #include "model_cost.h"
 #include "coll/exec_plan.h"
 
+#include "util/grow.h"
 #include "util/size.h"
 #include "hash.h"
 #include "log.h"
@@ -448,48 +449,16 @@ static void prog_free(model_prog_t *g)
     memset(g, 0, sizeof(*g));
 }
 
-static int grow_to(void **buf, size_t need, size_t elem)
-{
-    void *n = realloc(*buf, need * elem);
-    if (n == NULL) {
-        return FOLD_ERR_NO_MEMORY;
-    }
-    *buf = n;
-    return FOLD_OK;
-}
-
-/* Capacity for `need` elements, doubling. */
+/* Capacity for `need` elements, doubling from 256. */
 static int grow_cap(void **buf, size_t *cap, size_t need, size_t elem)
 {
-    if (need <= *cap) {
-        return FOLD_OK;
-    }
-    size_t c = *cap ? *cap : 256;
-    while (c < need) {
-        c *= 2;
-    }
-    int status = grow_to(buf, c, elem);
-    if (status == FOLD_OK) {
-        *cap = c;
-    }
-    return status;
+    return fold_util_grow(buf, cap, need, elem, 256);
 }
 
 /* grow_cap from a capacity of 4. */
 static int grow_small(void **buf, size_t *cap, size_t need, size_t elem)
 {
-    if (need <= *cap) {
-        return FOLD_OK;
-    }
-    size_t c = *cap ? 2 * *cap : 4;
-    while (c < need) {
-        c *= 2;
-    }
-    int status = grow_to(buf, c, elem);
-    if (status == FOLD_OK) {
-        *cap = c;
-    }
-    return status;
+    return fold_util_grow(buf, cap, need, elem, 4);
 }
 
 static void note_extent(size_t *ext, fold_ref_t r, size_t count)

@@ -3,6 +3,7 @@
  * numbering per peer. See sched.h for the rules builders follow.
  */
 #include "sched.h"
+#include "util/grow.h"
 
 #include <fold/fold_status.h>
 #include <stdlib.h>
@@ -180,20 +181,7 @@ static int refs_overlap(const fold_sched_t *s, fold_ref_t a, fold_ref_t b, size_
 
 static int grow(void **buf, size_t *cap, size_t need, size_t elem)
 {
-    if (need <= *cap) {
-        return FOLD_OK;
-    }
-    size_t c = *cap ? *cap : 16;
-    while (c < need) {
-        c *= 2;
-    }
-    void *n = realloc(*buf, c * elem);
-    if (n == NULL) {
-        return FOLD_ERR_NO_MEMORY;
-    }
-    *buf = n;
-    *cap = c;
-    return FOLD_OK;
+    return fold_util_grow(buf, cap, need, elem, 16);
 }
 
 /* Keeps step st's n operands or ranges in the schedule's side array. */
