@@ -97,6 +97,7 @@
  *   - A fold_model_space_t keeps the large buffers from one replay to the next.
  */
 #include "model.h"
+#include "model_build.h"
 #include "model_cost.h"
 #include "coll/exec_plan.h"
 
@@ -2090,10 +2091,7 @@ static build_space_t *build_space_begin(fold_model_space_t *space, build_space_t
 static int build_one(const fold_topo_t *topo, const fold_model_query_t *q,
                      fold_alg_build_fn build, int r, build_space_t *b)
 {
-    fold_coll_args_t args = q->proto;
-    args.rank   = r;
-    args.size   = topo->size;
-    args.topo   = (q->alg->flags & FOLD_ALG_NODE_AWARE) ? topo : NULL;
+    fold_coll_args_t args = fold_model_rank_args(topo, q, r);
     fold_sched_t *s = &b->s;
     fold_sched_reset(s, &args);
     int status = build(&args, s);
@@ -2499,10 +2497,7 @@ size_t fold_model_rank_steps(const fold_topo_t *topo, const fold_model_query_t *
     if (build == NULL || rank < 0 || rank >= topo->size) {
         return 0;
     }
-    fold_coll_args_t a = q->proto;
-    a.rank = rank;
-    a.size = topo->size;
-    a.topo = (q->alg->flags & FOLD_ALG_NODE_AWARE) ? topo : NULL;
+    fold_coll_args_t a = fold_model_rank_args(topo, q, rank);
     fold_sched_t own, *s = space != NULL ? &space->build.s : &own;
     if (space != NULL) {
         fold_sched_reset(s, &a);

@@ -5,13 +5,20 @@
 
 #include <fold/fold_status.h>
 
-int fold_model_build_rank(const fold_topo_t *topo, const fold_model_query_t *q, int rank,
-                          fold_sched_scratch_t *x, fold_sched_t *s)
+fold_coll_args_t fold_model_rank_args(const fold_topo_t *topo, const fold_model_query_t *q,
+                                      int rank)
 {
     fold_coll_args_t args = q->proto;
     args.rank = rank;
     args.size = topo->size;
     args.topo = (q->alg->flags & FOLD_ALG_NODE_AWARE) ? topo : NULL;
+    return args;
+}
+
+int fold_model_build_rank(const fold_topo_t *topo, const fold_model_query_t *q, int rank,
+                          fold_sched_scratch_t *x, fold_sched_t *s)
+{
+    fold_coll_args_t args = fold_model_rank_args(topo, q, rank);
     fold_sched_reset(s, &args);
     fold_alg_build_fn build = fold_alg_builder(q->alg, args.coll);
     int status = build != NULL ? build(&args, s) : FOLD_ERR_INVALID_ARG;

@@ -7,10 +7,15 @@
 
 #include "model.h"
 
+/* The arguments rank `rank` builds q on topo with: q->proto with the rank, topo's
+ * size and, for a node-aware algorithm, topo. */
+fold_coll_args_t fold_model_rank_args(const fold_topo_t *topo, const fold_model_query_t *q,
+                                      int rank);
+
 /* Builds and finalizes rank `rank`'s schedule of q on topo into s, which holds a
  * schedule built before or one fold_sched_init made: it is reset, keeping its memory
  * (ranks after ranks), and the caller cleans it up whatever the result. The args are
- * q->proto with the rank, topo's size and, for a node-aware algorithm, topo; x is the
+ * fold_model_rank_args'; x is the
  * finalisation's working memory kept between calls (NULL: its own). FOLD_OK or the
  * build's error, logged naming the algorithm and the rank. */
 int fold_model_build_rank(const fold_topo_t *topo, const fold_model_query_t *q, int rank,
