@@ -63,6 +63,14 @@ const char *fold_mem_adopt_why_off(void);
 /* Tests under a sanitizer, on memory they map themselves: skip the allocator's check. */
 void fold_mem_adopt_trust_any_allocator(void);
 
+/* mem_maps.c: whether [lo, hi) lies wholly in private anonymous writable mappings (the
+ * heap or anonymous memory, not the stack) or in shared mappings of fold's own files,
+ * whose names begin with `ours` ("/memfd:NAME"). */
+int fold_mem_maps_plain(uintptr_t lo, uintptr_t hi, const char *ours);
+/* Tests: answer from the text of /proc/self/maps (on: 1), as kernels before 6.11 make
+ * it, or from the kernel's query where it has one (0). */
+void fold_mem_maps_read_text(int on);
+
 typedef struct fold_mem_adopt_stats {
     int      pieces;             /* adopted ranges watched */
     int      exposed;            /* of them whole buffers peers may map */

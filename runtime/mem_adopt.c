@@ -43,7 +43,6 @@
 
 #include <dlfcn.h>
 #include <errno.h>
-#include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -61,7 +60,7 @@
  * buffer exactly twice would pay two copies each for nothing, so adoption stops after
  * this many, unless as many were used more. */
 #define ADOPT_WASTE_LIMIT 4
-#define ADOPT_FILE_NAME   "fold-adopted"   /* /proc/self/maps shows "/memfd:fold-adopted" */
+#define ADOPT_FILE_NAME   "fold-adopted"   /* its mappings are named "/memfd:fold-adopted" */
 /* The least whole pages a buffer that starts or ends inside a page moves with: the
  * partial pages then cost two kernel calls in a call (~1 us each here). */
 #define ADOPT_MIN_PAGES_ONLY (256u << 10)
@@ -287,6 +286,13 @@ static void after_fork_child(void)
     pthread_mutex_unlock(&adopting);
 }
 
+/* Whether [lo, hi) lies in private anonymous writable memory (not the stack), or in
+ * fold's files: a buffer that grew over one adopted before (a benchmark's next size). */
+static int plain_memory(uintptr_t lo, uintptr_t hi)
+{
+    return fold_mem_maps_plain(lo, hi, "/memfd:" ADOPT_FILE_NAME);
+}
+
 static void start(void)
 {
     for (int i = 0; i < ADOPT_PIECES; i++) {
@@ -307,6 +313,9 @@ static void start(void)
     }
     void *p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p != MAP_FAILED) {
+        /* The first look at the mappings opens them, which costs many looks: here, not
+         * inside a call. */
+        plain_memory((uintptr_t)p, (uintptr_t)p + 4096);
         probe_at = p;
         munmap(p, 4096);
         probe_at = NULL;
@@ -324,43 +333,6 @@ int fold_mem_adopt_usable(void)
 {
     pthread_once(&once, start);
     return atomic_load(&state) == 1;
-}
-
-/* Whether [lo, hi) lies in private anonymous writable mappings (not the stack), from
- * /proc/self/maps. */
-static int plain_memory(uintptr_t lo, uintptr_t hi)
-{
-    FILE *f = fopen("/proc/self/maps", "r");
-    if (f == NULL) {
-        return 0;
-    }
-    char line[512];
-    uintptr_t at = lo;
-    while (at < hi && fgets(line, sizeof(line), f) != NULL) {
-        uintptr_t a, b;
-        char perms[8];
-        unsigned long long off, inode;
-        int name_at = 0;
-        if (sscanf(line, "%" SCNxPTR "-%" SCNxPTR " %7s %llx %*s %llu %n", &a, &b, perms, &off,
-                   &inode, &name_at) < 5 || b <= at) {
-            continue;
-        }
-        const char *name = line + name_at;
-        const int anonymous = strncmp(perms, "rw-p", 4) == 0 && inode == 0 &&
-                              (name[0] == '\n' || name[0] == '\0' ||
-                               strncmp(name, "[heap]", 6) == 0);
-        /* A buffer that grew over one adopted before (a benchmark's next size). */
-        static const char ours[] = "/memfd:" ADOPT_FILE_NAME " ";
-        const int adopted = strncmp(perms, "rw-s", 4) == 0 &&
-                            strncmp(name, ours, sizeof(ours) - 1) == 0;
-        const int plain = a <= at && (anonymous || adopted);
-        if (!plain) {
-            break;
-        }
-        at = b;
-    }
-    fclose(f);
-    return at >= hi;
 }
 
 /* The exposed piece holding [lo, hi), or NULL. Under the lock. */

@@ -318,7 +318,7 @@ Test(mem_adopt, a_new_buffer_at_an_old_address_counts_anew, .init = own_pages)
     munmap(q, len);
 }
 
-Test(mem_adopt, a_grown_buffer_is_adopted_again, .init = own_pages)
+static void grown_buffer_adopted_again(void)
 {
     const size_t len = PAGES * page();
     unsigned char *p = fresh_pages(2 * len);
@@ -333,7 +333,19 @@ Test(mem_adopt, a_grown_buffer_is_adopted_again, .init = own_pages)
     munmap(p, 2 * len);
 }
 
-Test(mem_adopt, other_memory_is_left_alone, .init = own_pages)
+Test(mem_adopt, a_grown_buffer_is_adopted_again, .init = own_pages)
+{
+    grown_buffer_adopted_again();
+}
+
+/* What kernels before 6.11 tell (no PROCMAP_QUERY): the text of /proc/self/maps. */
+Test(mem_adopt, a_grown_buffer_is_adopted_again_by_the_maps_text, .init = own_pages)
+{
+    fold_mem_maps_read_text(1);
+    grown_buffer_adopted_again();
+}
+
+static void other_memory_left_alone(void)
 {
     const size_t len = PAGES * page();
     fold_mem_place_t place;
@@ -370,6 +382,73 @@ Test(mem_adopt, other_memory_is_left_alone, .init = own_pages)
     fold_mem_adopt_stats_t st;
     fold_mem_adopt_stats(&st);
     cr_expect_eq(st.pieces, 0);
+}
+
+Test(mem_adopt, other_memory_is_left_alone, .init = own_pages)
+{
+    other_memory_left_alone();
+}
+
+Test(mem_adopt, other_memory_is_left_alone_by_the_maps_text, .init = own_pages)
+{
+    fold_mem_maps_read_text(1);
+    other_memory_left_alone();
+}
+
+/* fold_mem_maps_plain's answer both ways, which must agree: 1 or 0, -1 where they
+ * differ. */
+static int plain_both_ways(const void *lo, size_t len, const char *ours)
+{
+    const uintptr_t a = (uintptr_t)lo, b = a + len;
+    fold_mem_maps_read_text(0);
+    const int query = fold_mem_maps_plain(a, b, ours);
+    fold_mem_maps_read_text(1);
+    const int text = fold_mem_maps_plain(a, b, ours);
+    fold_mem_maps_read_text(0);
+    return query == text ? query : -1;
+}
+
+Test(mem_adopt, the_kernels_query_and_the_maps_text_agree)
+{
+    const size_t len = PAGES * page();
+    unsigned char *anon = mmap(NULL, 3 * len, PROT_READ | PROT_WRITE,
+                               MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    cr_assert_neq(anon, MAP_FAILED);
+    cr_expect_eq(plain_both_ways(anon, 3 * len, "/memfd:x"), 1, "anonymous memory");
+    /* Three mappings side by side: private, read-only, private. */
+    cr_assert_eq(mprotect(anon + len, len, PROT_READ), 0);
+    cr_expect_eq(plain_both_ways(anon, len, "/memfd:x"), 1, "the first part");
+    cr_expect_eq(plain_both_ways(anon, 3 * len, "/memfd:x"), 0, "a read-only part within");
+    cr_expect_eq(plain_both_ways(anon + len, len, "/memfd:x"), 0, "read-only memory");
+    /* An unmapped hole. */
+    cr_assert_eq(munmap(anon + len, len), 0);
+    cr_expect_eq(plain_both_ways(anon, 3 * len, "/memfd:x"), 0, "a hole within");
+    cr_expect_eq(plain_both_ways(anon + len, len, "/memfd:x"), 0, "unmapped memory");
+    /* A memfd of the name asked about, mapped over the last part, joins it to plain
+     * memory; another name does not. */
+    int fd = memfd_create("fold-maps-test", MFD_CLOEXEC);
+    cr_assert_geq(fd, 0);
+    cr_assert_eq(ftruncate(fd, (off_t)len), 0);
+    unsigned char *over = mmap(anon + 2 * len, len, PROT_READ | PROT_WRITE,
+                               MAP_SHARED | MAP_FIXED, fd, 0);
+    cr_assert_eq(over, anon + 2 * len);
+    cr_expect_eq(plain_both_ways(over, len, "/memfd:fold-maps-test"), 1, "our file");
+    cr_expect_eq(plain_both_ways(over, len, "/memfd:fold-maps"), 0, "a longer name");
+    cr_expect_eq(plain_both_ways(over, len, "/memfd:x"), 0, "another file");
+    close(fd);
+    munmap(anon, len);
+    munmap(over, len);
+    /* The heap, the stack, a program's text. */
+    unsigned char *heap = malloc(4 * page());
+    cr_assert_not_null(heap);
+    unsigned char *whole = (unsigned char *)(((uintptr_t)heap + page() - 1) & ~(page() - 1));
+    cr_expect_eq(plain_both_ways(whole, page(), "/memfd:x"), 1, "the heap");
+    free(heap);
+    unsigned char stack[3 * 4096];
+    unsigned char *s = (unsigned char *)(((uintptr_t)stack + 4095) & ~(uintptr_t)4095);
+    cr_expect_eq(plain_both_ways(s, 1, "/memfd:x"), 0, "the stack");
+    uintptr_t code = (uintptr_t)&plain_both_ways & ~(uintptr_t)(page() - 1);
+    cr_expect_eq(plain_both_ways((void *)code, page(), "/memfd:x"), 0, "the program's text");
 }
 
 /* ---- single copy on adopted buffers ----------------------------------------- */
