@@ -49,8 +49,8 @@ _Static_assert(sizeof(struct fold_procmap_query) == 104, "struct procmap_query")
 #define VMA_SHARED     0x08u
 #define VMA_READ_WRITE (VMA_READABLE | VMA_WRITABLE)
 
-/* 1: the ioctl works here, -1: it does not (or tests asked for the text), 0: unknown. */
-static _Atomic int query_works;
+/* 1: the text only, as the kernel has no such ioctl (or tests asked for it). */
+static _Atomic int read_text;
 /* /proc/self/maps stays open for the queries: opening it costs several queries. It
  * names the process that opened it, so a forked child opens its own. */
 static pthread_mutex_t maps_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -59,7 +59,7 @@ static pid_t           maps_pid;
 
 void fold_mem_maps_read_text(int on)
 {
-    atomic_store(&query_works, on ? -1 : 0);
+    atomic_store(&read_text, on != 0);
 }
 
 /* Whether one mapping (its VMA_* bits, inode and name) is plain memory or one of
@@ -154,16 +154,14 @@ static int read_range(uintptr_t lo, uintptr_t hi, const char *ours)
 
 int fold_mem_maps_plain(uintptr_t lo, uintptr_t hi, const char *ours)
 {
-    if (atomic_load(&query_works) >= 0) {
+    if (!atomic_load(&read_text)) {
         pthread_mutex_lock(&maps_lock);
         int plain = query_range(lo, hi, ours);
         pthread_mutex_unlock(&maps_lock);
         if (plain >= 0) {
-            int unknown = 0;
-            atomic_compare_exchange_strong(&query_works, &unknown, 1);
             return plain;
         }
-        atomic_store(&query_works, -1);
+        atomic_store(&read_text, 1);
     }
     return read_range(lo, hi, ours);
 }
