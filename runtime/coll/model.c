@@ -1566,6 +1566,29 @@ static double fold_us_for(const fold_model_params_t *p, double theirs)
     return (1 - f) / (p->shm_fold_gbs * 1e3) + f / (p->shm_fold_far_gbs * 1e3);
 }
 
+void fold_model_rank_rates(const fold_model_params_t *p, int ppn, double node_ws, double priv,
+                           double theirs, fold_model_rates_t *r)
+{
+    double share = p->node_mem_gbs / ppn;
+    double copy_mem   = p->copy_mem_gbs < share ? p->copy_mem_gbs : share;
+    double reduce_mem = p->reduce_mem_gbs < share ? p->reduce_mem_gbs : share;
+    double miss = miss_fraction(node_ws, p->cache_bytes);
+    double near = p->l2_bytes > 0 ? 1 - miss_fraction(priv, p->l2_bytes) : 0;
+    double copy = near / (p->copy_l2_gbs * 1e3) + (1 - near) / (p->copy_gbs * 1e3);
+    double reduce = near / (p->reduce_l2_gbs * 1e3) + (1 - near) / (p->reduce_gbs * 1e3);
+    r->copy       = (1 - miss) * copy + miss / (copy_mem * 1e3);
+    r->reduce     = (1 - miss) * reduce + miss / (reduce_mem * 1e3);
+    r->fold_cache = (1 - miss) * reduce;
+    r->stream_mem = miss / (copy_mem * 1e3) / 2;
+    r->fold       = fold_us_for(p, theirs);
+    /* Out of cache the kernel's rate is cma_mem_gbs, slowed further where the
+     * node's share of memory is below one core's copy rate. */
+    double in_cache = 1.0 / (p->cma_gbs * 1e3);
+    double memory = 1.0 / (p->cma_mem_gbs * 1e3) + (1.0 / (copy_mem * 1e3) -
+                                                    1.0 / (p->copy_mem_gbs * 1e3));
+    r->kernel = (1 - miss) * in_cache + miss * max2(in_cache, memory);
+}
+
 /* Copy and reduce rates per node, from its working set (see the top). */
 static void sim_rates(model_sim_t *m)
 {
@@ -1584,32 +1607,17 @@ static void sim_rates(model_sim_t *m)
         }
         for (int l = 0; l < ppn; l++) {
             int r = fold_topo_rank(topo, n, l);
-            double theirs = m->prog->priv_bytes[r] == top[0] ? top[1] : top[0];
-            m->fold_us[r] = fold_us_for(p, theirs);
+            double priv = m->prog->priv_bytes[r];
+            fold_model_rates_t rates;
+            fold_model_rank_rates(p, ppn, ws + shm, priv, priv == top[0] ? top[1] : top[0],
+                                  &rates);
+            m->fold_us[r]       = rates.fold;
+            m->copy_us[r]       = rates.copy;
+            m->reduce_us[r]     = rates.reduce;
+            m->fold_cache_us[r] = rates.fold_cache;
+            m->stream_mem_us[r] = rates.stream_mem;
+            m->kernel_us[n]     = rates.kernel;
         }
-        double share = p->node_mem_gbs / ppn;
-        double copy_mem   = p->copy_mem_gbs < share ? p->copy_mem_gbs : share;
-        double reduce_mem = p->reduce_mem_gbs < share ? p->reduce_mem_gbs : share;
-        double miss = miss_fraction(ws + shm, p->cache_bytes);
-        for (int l = 0; l < ppn; l++) {
-            int r = fold_topo_rank(topo, n, l);
-            double near = p->l2_bytes > 0
-                              ? 1 - miss_fraction(m->prog->priv_bytes[r], p->l2_bytes)
-                              : 0;
-            double copy = near / (p->copy_l2_gbs * 1e3) + (1 - near) / (p->copy_gbs * 1e3);
-            double reduce = near / (p->reduce_l2_gbs * 1e3) +
-                            (1 - near) / (p->reduce_gbs * 1e3);
-            m->copy_us[r]   = (1 - miss) * copy + miss / (copy_mem * 1e3);
-            m->reduce_us[r] = (1 - miss) * reduce + miss / (reduce_mem * 1e3);
-            m->fold_cache_us[r] = (1 - miss) * reduce;
-            m->stream_mem_us[r] = miss / (copy_mem * 1e3) / 2;
-        }
-        /* Out of cache the kernel's rate is cma_mem_gbs, slowed further where the
-         * node's share of memory is below one core's copy rate. */
-        double in_cache = 1.0 / (p->cma_gbs * 1e3);
-        double memory = 1.0 / (p->cma_mem_gbs * 1e3) + (1.0 / (copy_mem * 1e3) -
-                                                        1.0 / (p->copy_mem_gbs * 1e3));
-        m->kernel_us[n] = (1 - miss) * in_cache + miss * max2(in_cache, memory);
     }
     m->intra_us = 1.0 / (p->intra_gbs * 1e3);
     m->shm_us   = 1.0 / (p->shm_gbs * 1e3);

@@ -23,7 +23,8 @@
  *                        A message larger than eager_bytes moves only once its
  *                        receive is posted.
  *   shm post / wait      a wait completes flag_us after the post it waits for
- * The exact rules are at the top of model.c.
+ * The exact rules are at the top of model.c. Communicators too large to replay are
+ * priced by closed forms of the same rules (model_closed.h).
  */
 #ifndef FOLD_MODEL_H
 #define FOLD_MODEL_H

@@ -25,4 +25,18 @@ int fold_model_step_costs(const fold_model_params_t *p, const fold_topo_t *topo,
                           fold_sched_t *const *sched, size_t esize, double ws_scale,
                           double *cost);
 
+/*
+ * The per-byte times (us) the model gives one rank: its node of ppn ranks touches
+ * node_ws bytes in all (the segment once), the rank priv of them (its IN, OUT and
+ * TMP extents) and the node's other ranks at most `theirs` each. copy and reduce for
+ * its copies and reductions (reduce: per byte of result); fold_cache and stream_mem
+ * the in-cache and per-stream memory parts of a fold of rows; fold a fold from the
+ * segment into its own buffer; kernel a peer read or write by the kernel.
+ */
+typedef struct fold_model_rates {
+    double copy, reduce, fold_cache, stream_mem, fold, kernel;
+} fold_model_rates_t;
+void fold_model_rank_rates(const fold_model_params_t *p, int ppn, double node_ws, double priv,
+                           double theirs, fold_model_rates_t *r);
+
 #endif

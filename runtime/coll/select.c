@@ -4,9 +4,10 @@
  *   2. the first matching rule of FOLD_TUNE, then of the tuning file, then of the
  *      built-in rules below;
  *   3. a rule with one algorithm decides; a rule with several lets the cost model
- *      (model.h) replay each candidate's schedules on the communicator's shape and
- *      take the fastest, with its leaders per node and, across nodes, the flat
- *      algorithm between leaders.
+ *      (model.h) replay each candidate's schedules on the communicator's shape, or
+ *      price them in closed form where it is large (model_closed.h), and take the
+ *      fastest, with its leaders per node and, across nodes, the flat algorithm
+ *      between leaders.
  * Non-commutative ops then go to an algorithm that keeps the rank order.
  *
  * Model decisions are made per power-of-two size class, once per communicator,
@@ -17,6 +18,7 @@
 #include "hash.h"
 #include "log.h"
 #include "mem.h"
+#include "model_closed.h"
 #include "select_online.h"
 #include "codec/reduce_kernel.h"
 #include "util/size.h"
@@ -816,6 +818,47 @@ static double predict_on_fewer_nodes(fold_comm_t *comm, const fold_topo_t *topo,
     return extend_to_nodes(n, t, npts, topo->nnodes);
 }
 
+/* ---- shapes priced in closed form --------------------------------------------- */
+
+/*
+ * Above FOLD_SELECT_CLOSED_RANKS a replay of one question takes milliseconds (a
+ * node of 64 ranks replays 64 schedules even where every node is alike; a reduce
+ * replays every rank), and a decision asks a hundred: the closed forms answer the
+ * same question in microseconds, within a few tens of percent of the replay where
+ * both run (test_model_closed). Algorithms without a form are left out there.
+ */
+int fold_select_closed_ranks = FOLD_SELECT_CLOSED_RANKS;
+
+static int closed_prices(const fold_topo_t *topo)
+{
+    return topo->size > fold_select_closed_ranks && topo->nnodes > 1 && topo->blocks;
+}
+
+static double predict_closed(fold_comm_t *comm, const fold_topo_t *topo, fold_model_query_t *q,
+                             size_t seg_bytes, size_t bytes, int pricing)
+{
+    query_at(comm->ctx, q, seg_bytes, bytes);
+    fold_model_params_t derived[2];
+    const fold_model_params_t *params = &comm->ctx->model;
+    if (pricing & PRICE_MAPPED) {
+        fold_model_mapped(params, &derived[0]);
+        params = &derived[0];
+    }
+    if (pricing & PRICE_TINY) {
+        fold_model_tiny(params, &derived[1]);
+        params = &derived[1];
+    }
+    fold_model_result_t res;
+    int status = fold_model_closed(params, topo, q, &res);
+    if (status != FOLD_OK) {
+        fold_debug("model: %s %s of %zu B on %d ranks: %s; not a candidate", q->alg->name,
+                   fold_coll_name(q->proto.coll), bytes, topo->size,
+                   status == FOLD_ERR_UNSUPPORTED ? "no closed form" : "does not fit");
+        return INFINITY;
+    }
+    return res.time_us;
+}
+
 /* fold_select_predict, or any value >= bound where the prediction is >= bound. */
 static double predict_below(fold_comm_t *comm, const fold_topo_t *topo, fold_coll_t coll,
                             const fold_choice_t *choice, size_t bytes, double bound)
@@ -826,6 +869,9 @@ static double predict_below(fold_comm_t *comm, const fold_topo_t *topo, fold_col
     }
     fold_model_query_t q = query_of(comm, topo, coll, choice);
     size_t steps, seg = choice->seg_bytes;
+    if (closed_prices(topo)) {
+        return predict_closed(comm, topo, &q, seg, bytes, pricing_of(choice));
+    }
     size_t at = replay_size(comm, topo, &q, seg, bytes, &steps);
     if (steps > MODEL_STEP_LIMIT) {
         return predict_on_fewer_nodes(comm, topo, coll, choice, bytes, bound);
