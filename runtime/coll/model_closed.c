@@ -45,6 +45,7 @@
 
 typedef struct round {
     double times, q, lat, wire, cpu, held;
+    double alone;  /* wire where the segment crosses alone: a pipeline's first one */
     int    link;   /* 1: the node's link; 0: a channel within the node */
 } round_t;
 
@@ -62,22 +63,34 @@ typedef struct series_time {
 
 typedef struct closed {
     const fold_model_params_t *p;
-    int    nodes, ppn;      /* ranks taking part: ppn per node, in blocks */
+    const fold_topo_t *topo;   /* where the ranks lie; NULL: in blocks of ppn */
+    int    size, nodes, ppn;   /* ranks taking part; ppn: on the fullest node */
+    int    rep;                /* the node whose ranks stand for every node's: a fullest */
     double share;           /* instances of the series crossing each node's link at once */
     double depth;           /* receive slots of a stream (FOLD_PIPELINE_DEPTH) */
     double intra_pb;        /* us per byte of a message within a node */
     fold_model_rates_t rates;
 } closed_t;
 
-static void closed_init(closed_t *c, const fold_model_params_t *p, int nodes, int ppn,
-                        double share, int depth, double priv, double shm)
+/* Over topo's ranks, or (topo NULL) nodes of ppn ranks in blocks. */
+static void closed_init(closed_t *c, const fold_model_params_t *p, const fold_topo_t *topo,
+                        int nodes, int ppn, double share, int depth, double priv, double shm)
 {
     c->p     = p;
+    c->topo  = topo;
     c->depth = depth > 0 ? depth : 1;
-    c->nodes = nodes;
-    c->ppn   = ppn;
+    c->nodes = topo != NULL ? topo->nnodes : nodes;
+    c->ppn   = topo != NULL ? topo->max_ppn : ppn;
+    c->size  = topo != NULL ? topo->size : nodes * ppn;
+    c->rep   = 0;
+    for (int n = 0; topo != NULL && n < topo->nnodes; n++) {
+        if (fold_topo_ppn(topo, n) == topo->max_ppn) {
+            c->rep = n;
+            break;
+        }
+    }
     c->share = share;
-    fold_model_rank_rates(p, ppn, (double)ppn * priv + shm, priv, priv, &c->rates);
+    fold_model_rank_rates(p, c->ppn, (double)c->ppn * priv + shm, priv, priv, &c->rates);
     /* As the replay moves a message within a node (model.c, sim_xfer). */
     double through_memory = fmin(c->rates.kernel, 2 * c->rates.copy);
     c->intra_pb = fmax(fmax(1.0 / (p->intra_gbs * 1e3), 1.0 / (p->shm_gbs * 1e3)),
@@ -116,11 +129,13 @@ static round_t *add_round(rounds_t *rs, const closed_t *c, double times, double 
     if (senders > 0) {
         r.link = 1;
         r.lat  = p->inter_lat_us;
-        r.wire = b / (p->inter_gbs * 1e3) * ceil(senders * c->share / p->nics);
+        r.alone = b / (p->inter_gbs * 1e3);
+        r.wire  = r.alone * ceil(senders * c->share / p->nics);
     } else {
         r.lat  = p->intra_lat_us;
-        r.wire = b * c->intra_pb;
-        r.held = r.wire;
+        r.wire  = b * c->intra_pb;
+        r.alone = r.wire;
+        r.held  = r.wire;
     }
     return add_raw(rs, r);
 }
@@ -132,7 +147,7 @@ static series_time_t series_time(const rounds_t *rs)
         const round_t *r = &rs->r[i];
         double busy = r->cpu + r->held, pass = (r->q - 1) * fmax(r->wire, busy);
         one_by_one += r->times * (r->lat + r->wire + r->cpu + pass);
-        fill += r->times * (r->lat + r->wire + r->cpu);
+        fill += r->times * (r->lat + (r->alone > 0 ? r->alone : r->wire) + r->cpu);
         tail = fmax(tail, pass);
         double rank_cpu = r->q * busy * (rs->spread ? 1 : r->times);
         cpu = rs->spread ? fmax(cpu, rank_cpu) : cpu + rank_cpu;
@@ -160,17 +175,58 @@ static int pof2_floor(int n)
     return p;
 }
 
-/* Node 0's ranks whose partner rank ^ mask lies on another node. */
+/* The node of rank r (c's ranks). */
+static int node_of(const closed_t *c, int r)
+{
+    return c->topo != NULL ? c->topo->node_of[r] : r / c->ppn;
+}
+
+/* Rank l of the representative node. */
+static int rep_rank(const closed_t *c, int l)
+{
+    return c->topo != NULL ? fold_topo_rank(c->topo, c->rep, l) : c->rep * c->ppn + l;
+}
+
+/* The representative node's ranks whose partner rank ^ mask lies on another node:
+ * those of a round of pairs that cross its link at once. */
 static int crossers(const closed_t *c, int mask)
 {
-    if (mask >= c->ppn) {
-        return c->ppn;
-    }
     int n = 0;
     for (int l = 0; l < c->ppn; l++) {
-        n += (l ^ mask) >= c->ppn;
+        int r = rep_rank(c, l), partner = r ^ mask;
+        n += partner < c->size && node_of(c, partner) != c->rep;
     }
     return n;
+}
+
+/* The representative node's ranks that take a child's message from another node at
+ * the level of a tree rooted at rank 0 where children lie `mask` above their parents. */
+static int tree_crossers(const closed_t *c, int mask)
+{
+    int n = 0;
+    for (int l = 0; l < c->ppn; l++) {
+        int r = rep_rank(c, l);
+        n += r % (2 * mask) == 0 && r + mask < c->size && node_of(c, r + mask) != c->rep;
+    }
+    return n;
+}
+
+/* The representative node's ranks whose next rank lies on another node: a ring's
+ * hops that cross its link at once. */
+static int ring_senders(const closed_t *c)
+{
+    int n = 0;
+    for (int l = 0; l < c->ppn; l++) {
+        int r = rep_rank(c, l);
+        n += node_of(c, (r + 1) % c->size) != c->rep;
+    }
+    return n;
+}
+
+/* Hops of a ring over c's ranks that cross between nodes. */
+static int ring_cuts(const closed_t *c)
+{
+    return c->topo != NULL ? c->topo->ring_cuts : c->nodes > 1 ? c->nodes : 0;
 }
 
 /* Segments of b bytes (at least one, at most bytes / 1) of a round of `bytes`. */
@@ -189,7 +245,7 @@ static void pairing_rounds(rounds_t *rs, const closed_t *c, double bytes, double
 
 static void recursive_doubling(rounds_t *rs, const closed_t *c, double n, double b)
 {
-    const int size = c->nodes * c->ppn, pof2 = pof2_floor(size);
+    const int size = c->size, pof2 = pof2_floor(size);
     double q = segs(n, b), seg = n / q;
     if (size > pof2) {
         pairing_rounds(rs, c, n, b, 1);
@@ -221,7 +277,7 @@ static void gather_to_root(rounds_t *rs, const closed_t *c, int blocks, double b
 
 static void rabenseifner(rounds_t *rs, const closed_t *c, int allreduce, double n, double b)
 {
-    const int size = c->nodes * c->ppn, pof2 = pof2_floor(size);
+    const int size = c->size, pof2 = pof2_floor(size);
     if (size > pof2) {
         pairing_rounds(rs, c, n, b, 1);
     }
@@ -249,14 +305,14 @@ static void rabenseifner(rounds_t *rs, const closed_t *c, int allreduce, double 
 static void ring_phase(rounds_t *rs, const closed_t *c, double blocks, double block,
                        double b, int reduce, int one_slot)
 {
-    const double size = (double)c->nodes * c->ppn, across = c->nodes / size;
+    const double size = c->size, across = ring_cuts(c) / size;
     double q = segs(block, b), seg = block / q, work = reduce ? reduce_cost(c, seg) : 0;
     rounds_t hops = {.n = 0};
-    const round_t *x = add_round(&hops, c, 1, q, seg, 1, 2, work);
+    const round_t *x = add_round(&hops, c, 1, q, seg, ring_senders(c), 2, work);
     const round_t *w = add_round(&hops, c, 1, q, seg, 0, 2, work);
     double x_hop = x->lat + x->wire + x->cpu, w_hop = w->lat + w->wire + w->cpu;
     double hop = across * x_hop + (1 - across) * w_hop;
-    if (one_slot && c->nodes > 1 && blocks >= size) {
+    if (one_slot && across > 0 && blocks >= size) {
         /* A reduce's non-root holds one block of its accumulator (alg_ring.c): where
          * every rank has a block, the ring then has one in flight per rank, and every
          * step waits for the slowest hop. */
@@ -273,7 +329,7 @@ static void ring_phase(rounds_t *rs, const closed_t *c, double blocks, double bl
 static void ring(rounds_t *rs, const closed_t *c, int allreduce, double n, double count,
                  double b)
 {
-    const int size = c->nodes * c->ppn;
+    const int size = c->size;
     /* With fewer elements than ranks only `count` blocks have any (alg_ring.c). */
     double blocks = count < size ? count : size, block = n / blocks;
     ring_phase(rs, c, blocks, block, b, 1, !allreduce);
@@ -286,10 +342,10 @@ static void ring(rounds_t *rs, const closed_t *c, int allreduce, double n, doubl
 
 static void binomial(rounds_t *rs, const closed_t *c, double n, double b)
 {
-    const int size = c->nodes * c->ppn;
+    const int size = c->size;
     double q = segs(n, b), seg = n / q;
     for (int mask = 1; mask < size; mask <<= 1) {
-        add_round(rs, c, 1, q, seg, mask >= c->ppn, 2, reduce_cost(c, seg));
+        add_round(rs, c, 1, q, seg, tree_crossers(c, mask), 2, reduce_cost(c, seg));
     }
 }
 
@@ -298,11 +354,11 @@ static void binomial(rounds_t *rs, const closed_t *c, double n, double b)
  * behind the root, which takes each one's log2 messages in. */
 static void greedy(rounds_t *rs, const closed_t *c, double n, double b)
 {
-    const int size = c->nodes * c->ppn;
+    const int size = c->size;
     double q = segs(n, b), seg = n / q;
     round_t root = {.times = 1, .q = q - 1};
     for (int mask = 1; mask < size; mask <<= 1) {
-        const round_t *level = add_round(rs, c, 1, 1, seg, mask >= c->ppn, 2,
+        const round_t *level = add_round(rs, c, 1, 1, seg, tree_crossers(c, mask), 2,
                                          reduce_cost(c, seg));
         if (level == NULL) {
             break;
@@ -329,12 +385,12 @@ static void hold_ahead(round_t *r, const closed_t *c)
  * 2^(h-1) positions either side. */
 static void bintree(rounds_t *rs, const closed_t *c, double n, double b)
 {
-    const int size = c->nodes * c->ppn;
+    const int size = c->size;
     double q = segs(n, b), seg = n / q;
     rs->spread = 1;
     for (int d = 1; 2 * d <= size; d <<= 1) {
         /* both children's segments come in over the one link or channel */
-        add_round(rs, c, 1, q, 2 * seg, d >= c->ppn, 3, 2 * reduce_cost(c, seg));
+        add_round(rs, c, 1, q, 2 * seg, crossers(c, d) > 0, 3, 2 * reduce_cost(c, seg));
     }
 }
 
@@ -342,9 +398,11 @@ static void chain(rounds_t *rs, const closed_t *c, double n, double b)
 {
     double q = segs(n, b), seg = n / q;
     rs->spread = 1;
-    hold_ahead(add_round(rs, c, (double)(c->nodes * (c->ppn - 1)), q, seg, 0, 2,
-                         reduce_cost(c, seg)), c);
-    add_round(rs, c, (double)(c->nodes - 1), q, seg, 1, 2, reduce_cost(c, seg));
+    /* a chain does not wrap round from its last rank to its first */
+    const double across = ring_cuts(c) - (node_of(c, c->size - 1) != node_of(c, 0));
+    hold_ahead(add_round(rs, c, c->size - 1 - across, q, seg, 0, 2, reduce_cost(c, seg)), c);
+    /* at most q hops carry a segment at once */
+    add_round(rs, c, across, q, seg, (int)fmin(ring_senders(c), q), 2, reduce_cost(c, seg));
 }
 
 /* The bytes a rank other than a reduce's root touches (model.c, prog_note_footprint):
@@ -411,7 +469,7 @@ static int dpml_time(const fold_model_params_t *p, const fold_topo_t *topo,
         return status;
     }
     const int allreduce = q->proto.coll == FOLD_COLL_ALLREDUCE;
-    const int N = topo->nnodes, P = topo->min_ppn, L = lay.leaders, S = lay.subparts;
+    const int N = topo->nnodes, P = topo->max_ppn, L = lay.leaders, S = lay.subparts;
     const double es = (double)q->esize, n = (double)a.count * es;
     const double chunks = (double)lay.nchunks, chunk = n / chunks;
     const double sub = chunk / L / S, b = (double)(a.seg_count ? a.seg_count : a.count) * es;
@@ -422,7 +480,7 @@ static int dpml_time(const fold_model_params_t *p, const fold_topo_t *topo,
      * has one). */
     const double priv = (allreduce ? 2 : 1) * n * scale;
     closed_t c;
-    closed_init(&c, p, N, P, 1, a.depth, priv, shm * scale);
+    closed_init(&c, p, NULL, N, P, 1, a.depth, priv, shm * scale);
     const fold_model_rates_t *r = &c.rates;
     const double s = p->step_us;
 
@@ -446,7 +504,7 @@ static int dpml_time(const fold_model_params_t *p, const fold_topo_t *topo,
     series_time_t x = {0, 0, 0};
     if (N > 1) {
         closed_t between;
-        closed_init(&between, p, N, 1, L, a.depth, priv, shm * scale);
+        closed_init(&between, p, NULL, N, 1, L, a.depth, priv, shm * scale);
         rounds_t rs = {.n = 0};
         flat_rounds(&rs, &between, a.inter, allreduce, sub, sub / es, b);
         x = series_time(&rs);
@@ -475,7 +533,7 @@ static int is_dpml(const fold_alg_t *alg)
 
 int fold_model_closed_covers(const fold_topo_t *topo, const fold_model_query_t *q)
 {
-    if (topo == NULL || q == NULL || q->alg == NULL || topo->nnodes < 2 || !topo->blocks) {
+    if (topo == NULL || q == NULL || q->alg == NULL || topo->nnodes < 2) {
         return 0;
     }
     const int allreduce = q->proto.coll == FOLD_COLL_ALLREDUCE;
@@ -505,7 +563,7 @@ int fold_model_closed(const fold_model_params_t *p, const fold_topo_t *topo,
         const double depth = q->proto.depth > 0 ? q->proto.depth : 1;
         const double scale = q->ws_scale > 1 ? q->ws_scale : 1;
         closed_t c;
-        closed_init(&c, p, topo->nnodes, topo->min_ppn, 1, q->proto.depth,
+        closed_init(&c, p, topo, 0, 0, 1, q->proto.depth,
                     flat_footprint(q, topo->size, n, fmin(n, depth * b)) * scale, 0);
         rounds_t rs = {.n = 0};
         flat_rounds(&rs, &c, q->alg, q->proto.coll == FOLD_COLL_ALLREDUCE, n, count, b);

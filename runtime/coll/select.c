@@ -831,7 +831,7 @@ int fold_select_closed_ranks = FOLD_SELECT_CLOSED_RANKS;
 
 static int closed_prices(const fold_topo_t *topo)
 {
-    return topo->size > fold_select_closed_ranks && topo->nnodes > 1 && topo->blocks;
+    return topo->size > fold_select_closed_ranks && topo->nnodes > 1;
 }
 
 static double predict_closed(fold_comm_t *comm, const fold_topo_t *topo, fold_model_query_t *q,

@@ -144,9 +144,8 @@ int fold_topo_build(int size, const int *node_key, const int *package, fold_topo
         t->min_ppn = ppn < t->min_ppn ? ppn : t->min_ppn;
         t->max_ppn = ppn > t->max_ppn ? ppn : t->max_ppn;
     }
-    t->blocks = t->min_ppn == t->max_ppn;
-    for (int r = 0; r < size && t->blocks; r++) {
-        t->blocks = t->node_of[r] == r / t->min_ppn;
+    for (int r = 0; r < size; r++) {
+        t->ring_cuts += t->node_of[r] != t->node_of[(r + 1) % size];
     }
     free(fill);
     free(pkg);

@@ -18,8 +18,8 @@ typedef struct fold_topo {
     int  nnodes;
     int  min_ppn;       /* fewest ranks on a node */
     int  max_ppn;
-    int  blocks;        /* 1: every node holds min_ppn ranks, node n ranks n * min_ppn
-                           onwards (the cost model's closed forms need no more) */
+    int  ring_cuts;     /* ranks r whose r + 1 (mod size) lies on another node: the
+                           hops of a ring over the ranks that cross between nodes */
     int *node_of;       /* comm rank -> node */
     int *local_of;      /* comm rank -> local index */
     int *node_first;    /* node -> first entry of the node in ranks[], leader_order[];

@@ -24,13 +24,25 @@
 #define WORST  2.1
 #define MEDIAN 1.15
 
-static fold_topo_t *blocks_topo(int nnodes, int ppn)
+/* How the ranks lie on the nodes. */
+enum { BLOCKS, ROUND_ROBIN, RAGGED, PLACEMENTS };
+static const char *const placement_name[] = {"blocks", "round robin", "ragged"};
+
+/* nnodes nodes of ppn ranks: in blocks, dealt round robin, or in blocks with every other
+ * node holding half as many. */
+static fold_topo_t *placed_topo(int nnodes, int ppn, int placement)
 {
-    int size = nnodes * ppn;
-    int *key = malloc((size_t)size * sizeof(int)), *pkg = malloc((size_t)size * sizeof(int));
-    cr_assert(key != NULL && pkg != NULL);
+    int size = 0, *key = malloc((size_t)nnodes * (size_t)ppn * sizeof(int));
+    cr_assert(key != NULL);
+    for (int n = 0; n < nnodes; n++) {
+        int here = placement == RAGGED && n % 2 == 1 && ppn > 1 ? ppn / 2 : ppn;
+        for (int l = 0; l < here; l++, size++) {
+            key[size] = placement == ROUND_ROBIN ? size % nnodes : n;
+        }
+    }
+    int *pkg = malloc((size_t)size * sizeof(int));
+    cr_assert(pkg != NULL);
     for (int r = 0; r < size; r++) {
-        key[r] = r / ppn;
         pkg[r] = -1;
     }
     fold_topo_t *t = NULL;
@@ -38,6 +50,11 @@ static fold_topo_t *blocks_topo(int nnodes, int ppn)
     free(key);
     free(pkg);
     return t;
+}
+
+static fold_topo_t *blocks_topo(int nnodes, int ppn)
+{
+    return placed_topo(nnodes, ppn, BLOCKS);
 }
 
 static fold_model_query_t query_of(const fold_topo_t *t, const fold_alg_t *alg,
@@ -206,6 +223,44 @@ Test(model_closed, dpml_pipelined_allreduce)
     dpml_case(FOLD_COLL_ALLREDUCE, &fold_alg_dpml_pipelined);
 }
 Test(model_closed, dpml_pipelined_reduce) { dpml_case(FOLD_COLL_REDUCE, &fold_alg_dpml_pipelined); }
+
+/* Ranks dealt round robin over the nodes (a launcher's --map-by node), and nodes of
+ * two sizes: the fullest node's ranks stand for every node's, their partners' nodes
+ * telling which messages cross. */
+static void placement_case(fold_coll_t coll, const fold_alg_t *alg, const fold_alg_t *inter)
+{
+    fold_model_params_t p;
+    fold_model_defaults(&p);
+    static const int placed[][2] = {{4, 16}, {8, 8}, {16, 4}};
+    for (int pl = ROUND_ROBIN; pl < PLACEMENTS; pl++) {
+        static tally_t tl;
+        tl = (tally_t){0};
+        for (size_t s = 0; s < sizeof(placed) / sizeof(placed[0]); s++) {
+            fold_topo_t *t = placed_topo(placed[s][0], placed[s][1], pl);
+            for (size_t z = 0; z < sizeof(sizes) / sizeof(sizes[0]); z++) {
+                fold_model_query_t q = query_of(t, alg, coll, sizes[z], 128 * 1024,
+                                                t->min_ppn, inter);
+                compare(&p, t, &q, &tl);
+            }
+            fold_topo_free(t);
+        }
+        cr_log_info("%s: %s", alg->name, placement_name[pl]);
+        expect_close(&tl);
+    }
+}
+
+Test(model_closed, placed_recursive_doubling)
+{
+    placement_case(FOLD_COLL_ALLREDUCE, &fold_alg_recursive_doubling, NULL);
+}
+Test(model_closed, placed_ring) { placement_case(FOLD_COLL_ALLREDUCE, &fold_alg_ring, NULL); }
+Test(model_closed, placed_binomial) { placement_case(FOLD_COLL_REDUCE, &fold_alg_binomial, NULL); }
+Test(model_closed, placed_chain) { placement_case(FOLD_COLL_REDUCE, &fold_alg_chain, NULL); }
+Test(model_closed, placed_dpml)
+{
+    placement_case(FOLD_COLL_ALLREDUCE, &fold_alg_dpml, &fold_alg_recursive_doubling);
+    placement_case(FOLD_COLL_REDUCE, &fold_alg_dpml_pipelined, &fold_alg_binomial);
+}
 
 /* Far beyond the replay's reach (65,536 and 262,144 ranks): every form is a finite
  * time that grows with the message. */
