@@ -517,7 +517,7 @@ static int dpml_time(const fold_model_params_t *p, const fold_topo_t *topo,
      * (sub-partitions) and its exchanges overlap them and each other. */
     double leader = pipelined ? cin_leader + S * (fold + s + x.cpu)
                               : cin_leader + fold + s + x.time;
-    leader += allreduce ? cout : 0;
+    leader += cout;   /* allreduce: every leader; reduce: the root, a leader of its node */
     double other = cin + (allreduce ? cout : 0);
     double per_chunk = fmax(fmax(leader, other), fmax(S * x.link, fill / lay.stages));
     *us = fill + (chunks - 1) * per_chunk + (P > 1 ? 2 * s : 0);
