@@ -1,5 +1,6 @@
 /*
- * The cost model's closed forms (model_closed.h).
+ * The cost model's closed forms (model_closed.h): the series of rounds, and the flat
+ * algorithms' forms.
  *
  * A schedule here is a series of rounds that each segment of the message passes
  * through in order, as the algorithms' builders lay them out:
@@ -27,53 +28,16 @@
  * (fold_model_rank_rates), a message's latency and bytes at its link's rate, the
  * link shared by the node's ranks that cross it at once, a flag's flag_us.
  *
- * DPML is its phases per chunk (alg_dpml.c: copy in, the leaders' fold, the
- * exchange between nodes, copy out) with the exchange one such series among the
- * leaders j of every node, the node's leaders sharing its link, and the chunks
- * pipelined behind the busiest of the leader's CPU, another rank's CPU, the link
- * and the stages the segment holds.
+ * The node-aware algorithms' forms, built of these series, are in model_closed_node.c.
  */
 #include "model_closed.h"
-#include "alg_dpml.h"
-#include "model_build.h"
-#include "model_cost.h"
+#include "model_closed_rounds.h"
 
 #include <fold/fold_status.h>
 #include <math.h>
 
-#define MAX_ROUNDS 80   /* twice the rounds of a 2^31-rank tree, and the pairing ones */
-
-typedef struct round {
-    double times, q, lat, wire, cpu, held;
-    double alone;  /* wire where the segment crosses alone: a pipeline's first one */
-    int    link;   /* 1: the node's link; 0: a channel within the node */
-} round_t;
-
-typedef struct rounds {
-    round_t r[MAX_ROUNDS];
-    int     n;
-    int     spread;   /* each round is another rank's: a chain's, a tree's levels */
-} rounds_t;
-
-typedef struct series_time {
-    double time;   /* the series alone */
-    double cpu;    /* its busiest rank's CPU */
-    double link;   /* the node's link, over every segment */
-} series_time_t;
-
-typedef struct closed {
-    const fold_model_params_t *p;
-    const fold_topo_t *topo;   /* where the ranks lie; NULL: in blocks of ppn */
-    int    size, nodes, ppn;   /* ranks taking part; ppn: on the fullest node */
-    int    rep;                /* the node whose ranks stand for every node's: a fullest */
-    double share;           /* instances of the series crossing each node's link at once */
-    double depth;           /* receive slots of a stream (FOLD_PIPELINE_DEPTH) */
-    double intra_pb;        /* us per byte of a message within a node */
-    fold_model_rates_t rates;
-} closed_t;
-
 /* Over topo's ranks, or (topo NULL) nodes of ppn ranks in blocks. */
-static void closed_init(closed_t *c, const fold_model_params_t *p, const fold_topo_t *topo,
+void fold_closed_init(closed_t *c, const fold_model_params_t *p, const fold_topo_t *topo,
                         int nodes, int ppn, double share, int depth, double priv, double shm)
 {
     c->p     = p;
@@ -90,7 +54,13 @@ static void closed_init(closed_t *c, const fold_model_params_t *p, const fold_to
         }
     }
     c->share = share;
-    fold_model_rank_rates(p, c->ppn, (double)c->ppn * priv + shm, priv, priv, &c->rates);
+    fold_closed_working_set(c, (double)c->ppn * priv + shm, priv);
+}
+
+void fold_closed_working_set(closed_t *c, double node_ws, double priv)
+{
+    const fold_model_params_t *p = c->p;
+    fold_model_rank_rates(p, c->ppn, node_ws, priv, priv, &c->rates);
     /* As the replay moves a message within a node (model.c, sim_xfer). */
     double through_memory = fmin(c->rates.kernel, 2 * c->rates.copy);
     c->intra_pb = fmax(fmax(1.0 / (p->intra_gbs * 1e3), 1.0 / (p->shm_gbs * 1e3)),
@@ -98,14 +68,14 @@ static void closed_init(closed_t *c, const fold_model_params_t *p, const fold_to
 }
 
 /* A copy's or reduction's start grows with its bytes up to 4 KiB (model.c). */
-static double move_cost(const fold_model_params_t *p, double bytes)
+double fold_closed_move(const fold_model_params_t *p, double bytes)
 {
     return bytes >= 4096.0 ? p->move_us : p->move_us * bytes / 4096.0;
 }
 
-static double reduce_cost(const closed_t *c, double bytes)
+double fold_closed_reduce(const closed_t *c, double bytes)
 {
-    return c->p->step_us + move_cost(c->p, bytes) + bytes * c->rates.reduce;
+    return c->p->step_us + fold_closed_move(c->p, bytes) + bytes * c->rates.reduce;
 }
 
 /* The round added, or NULL where it has no segment or the series is full. */
@@ -140,7 +110,7 @@ static round_t *add_round(rounds_t *rs, const closed_t *c, double times, double 
     return add_raw(rs, r);
 }
 
-static series_time_t series_time(const rounds_t *rs)
+series_time_t fold_closed_series(const rounds_t *rs)
 {
     double one_by_one = 0, fill = 0, tail = 0, cpu = 0, link = 0, chan = 0;
     for (int i = 0; i < rs->n; i++) {
@@ -230,7 +200,7 @@ static int ring_cuts(const closed_t *c)
 }
 
 /* Segments of b bytes (at least one, at most bytes / 1) of a round of `bytes`. */
-static double segs(double bytes, double b)
+double fold_closed_segs(double bytes, double b)
 {
     return bytes <= b ? 1 : ceil(bytes / b);
 }
@@ -239,19 +209,19 @@ static double segs(double bytes, double b)
  * neighbours, within a node where nodes hold two ranks or more. */
 static void pairing_rounds(rounds_t *rs, const closed_t *c, double bytes, double b, int work)
 {
-    double q = segs(bytes, b), seg = bytes / q;
-    add_round(rs, c, 1, q, seg, c->ppn == 1, 2, work ? reduce_cost(c, seg) : 0);
+    double q = fold_closed_segs(bytes, b), seg = bytes / q;
+    add_round(rs, c, 1, q, seg, c->ppn == 1, 2, work ? fold_closed_reduce(c, seg) : 0);
 }
 
 static void recursive_doubling(rounds_t *rs, const closed_t *c, double n, double b)
 {
     const int size = c->size, pof2 = pof2_floor(size);
-    double q = segs(n, b), seg = n / q;
+    double q = fold_closed_segs(n, b), seg = n / q;
     if (size > pof2) {
         pairing_rounds(rs, c, n, b, 1);
     }
     for (int mask = 1; mask < pof2; mask <<= 1) {
-        add_round(rs, c, 1, q, seg, crossers(c, mask), 2, reduce_cost(c, seg));
+        add_round(rs, c, 1, q, seg, crossers(c, mask), 2, fold_closed_reduce(c, seg));
     }
     if (size > pof2) {
         pairing_rounds(rs, c, n, b, 0);
@@ -266,7 +236,7 @@ static void gather_to_root(rounds_t *rs, const closed_t *c, int blocks, double b
     const fold_model_params_t *p = c->p;
     int near = c->ppn - 1 < blocks ? c->ppn - 1 : blocks;
     double far = (double)(blocks - near) * block;
-    double posts = (double)blocks * segs(block, b);
+    double posts = (double)blocks * fold_closed_segs(block, b);
     /* The root posts its receives while the bytes come in. */
     double posting = posts * p->step_us, copying = (double)near * block * c->intra_pb;
     add_raw(rs, (round_t){.times = 1, .q = 1, .link = far > 0,
@@ -282,15 +252,15 @@ static void rabenseifner(rounds_t *rs, const closed_t *c, int allreduce, double 
         pairing_rounds(rs, c, n, b, 1);
     }
     for (int mask = 1; mask < pof2; mask <<= 1) {   /* reduce-scatter, halves */
-        double bytes = n / (2.0 * mask), q = segs(bytes, b);
-        add_round(rs, c, 1, q, bytes / q, crossers(c, mask), 2, reduce_cost(c, bytes / q));
+        double bytes = n / (2.0 * mask), q = fold_closed_segs(bytes, b);
+        add_round(rs, c, 1, q, bytes / q, crossers(c, mask), 2, fold_closed_reduce(c, bytes / q));
     }
     if (!allreduce) {
         gather_to_root(rs, c, pof2 - 1, n / pof2, b);
         return;
     }
     for (int mask = pof2 / 2; mask >= 1; mask >>= 1) {   /* allgather */
-        double bytes = n / (2.0 * mask), q = segs(bytes, b);
+        double bytes = n / (2.0 * mask), q = fold_closed_segs(bytes, b);
         add_round(rs, c, 1, q, bytes / q, crossers(c, mask), 2, 0);
     }
     if (size > pof2) {
@@ -306,7 +276,7 @@ static void ring_phase(rounds_t *rs, const closed_t *c, double blocks, double bl
                        double b, int reduce, int one_slot)
 {
     const double size = c->size, across = ring_cuts(c) / size;
-    double q = segs(block, b), seg = block / q, work = reduce ? reduce_cost(c, seg) : 0;
+    double q = fold_closed_segs(block, b), seg = block / q, work = reduce ? fold_closed_reduce(c, seg) : 0;
     rounds_t hops = {.n = 0};
     const round_t *x = add_round(&hops, c, 1, q, seg, ring_senders(c), 2, work);
     const round_t *w = add_round(&hops, c, 1, q, seg, 0, 2, work);
@@ -343,9 +313,9 @@ static void ring(rounds_t *rs, const closed_t *c, int allreduce, double n, doubl
 static void binomial(rounds_t *rs, const closed_t *c, double n, double b)
 {
     const int size = c->size;
-    double q = segs(n, b), seg = n / q;
+    double q = fold_closed_segs(n, b), seg = n / q;
     for (int mask = 1; mask < size; mask <<= 1) {
-        add_round(rs, c, 1, q, seg, tree_crossers(c, mask), 2, reduce_cost(c, seg));
+        add_round(rs, c, 1, q, seg, tree_crossers(c, mask), 2, fold_closed_reduce(c, seg));
     }
 }
 
@@ -355,11 +325,11 @@ static void binomial(rounds_t *rs, const closed_t *c, double n, double b)
 static void greedy(rounds_t *rs, const closed_t *c, double n, double b)
 {
     const int size = c->size;
-    double q = segs(n, b), seg = n / q;
+    double q = fold_closed_segs(n, b), seg = n / q;
     round_t root = {.times = 1, .q = q - 1};
     for (int mask = 1; mask < size; mask <<= 1) {
         const round_t *level = add_round(rs, c, 1, 1, seg, tree_crossers(c, mask), 2,
-                                         reduce_cost(c, seg));
+                                         fold_closed_reduce(c, seg));
         if (level == NULL) {
             break;
         }
@@ -386,23 +356,23 @@ static void hold_ahead(round_t *r, const closed_t *c)
 static void bintree(rounds_t *rs, const closed_t *c, double n, double b)
 {
     const int size = c->size;
-    double q = segs(n, b), seg = n / q;
+    double q = fold_closed_segs(n, b), seg = n / q;
     rs->spread = 1;
     for (int d = 1; 2 * d <= size; d <<= 1) {
         /* both children's segments come in over the one link or channel */
-        add_round(rs, c, 1, q, 2 * seg, crossers(c, d) > 0, 3, 2 * reduce_cost(c, seg));
+        add_round(rs, c, 1, q, 2 * seg, crossers(c, d) > 0, 3, 2 * fold_closed_reduce(c, seg));
     }
 }
 
 static void chain(rounds_t *rs, const closed_t *c, double n, double b)
 {
-    double q = segs(n, b), seg = n / q;
+    double q = fold_closed_segs(n, b), seg = n / q;
     rs->spread = 1;
     /* a chain does not wrap round from its last rank to its first */
     const double across = ring_cuts(c) - (node_of(c, c->size - 1) != node_of(c, 0));
-    hold_ahead(add_round(rs, c, c->size - 1 - across, q, seg, 0, 2, reduce_cost(c, seg)), c);
+    hold_ahead(add_round(rs, c, c->size - 1 - across, q, seg, 0, 2, fold_closed_reduce(c, seg)), c);
     /* at most q hops carry a segment at once */
-    add_round(rs, c, across, q, seg, (int)fmin(ring_senders(c), q), 2, reduce_cost(c, seg));
+    add_round(rs, c, across, q, seg, (int)fmin(ring_senders(c), q), 2, fold_closed_reduce(c, seg));
 }
 
 /* The bytes a rank other than a reduce's root touches (model.c, prog_note_footprint):
@@ -427,7 +397,7 @@ static double flat_footprint(const fold_model_query_t *q, int size, double n, do
 
 /* The flat algorithms with a form, and the rounds of each over c's ranks for n bytes
  * (count elements) in segments of b bytes. */
-static int flat_has_form(const fold_alg_t *alg, int allreduce)
+int fold_closed_has_form(const fold_alg_t *alg, int allreduce)
 {
     if (allreduce) {
         return alg == &fold_alg_recursive_doubling || alg == &fold_alg_rabenseifner ||
@@ -437,7 +407,7 @@ static int flat_has_form(const fold_alg_t *alg, int allreduce)
            alg == &fold_alg_bintree || alg == &fold_alg_chain || alg == &fold_alg_greedy;
 }
 
-static void flat_rounds(rounds_t *rs, const closed_t *c, const fold_alg_t *alg, int allreduce,
+void fold_closed_flat(rounds_t *rs, const closed_t *c, const fold_alg_t *alg, int allreduce,
                         double n, double count, double b)
 {
     if (alg == &fold_alg_recursive_doubling) {
@@ -457,73 +427,6 @@ static void flat_rounds(rounds_t *rs, const closed_t *c, const fold_alg_t *alg, 
     }
 }
 
-/* ---- DPML -------------------------------------------------------------------- */
-
-static int dpml_time(const fold_model_params_t *p, const fold_topo_t *topo,
-                     const fold_model_query_t *q, int pipelined, double *us)
-{
-    fold_coll_args_t a = fold_model_rank_args(topo, q, 0);
-    fold_dpml_layout_t lay;
-    int status = fold_dpml_layout(&a, pipelined, &lay);
-    if (status != FOLD_OK) {
-        return status;
-    }
-    const int allreduce = q->proto.coll == FOLD_COLL_ALLREDUCE;
-    const int N = topo->nnodes, P = topo->max_ppn, L = lay.leaders, S = lay.subparts;
-    const double es = (double)q->esize, n = (double)a.count * es;
-    const double chunks = (double)lay.nchunks, chunk = n / chunks;
-    const double sub = chunk / L / S, b = (double)(a.seg_count ? a.seg_count : a.count) * es;
-    const double scale = q->ws_scale > 1 ? q->ws_scale : 1;
-    const double shm = P > 1 ? (double)lay.stages * (P + lay.results) * L *
-                                   (double)lay.part_cap * es : 0;
-    /* A rank touches its input and, in allreduce, its output (a reduce's root alone
-     * has one). */
-    const double priv = (allreduce ? 2 : 1) * n * scale;
-    closed_t c;
-    closed_init(&c, p, NULL, N, P, 1, a.depth, priv, shm * scale);
-    const fold_model_rates_t *r = &c.rates;
-    const double s = p->step_us;
-
-    /* Copy in (a leader skips its own block), the leaders' fold of P rows, copy out
-     * (allreduce every rank, reduce the root), each with its flag post and wait. */
-    double cin = 0, cin_leader = 0, flag = 0, fold = 0, cout = 0;
-    if (P > 1) {
-        double in_pb = fmax(r->copy, 1.0 / (p->shm_write_gbs * 1e3));
-        double out_pb = fmax(r->copy, 1.0 / (p->shm_gbs * 1e3));
-        double leader_part = chunk * (L - 1) / L;
-        cin = 2 * s + move_cost(p, chunk) + chunk * in_pb;
-        cin_leader = leader_part > 0 ? 2 * s + move_cost(p, leader_part) + leader_part * in_pb
-                                     : s;
-        flag = p->flag_us + s;
-        fold = s + move_cost(p, sub) +
-               fmax(sub * ((P - 1) * r->fold_cache + (P + 1) * r->stream_mem),
-                    (P - 1) * sub / (p->shm_reduce_gbs * 1e3));
-        cout = 2 * s + move_cost(p, chunk) + chunk * out_pb;
-    }
-    /* The exchange of one sub-partition among the leaders j, all L of a node at once. */
-    series_time_t x = {0, 0, 0};
-    if (N > 1) {
-        closed_t between;
-        closed_init(&between, p, NULL, N, 1, L, a.depth, priv, shm * scale);
-        rounds_t rs = {.n = 0};
-        flat_rounds(&rs, &between, a.inter, allreduce, sub, sub / es, b);
-        x = series_time(&rs);
-    }
-    double sub_pass = fmax(fold + x.cpu, x.link);
-    double fill = cin + flag + fold + x.time + (S - 1) * sub_pass + flag + s + cout;
-    /* A leader's CPU takes its steps as they become ready: in dpml a chunk's fold is
-     * long and holds up the exchange of the chunk before it, so a leader's folds,
-     * exchanges and copies out follow each other; dpml_pipelined's folds are short
-     * (sub-partitions) and its exchanges overlap them and each other. */
-    double leader = pipelined ? cin_leader + S * (fold + s + x.cpu)
-                              : cin_leader + fold + s + x.time;
-    leader += cout;   /* allreduce: every leader; reduce: the root, a leader of its node */
-    double other = cin + (allreduce ? cout : 0);
-    double per_chunk = fmax(fmax(leader, other), fmax(S * x.link, fill / lay.stages));
-    *us = fill + (chunks - 1) * per_chunk + (P > 1 ? 2 * s : 0);
-    return FOLD_OK;
-}
-
 /* ---- the entry points ------------------------------------------------------------ */
 
 static int is_dpml(const fold_alg_t *alg)
@@ -533,14 +436,17 @@ static int is_dpml(const fold_alg_t *alg)
 
 int fold_model_closed_covers(const fold_topo_t *topo, const fold_model_query_t *q)
 {
-    if (topo == NULL || q == NULL || q->alg == NULL || topo->nnodes < 2) {
+    if (topo == NULL || q == NULL || q->alg == NULL || topo->size < 2) {
         return 0;
     }
     const int allreduce = q->proto.coll == FOLD_COLL_ALLREDUCE;
-    if (is_dpml(q->alg)) {
-        return q->proto.inter != NULL && flat_has_form(q->proto.inter, allreduce);
+    if (q->alg->flags & FOLD_ALG_NODE_AWARE) {
+        /* across nodes shm_flat and cma build dpml, which needs its exchange's form */
+        int known = is_dpml(q->alg) || q->alg == &fold_alg_shm_flat || q->alg == &fold_alg_cma;
+        return known && (topo->nnodes == 1 || (q->proto.inter != NULL &&
+                                              fold_closed_has_form(q->proto.inter, allreduce)));
     }
-    return flat_has_form(q->alg, allreduce);
+    return fold_closed_has_form(q->alg, allreduce);
 }
 
 int fold_model_closed(const fold_model_params_t *p, const fold_topo_t *topo,
@@ -551,8 +457,10 @@ int fold_model_closed(const fold_model_params_t *p, const fold_topo_t *topo,
     }
     *res = (fold_model_result_t){0};
     double us;
-    if (is_dpml(q->alg)) {
-        int status = dpml_time(p, topo, q, q->alg == &fold_alg_dpml_pipelined, &us);
+    if (q->alg->flags & FOLD_ALG_NODE_AWARE) {
+        int status = q->alg == &fold_alg_shm_flat ? fold_closed_shm_flat(p, topo, q, &us)
+                   : q->alg == &fold_alg_cma      ? fold_closed_cma(p, topo, q, &us)
+                   : fold_closed_dpml(p, topo, q, q->alg == &fold_alg_dpml_pipelined, &us);
         if (status != FOLD_OK) {
             return status;
         }
@@ -563,11 +471,11 @@ int fold_model_closed(const fold_model_params_t *p, const fold_topo_t *topo,
         const double depth = q->proto.depth > 0 ? q->proto.depth : 1;
         const double scale = q->ws_scale > 1 ? q->ws_scale : 1;
         closed_t c;
-        closed_init(&c, p, topo, 0, 0, 1, q->proto.depth,
+        fold_closed_init(&c, p, topo, 0, 0, 1, q->proto.depth,
                     flat_footprint(q, topo->size, n, fmin(n, depth * b)) * scale, 0);
         rounds_t rs = {.n = 0};
-        flat_rounds(&rs, &c, q->alg, q->proto.coll == FOLD_COLL_ALLREDUCE, n, count, b);
-        us = series_time(&rs).time;
+        fold_closed_flat(&rs, &c, q->alg, q->proto.coll == FOLD_COLL_ALLREDUCE, n, count, b);
+        us = fold_closed_series(&rs).time;
     }
     res->time_us = us;
     res->root_us = us;

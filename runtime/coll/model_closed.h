@@ -14,7 +14,7 @@
 
 #include "model.h"
 
-/* 1 if q's algorithm and collective have a closed form on topo (two nodes or more). */
+/* 1 if q's algorithm and collective have a closed form on topo (two ranks or more). */
 int fold_model_closed_covers(const fold_topo_t *topo, const fold_model_query_t *q);
 
 /* The closed form's time for q on topo (res->time_us and root_us; steps 0). FOLD_OK,

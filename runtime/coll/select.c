@@ -825,13 +825,14 @@ static double predict_on_fewer_nodes(fold_comm_t *comm, const fold_topo_t *topo,
  * node of 64 ranks replays 64 schedules even where every node is alike; a reduce
  * replays every rank), and a decision asks a hundred: the closed forms answer the
  * same question in microseconds, within a few tens of percent of the replay where
- * both run (test_model_closed). Algorithms without a form are left out there.
+ * both run (test_model_closed). Algorithms without a form are left out there. The
+ * replay keeps the small shapes, where it is checked against measurements.
  */
 int fold_select_closed_ranks = FOLD_SELECT_CLOSED_RANKS;
 
 static int closed_prices(const fold_topo_t *topo)
 {
-    return topo->size > fold_select_closed_ranks && topo->nnodes > 1;
+    return topo->size > fold_select_closed_ranks;
 }
 
 static double predict_closed(fold_comm_t *comm, const fold_topo_t *topo, fold_model_query_t *q,

@@ -300,7 +300,7 @@ extern int fold_select_reference;
 /* Communicators of more ranks than this, on nodes of equal size with ranks in blocks,
  * are priced by the model's closed forms (model_closed.h) instead of its replay;
  * FOLD_SELECT_CLOSED_RANKS by default, which tests move to price a shape either way. */
-#define FOLD_SELECT_CLOSED_RANKS 128
+#define FOLD_SELECT_CLOSED_RANKS 32
 extern int fold_select_closed_ranks;
 /* Around a series of predictions: the model keeps its working memory from the
  * first enter to the matching last leave (nested pairs are fine). */
