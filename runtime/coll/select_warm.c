@@ -1,12 +1,13 @@
 /*
  * The world's decisions before its first call (fold_init, FOLD_WORLD_SETUP=init).
  *
- * A call of a size class no call has had yet asks the cost model, which walks the
- * schedules of every candidate: 0.1 ms on 2 ranks for small classes, 3 ms at 64 MiB
- * (the schedules grow with the segments), 0.3-1.6 s on 512 ranks. That cost would
- * land on the application's first call of each size (an OSU sweep sees it at every
- * row). Classes above 64 MiB stay lazy: 1 GiB takes 67 ms on 2 ranks, a few percent
- * of its call. Instead every rank decides a share of the classes, one
+ * A call of a size class no call has had yet asks the cost model, whose replay walks
+ * the schedules of every candidate, longer the more segments a size has (on more
+ * than FOLD_SELECT_CLOSED_RANKS ranks closed forms answer instead, in microseconds).
+ * That cost would land on the application's first call of each size (an OSU sweep
+ * sees it at every row). Classes above 64 MiB stay lazy: their calls are long enough
+ * that a decision is a few percent of one. Instead every rank decides a share of the
+ * classes, one
  * allgather gives everyone every decision, and each rank installs them in its cache
  * as if it had made them: the model is deterministic and its parameters are the
  * same on every rank, so the result is what each would have found.
