@@ -7,9 +7,8 @@
  * That cost would land on the application's first call of each size (an OSU sweep
  * sees it at every row). Classes above 64 MiB stay lazy: their calls are long enough
  * that a decision is a few percent of one. Instead every rank decides a share of the
- * classes, one
- * allgather gives everyone every decision, and each rank installs them in its cache
- * as if it had made them: the model is deterministic and its parameters are the
+ * classes, one allgather gives everyone every decision, and each rank installs them
+ * in its cache as if it had made them: the model is deterministic and its parameters are the
  * same on every rank, so the result is what each would have found.
  *
  *   items: (allreduce, reduce) x size classes 1 B .. 64 MiB
