@@ -430,6 +430,19 @@ static int passed_enough(uintptr_t lo, uintptr_t hi, int passes)
     return 1;
 }
 
+/* Writes [from, hi) into fd at offset at, pwrite by pwrite: 1, or 0. */
+static int write_file(int fd, uintptr_t from, uintptr_t hi, off_t at)
+{
+    for (size_t done = 0, len = hi - from; done < len;) {
+        ssize_t n = pwrite(fd, (const char *)from + done, len - done, at + (off_t)done);
+        if (n <= 0) {
+            return 0;
+        }
+        done += (size_t)n;
+    }
+    return 1;
+}
+
 /* The file, holding the bytes of [lo, hi): its descriptor, or -1. */
 static int copy_into_file(uintptr_t lo, uintptr_t hi, uint64_t *ino)
 {
@@ -442,13 +455,9 @@ static int copy_into_file(uintptr_t lo, uintptr_t hi, uint64_t *ino)
         }
         return -1;
     }
-    for (size_t done = 0; done < len;) {
-        ssize_t n = pwrite(fd, (const char *)lo + done, len - done, (off_t)done);
-        if (n <= 0) {
-            close(fd);
-            return -1;
-        }
-        done += (size_t)n;
+    if (!write_file(fd, lo, hi, 0)) {
+        close(fd);
+        return -1;
     }
     *ino = (uint64_t)st.st_ino;
     return fd;
@@ -523,6 +532,57 @@ static int adopt_new(uintptr_t lo, uintptr_t hi)
     return 1;
 }
 
+/*
+ * Where [lo, hi) extends an exposed piece that starts at lo and at its file's start (a
+ * buffer passed with a larger count than before, as a benchmark's sweep of sizes
+ * does), its file grows by the rest, written and mapped after the piece: what the
+ * piece holds is neither copied again nor mapped over, which cost as much as copying
+ * it. Peers find the file at its new size and map it anew. 1, or 0 (nothing changed).
+ * Holding `adopting`.
+ */
+static int grow(uintptr_t lo, uintptr_t hi)
+{
+    pthread_mutex_lock(&lock);
+    piece_t *p = NULL;
+    for (int i = 0; i < top && p == NULL; i++) {
+        if (pieces[i].fd >= 0 && pieces[i].lo == lo && pieces[i].file_off == 0 &&
+            pieces[i].hi < hi) {
+            p = &pieces[i];
+        }
+    }
+    const uintptr_t from = p != NULL ? p->hi : 0;
+    const int fd = p != NULL ? p->fd : -1;
+    pthread_mutex_unlock(&lock);
+    if (p == NULL || !plain_memory(from, hi)) {
+        return 0;
+    }
+    if (ftruncate(fd, (off_t)(hi - lo)) != 0 || !write_file(fd, from, hi, (off_t)(from - lo))) {
+        (void)ftruncate(fd, (off_t)(from - lo));
+        return 0;
+    }
+    replacing_lo = from;
+    replacing_hi = hi;
+    void *at = mmap((void *)from, hi - from, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd,
+                    (off_t)(from - lo));
+    replacing_lo = replacing_hi = 0;
+    if (at != (void *)from) {
+        (void)ftruncate(fd, (off_t)(from - lo));
+        return 0;
+    }
+    pthread_mutex_lock(&lock);
+    /* A free() in another thread may have released the piece meanwhile: the new pages
+     * then stay this process's alone, as the released part of it does. */
+    const int same = p->fd == fd && p->lo == lo && p->hi == from;
+    if (same) {
+        p->hi = hi;
+        adopted_bytes += hi - from;
+    }
+    pthread_mutex_unlock(&lock);
+    fold_debug("adopted buffers: %zu KiB at %p grown by %zu KiB in fold memory",
+               (size_t)(from - lo) >> 10, (void *)lo, (size_t)(hi - from) >> 10);
+    return same;
+}
+
 /* The `passes`-th pass of [lo, hi) adopts it, while adoption goes on: 1 with *place. */
 static int adopt_at_pass(uintptr_t lo, uintptr_t hi, int passes, fold_mem_place_t *place)
 {
@@ -534,7 +594,8 @@ static int adopt_at_pass(uintptr_t lo, uintptr_t hi, int passes, fold_mem_place_
     }
     pthread_mutex_lock(&adopting);
     /* Another thread may have adopted it meanwhile. */
-    int found = look_up(lo, hi, place) || (adopt_new(lo, hi) && look_up(lo, hi, place));
+    int found = look_up(lo, hi, place) ||
+                ((grow(lo, hi) || adopt_new(lo, hi)) && look_up(lo, hi, place));
     pthread_mutex_unlock(&adopting);
     return found;
 }

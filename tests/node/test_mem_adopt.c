@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -318,18 +319,32 @@ Test(mem_adopt, a_new_buffer_at_an_old_address_counts_anew, .init = own_pages)
     munmap(q, len);
 }
 
+/* A buffer passed with a larger count keeps its file, which grows: only the new
+ * part is copied (adopted_bytes), and peers find the file at its new size. */
 static void grown_buffer_adopted_again(void)
 {
     const size_t len = PAGES * page();
     unsigned char *p = fresh_pages(2 * len);
     fill(p, 2 * len, 7);
-    adopt(p, len);
-    adopt(p, 2 * len);
+    fold_mem_adopt_stats_t before, s;
+    fold_mem_adopt_stats(&before);
+    const fold_mem_place_t small = adopt(p, len);
+    const fold_mem_place_t grown = adopt(p, 2 * len);
     cr_expect(filled(p, 2 * len, 7));
-    fold_mem_adopt_stats_t s;
+    cr_expect_eq(grown.ino, small.ino, "the grown buffer moved to another file");
+    cr_expect_eq(grown.bytes, 2 * len);
+    struct stat st;
+    cr_assert_eq(fstat(grown.fd, &st), 0);
+    cr_expect_eq((size_t)st.st_size, 2 * len);
     fold_mem_adopt_stats(&s);
+    cr_expect_eq(s.adopted_bytes - before.adopted_bytes, 2 * len, "the first part copied again");
     cr_expect_eq(s.exposed, 1);
     cr_expect_eq(s.pieces, 1);
+    /* Written through the new part's mapping, read back through the file. */
+    p[len + 5] = 99;
+    unsigned char byte = 0;
+    cr_assert_eq(pread(grown.fd, &byte, 1, (off_t)(len + 5)), 1);
+    cr_expect_eq(byte, 99);
     munmap(p, 2 * len);
 }
 
