@@ -276,7 +276,8 @@ static void ring_phase(rounds_t *rs, const closed_t *c, double blocks, double bl
                        double b, int reduce, int one_slot)
 {
     const double size = c->size, across = ring_cuts(c) / size;
-    double q = fold_closed_segs(block, b), seg = block / q, work = reduce ? fold_closed_reduce(c, seg) : 0;
+    double q = fold_closed_segs(block, b), seg = block / q;
+    double work = reduce ? fold_closed_reduce(c, seg) : 0;
     rounds_t hops = {.n = 0};
     const round_t *x = add_round(&hops, c, 1, q, seg, ring_senders(c), 2, work);
     const round_t *w = add_round(&hops, c, 1, q, seg, 0, 2, work);

@@ -48,8 +48,9 @@ int fold_closed_dpml(const fold_model_params_t *p, const fold_topo_t *topo,
         double out_pb = fmax(r->copy, 1.0 / (p->shm_gbs * 1e3));
         double leader_part = chunk * (L - 1) / L;
         cin = 2 * s + fold_closed_move(p, chunk) + chunk * in_pb;
-        cin_leader = leader_part > 0 ? 2 * s + fold_closed_move(p, leader_part) + leader_part * in_pb
-                                     : s;
+        cin_leader = leader_part > 0
+                         ? 2 * s + fold_closed_move(p, leader_part) + leader_part * in_pb
+                         : s;
         flag = p->flag_us + s;
         fold = s + fold_closed_move(p, sub) +
                fmax(sub * ((P - 1) * r->fold_cache + (P + 1) * r->stream_mem),
@@ -101,7 +102,8 @@ int fold_closed_shm_flat(const fold_model_params_t *p, const fold_topo_t *topo,
     fold_closed_init(&c, p, NULL, 1, P, 1, q->proto.depth, (allreduce ? 2 : 1) * n * scale,
                      P * n * scale);
     const fold_model_rates_t *r = &c.rates;
-    double copy = s + fold_closed_move(p, seg) + seg * fmax(r->copy, 1.0 / (p->shm_write_gbs * 1e3));
+    double copy = s + fold_closed_move(p, seg) +
+                  seg * fmax(r->copy, 1.0 / (p->shm_write_gbs * 1e3));
     double fold = s + fold_closed_move(p, seg) +
                   fmax(seg * ((P - 1) * r->fold_cache + (P + 1) * r->stream_mem),
                        (P - 1) * seg * r->fold);
