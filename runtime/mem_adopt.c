@@ -578,8 +578,10 @@ static int grow(uintptr_t lo, uintptr_t hi)
         adopted_bytes += hi - from;
     }
     pthread_mutex_unlock(&lock);
-    fold_debug("adopted buffers: %zu KiB at %p grown by %zu KiB in fold memory",
-               (size_t)(from - lo) >> 10, (void *)lo, (size_t)(hi - from) >> 10);
+    if (same) {
+        fold_debug("adopted buffers: %zu KiB at %p grown by %zu KiB in fold memory",
+                   (size_t)(from - lo) >> 10, (void *)lo, (size_t)(hi - from) >> 10);
+    }
     return same;
 }
 

@@ -509,14 +509,11 @@ static void query_at(const fold_context_t *ctx, fold_model_query_t *q, size_t se
     }
 }
 
-/* The model's time for `bytes`, or, where that is at least cutoff, possibly only a
- * lower bound of it that is itself at least cutoff (*exact = 0). */
-static double predict_at(fold_comm_t *comm, const fold_topo_t *topo, fold_model_query_t *q,
-                         size_t seg_bytes, size_t bytes, int pricing, double cutoff, int *exact)
+/* The parameters a prediction priced `pricing` takes: the context's, or derived from
+ * them into derived[]. */
+static const fold_model_params_t *priced_params(const fold_context_t *ctx, int pricing,
+                                                fold_model_params_t derived[2])
 {
-    const fold_context_t *ctx = comm->ctx;
-    query_at(ctx, q, seg_bytes, bytes);
-    fold_model_params_t derived[2];
     const fold_model_params_t *params = &ctx->model;
     if (pricing & PRICE_MAPPED) {
         fold_model_mapped(params, &derived[0]);
@@ -526,6 +523,18 @@ static double predict_at(fold_comm_t *comm, const fold_topo_t *topo, fold_model_
         fold_model_tiny(params, &derived[1]);
         params = &derived[1];
     }
+    return params;
+}
+
+/* The model's time for `bytes`, or, where that is at least cutoff, possibly only a
+ * lower bound of it that is itself at least cutoff (*exact = 0). */
+static double predict_at(fold_comm_t *comm, const fold_topo_t *topo, fold_model_query_t *q,
+                         size_t seg_bytes, size_t bytes, int pricing, double cutoff, int *exact)
+{
+    const fold_context_t *ctx = comm->ctx;
+    query_at(ctx, q, seg_bytes, bytes);
+    fold_model_params_t derived[2];
+    const fold_model_params_t *params = priced_params(ctx, pricing, derived);
     fold_model_result_t res;
     if (fold_select_reference) {
         *exact = 1;
@@ -840,15 +849,7 @@ static double predict_closed(fold_comm_t *comm, const fold_topo_t *topo, fold_mo
 {
     query_at(comm->ctx, q, seg_bytes, bytes);
     fold_model_params_t derived[2];
-    const fold_model_params_t *params = &comm->ctx->model;
-    if (pricing & PRICE_MAPPED) {
-        fold_model_mapped(params, &derived[0]);
-        params = &derived[0];
-    }
-    if (pricing & PRICE_TINY) {
-        fold_model_tiny(params, &derived[1]);
-        params = &derived[1];
-    }
+    const fold_model_params_t *params = priced_params(comm->ctx, pricing, derived);
     fold_model_result_t res;
     int status = fold_model_closed(params, topo, q, &res);
     if (status != FOLD_OK) {

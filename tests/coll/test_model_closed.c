@@ -12,12 +12,12 @@
 #include "coll/model.h"
 #include "coll/model_closed.h"
 #include "node/topo.h"
+#include "test_topo.h"
 
 #include <fold/fold_status.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 
 /* How far a form may stray from the replay, a factor either way: at worst, and in
  * the median of an algorithm's questions. */
@@ -40,21 +40,9 @@ static fold_topo_t *placed_topo(int nnodes, int ppn, int placement)
             key[size] = placement == ROUND_ROBIN ? size % nnodes : n;
         }
     }
-    int *pkg = malloc((size_t)size * sizeof(int));
-    cr_assert(pkg != NULL);
-    for (int r = 0; r < size; r++) {
-        pkg[r] = -1;
-    }
-    fold_topo_t *t = NULL;
-    cr_assert_eq(fold_topo_build(size, key, pkg, &t), FOLD_OK);
+    fold_topo_t *t = test_topo_keys(size, key);
     free(key);
-    free(pkg);
     return t;
-}
-
-static fold_topo_t *blocks_topo(int nnodes, int ppn)
-{
-    return placed_topo(nnodes, ppn, BLOCKS);
 }
 
 static fold_model_query_t query_of(const fold_topo_t *t, const fold_alg_t *alg,
@@ -147,7 +135,7 @@ static void flat_case_within(fold_coll_t coll, const fold_alg_t *alg, int max_pp
         if (shapes[s][1] > max_ppn) {
             continue;
         }
-        fold_topo_t *t = blocks_topo(shapes[s][0], shapes[s][1]);
+        fold_topo_t *t = test_topo_blocks(shapes[s][0], shapes[s][1]);
         for (size_t z = 0; z < sizeof(sizes) / sizeof(sizes[0]); z++) {
             fold_model_query_t q = query_of(t, alg, coll, sizes[z], 128 * 1024, 0, NULL);
             compare(&p, t, &q, &tl);
@@ -199,7 +187,7 @@ static void dpml_case(fold_coll_t coll, const fold_alg_t *alg)
         if (shapes[s][1] == 1) {
             continue;
         }
-        fold_topo_t *t = blocks_topo(shapes[s][0], shapes[s][1]);
+        fold_topo_t *t = test_topo_blocks(shapes[s][0], shapes[s][1]);
         for (int l = 1; l <= shapes[s][1]; l *= 4) {
             for (int i = 0; i < 3; i++) {
                 for (size_t z = 0; z < sizeof(sizes) / sizeof(sizes[0]); z++) {
@@ -291,31 +279,17 @@ static void node_case(fold_coll_t coll, const fold_alg_t *alg, int mapped)
     expect_close(&tl);
 }
 
-Test(model_closed, node_shm_flat)
+static void node_both(const fold_alg_t *alg, int mapped)
 {
-    node_case(FOLD_COLL_ALLREDUCE, &fold_alg_shm_flat, 0);
-    node_case(FOLD_COLL_REDUCE, &fold_alg_shm_flat, 0);
+    node_case(FOLD_COLL_ALLREDUCE, alg, mapped);
+    node_case(FOLD_COLL_REDUCE, alg, mapped);
 }
-Test(model_closed, node_dpml)
-{
-    node_case(FOLD_COLL_ALLREDUCE, &fold_alg_dpml, 0);
-    node_case(FOLD_COLL_REDUCE, &fold_alg_dpml, 0);
-}
-Test(model_closed, node_dpml_pipelined)
-{
-    node_case(FOLD_COLL_ALLREDUCE, &fold_alg_dpml_pipelined, 0);
-    node_case(FOLD_COLL_REDUCE, &fold_alg_dpml_pipelined, 0);
-}
-Test(model_closed, node_cma)
-{
-    node_case(FOLD_COLL_ALLREDUCE, &fold_alg_cma, 0);
-    node_case(FOLD_COLL_REDUCE, &fold_alg_cma, 0);
-}
-Test(model_closed, node_cma_mapped)
-{
-    node_case(FOLD_COLL_ALLREDUCE, &fold_alg_cma, 1);
-    node_case(FOLD_COLL_REDUCE, &fold_alg_cma, 1);
-}
+
+Test(model_closed, node_shm_flat) { node_both(&fold_alg_shm_flat, 0); }
+Test(model_closed, node_dpml) { node_both(&fold_alg_dpml, 0); }
+Test(model_closed, node_dpml_pipelined) { node_both(&fold_alg_dpml_pipelined, 0); }
+Test(model_closed, node_cma) { node_both(&fold_alg_cma, 0); }
+Test(model_closed, node_cma_mapped) { node_both(&fold_alg_cma, 1); }
 
 /* Far beyond the replay's reach (65,536 and 262,144 ranks): every form is a finite
  * time that grows with the message. */
@@ -328,7 +302,7 @@ Test(model_closed, finite_and_growing_at_any_scale)
                                              &fold_alg_ring, &fold_alg_binomial, &fold_alg_bintree,
                                              &fold_alg_chain, &fold_alg_greedy};
     for (size_t s = 0; s < sizeof(big) / sizeof(big[0]); s++) {
-        fold_topo_t *t = blocks_topo(big[s][0], big[s][1]);
+        fold_topo_t *t = test_topo_blocks(big[s][0], big[s][1]);
         for (int coll = FOLD_COLL_ALLREDUCE; coll <= FOLD_COLL_REDUCE; coll++) {
             for (size_t a = 0; a < sizeof(flat) / sizeof(flat[0]) + 2; a++) {
                 const fold_alg_t *alg = a < 7 ? flat[a] : a == 7 ? &fold_alg_dpml

@@ -12,27 +12,12 @@
 
 #include "coll/model.h"
 #include "node/topo.h"
+#include "test_topo.h"
 #include "test_reduced.h"
 
 #include <fold/fold_status.h>
 #include <stdlib.h>
 #include <string.h>
-
-static fold_topo_t *uniform_topo(int nnodes, int ppn)
-{
-    int size = nnodes * ppn;
-    int *key = malloc((size_t)size * sizeof(int)), *pkg = malloc((size_t)size * sizeof(int));
-    cr_assert(key != NULL && pkg != NULL);
-    for (int r = 0; r < size; r++) {
-        key[r] = r / ppn;
-        pkg[r] = -1;
-    }
-    fold_topo_t *t = NULL;
-    cr_assert_eq(fold_topo_build(size, key, pkg, &t), FOLD_OK);
-    free(key);
-    free(pkg);
-    return t;
-}
 
 static fold_model_query_t query_of(const fold_topo_t *t, const fold_alg_t *alg,
                                    fold_coll_t coll, size_t count, int leaders,
@@ -87,7 +72,7 @@ Test(model_symmetry, one_node_replays_every_rank_bit_for_bit, .timeout = 600)
     fold_model_defaults(&p);
     int one_node = 0, cases = 0;
     for (int s = 0; s < nshapes; s++) {
-        fold_topo_t *t = uniform_topo(shapes[s][0], shapes[s][1]);
+        fold_topo_t *t = test_topo_blocks(shapes[s][0], shapes[s][1]);
         for (int a = 0; fold_alg_all[a] != NULL; a++) {
             const fold_alg_t *alg = fold_alg_all[a];
             const int aware = (alg->flags & FOLD_ALG_NODE_AWARE) != 0;
@@ -128,7 +113,7 @@ static int on_one_node(const fold_alg_t *alg, fold_coll_t coll, const fold_alg_t
 {
     fold_model_params_t p;
     fold_model_defaults(&p);
-    fold_topo_t *t = uniform_topo(nnodes, 4);
+    fold_topo_t *t = test_topo_blocks(nnodes, 4);
     fold_model_query_t q = query_of(t, alg, coll, count, 2, inter);
     int one = same_either_way(&p, t, &q);
     fold_topo_free(t);
