@@ -85,7 +85,8 @@ static int select_agreed(fold_comm_t *comm, const fold_call_t *call, int agree,
     }
     int64_t mine = fold_select_mappable(
                 comm, call->in, call->out, bytes,
-                fold_select_adopt_passes(comm, call->coll, call->count, call->dtype, call->op)),
+                fold_select_adopt_passes(comm, call->coll, call->count, call->dtype, call->op),
+                fold_select_adopt_steps(comm, call->coll, call->count, call->dtype)),
             all = mine;
     if (agree) {   /* (a tool asking alone answers for this rank) */
         status = fold_coll_allreduce_int64(comm, &mine, &all, 1, FOLD_OP_MIN);
@@ -160,6 +161,7 @@ static int reduction_run(fold_coll_t coll, const void *sendbuf, void *recvbuf, s
     }
     if (!args.fast && comm->node != NULL && comm->node->adopt) {
         args.adopt_passes = fold_select_adopt_passes(comm, coll, count, dtype, op);
+        args.adopt_steps  = fold_select_adopt_steps(comm, coll, count, dtype);
     }
     if (!blocking) {
         return fold_exec_start(comm, &args, req_p);

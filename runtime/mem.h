@@ -47,6 +47,15 @@ int fold_mem_adopt(const void *buf, size_t bytes, fold_mem_place_t *place);
 /* The same at the `passes`-th pass of the buffer or later (at least the second); every
  * pass is counted, and passes <= 0 never adopts. */
 int fold_mem_adopt_after(const void *buf, size_t bytes, int passes, fold_mem_place_t *place);
+/* The same with its adoption spread over `steps` calls (at most 1: all in one): the
+ * pass that starts it and each one after moves the next 1/steps of its pages, and it
+ * lies in fold memory from the pass that moves the last, so that no call pays for
+ * more than its share of the copy. */
+int fold_mem_adopt_in_steps(const void *buf, size_t bytes, int passes, int steps,
+                            fold_mem_place_t *place);
+/* Whether an adoption of [buf, buf + bytes) in steps is under way: some of its pages
+ * lie in fold memory, the rest follow at its next passes. */
+int fold_mem_adopt_under_way(const void *buf, size_t bytes);
 /* A pass of a buffer that a call did not hand to single copy: counted as
  * fold_mem_adopt counts its passes, so that a later single copy of it adopts it
  * (selection may choose single copy for it then: fold_mem_adopt_would). */
@@ -55,6 +64,9 @@ void fold_mem_adopt_note(const void *buf, size_t bytes);
 int fold_mem_adopt_would(const void *buf, size_t bytes);
 /* ... by fold_mem_adopt_after with `passes`. */
 int fold_mem_adopt_would_after(const void *buf, size_t bytes, int passes);
+/* ... by fold_mem_adopt_in_steps with `passes` and `steps`: this pass moves its last
+ * part. */
+int fold_mem_adopt_would_in_steps(const void *buf, size_t bytes, int passes, int steps);
 /* Whether adoption can start in this process (glibc's malloc, UCX's memory events
  * seen; tested once). */
 int fold_mem_adopt_usable(void);

@@ -67,6 +67,8 @@
 
 typedef struct piece {
     uintptr_t lo, hi;      /* hi 0: a free slot */
+    uintptr_t goal;        /* where the buffer being adopted ends: beyond hi while its
+                              adoption goes on over several calls (adopt_step) */
     uint64_t  file_off;    /* where lo lies in the file */
     uint64_t  ino;
     int       fd;          /* open while exposed, else -1 */
@@ -463,8 +465,9 @@ static int copy_into_file(uintptr_t lo, uintptr_t hi, uint64_t *ino)
     return fd;
 }
 
-/* Maps the file over [lo, hi) and records the piece: 1, or 0 (nothing changed). */
-static int map_over(uintptr_t lo, uintptr_t hi, int fd, uint64_t ino)
+/* Maps the file over [lo, hi) and records the piece, heading for goal: 1, or 0
+ * (nothing changed). */
+static int map_over(uintptr_t lo, uintptr_t hi, uintptr_t goal, int fd, uint64_t ino)
 {
     replacing_lo = lo;
     replacing_hi = hi;
@@ -477,7 +480,7 @@ static int map_over(uintptr_t lo, uintptr_t hi, int fd, uint64_t ino)
     }
     pthread_mutex_lock(&lock);
     piece_t *p = free_slot();   /* reserved: adopt() saw ADOPT_SPARE free */
-    *p = (piece_t){.lo = lo, .hi = hi, .ino = ino, .fd = fd, .uses = 1};
+    *p = (piece_t){.lo = lo, .hi = hi, .goal = goal, .ino = ino, .fd = fd, .uses = 1};
     atomic_fetch_add_explicit(&npieces, 1, memory_order_release);
     adopted_bytes += hi - lo;
     pthread_mutex_unlock(&lock);
@@ -509,61 +512,69 @@ static int look_up(uintptr_t lo, uintptr_t hi, fold_mem_place_t *place)
     return p != NULL;
 }
 
-/* Moves [lo, hi) into a file mapped over it: 1, or 0 (left as it was). Holding
- * `adopting`. */
-static int adopt_new(uintptr_t lo, uintptr_t hi)
+/* Moves [lo, end) into a file mapped over it, the start of the buffer [lo, goal): 1,
+ * or 0 (left as it was). Holding `adopting`. */
+static int adopt_new(uintptr_t lo, uintptr_t end, uintptr_t goal)
 {
-    if (!plain_memory(lo, hi)) {
+    if (!plain_memory(lo, end)) {
         return 0;
     }
     uint64_t ino = 0;
-    int fd = copy_into_file(lo, hi, &ino);
+    int fd = copy_into_file(lo, end, &ino);
     if (fd < 0) {
-        fold_debug("adopted buffers: no file for %zu KiB: %s", (size_t)(hi - lo) >> 10,
+        fold_debug("adopted buffers: no file for %zu KiB: %s", (size_t)(end - lo) >> 10,
                    strerror(errno));
         return 0;
     }
-    if (!map_over(lo, hi, fd, ino)) {
+    if (!map_over(lo, end, goal, fd, ino)) {
         close(fd);
         return 0;
     }
-    fold_debug("adopted buffers: %zu KiB at %p now lie in fold memory", (size_t)(hi - lo) >> 10,
-               (void *)lo);
+    fold_debug("adopted buffers: %zu KiB at %p now lie in fold memory%s",
+               (size_t)(end - lo) >> 10, (void *)lo, end < goal ? ", the buffer's first" : "");
     return 1;
 }
 
-/*
- * Where [lo, hi) extends an exposed piece that starts at lo and at its file's start (a
- * buffer passed with a larger count than before, as a benchmark's sweep of sizes
- * does), its file grows by the rest, written and mapped after the piece: what the
- * piece holds is neither copied again nor mapped over, which cost as much as copying
- * it. Peers find the file at its new size and map it anew. 1, or 0 (nothing changed).
- * Holding `adopting`.
- */
-static int grow(uintptr_t lo, uintptr_t hi)
+/* The exposed piece that starts at lo and at its file's start and ends before hi: what
+ * of the buffer [lo, hi) lies in fold memory so far, or NULL. Under the lock. */
+static piece_t *prefix_of(uintptr_t lo, uintptr_t hi)
 {
-    pthread_mutex_lock(&lock);
-    piece_t *p = NULL;
-    for (int i = 0; i < top && p == NULL; i++) {
-        if (pieces[i].fd >= 0 && pieces[i].lo == lo && pieces[i].file_off == 0 &&
-            pieces[i].hi < hi) {
-            p = &pieces[i];
+    for (int i = 0; i < top; i++) {
+        piece_t *p = &pieces[i];
+        if (p->fd >= 0 && p->lo == lo && p->file_off == 0 && p->hi < hi) {
+            return p;
         }
     }
+    return NULL;
+}
+
+/*
+ * Where [lo, end) extends an exposed piece that starts at lo and at its file's start
+ * (a buffer passed with a larger count than before, as a benchmark's sweep of sizes
+ * does, or one adopted over several calls), its file grows by the rest, written and
+ * mapped after the piece: what the piece holds is neither copied again nor mapped
+ * over, which cost as much as copying it. Peers find the file at its new size and map
+ * it anew. 1, or 0 (nothing changed). Holding `adopting`.
+ */
+static int grow(uintptr_t lo, uintptr_t end, uintptr_t goal)
+{
+    pthread_mutex_lock(&lock);
+    piece_t *p = prefix_of(lo, end);
     const uintptr_t from = p != NULL ? p->hi : 0;
     const int fd = p != NULL ? p->fd : -1;
     pthread_mutex_unlock(&lock);
-    if (p == NULL || !plain_memory(from, hi)) {
+    if (p == NULL || !plain_memory(from, end)) {
         return 0;
     }
-    if (ftruncate(fd, (off_t)(hi - lo)) != 0 || !write_file(fd, from, hi, (off_t)(from - lo))) {
+    if (ftruncate(fd, (off_t)(end - lo)) != 0 ||
+        !write_file(fd, from, end, (off_t)(from - lo))) {
         (void)ftruncate(fd, (off_t)(from - lo));
         return 0;
     }
     replacing_lo = from;
-    replacing_hi = hi;
-    void *at = mmap((void *)from, hi - from, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd,
-                    (off_t)(from - lo));
+    replacing_hi = end;
+    void *at = mmap((void *)from, end - from, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
+                    fd, (off_t)(from - lo));
     replacing_lo = replacing_hi = 0;
     if (at != (void *)from) {
         (void)ftruncate(fd, (off_t)(from - lo));
@@ -574,30 +585,68 @@ static int grow(uintptr_t lo, uintptr_t hi)
      * then stay this process's alone, as the released part of it does. */
     const int same = p->fd == fd && p->lo == lo && p->hi == from;
     if (same) {
-        p->hi = hi;
-        adopted_bytes += hi - from;
+        p->hi   = end;
+        p->goal = goal;
+        adopted_bytes += end - from;
     }
     pthread_mutex_unlock(&lock);
     if (same) {
-        fold_debug("adopted buffers: %zu KiB at %p grown by %zu KiB in fold memory",
-                   (size_t)(from - lo) >> 10, (void *)lo, (size_t)(hi - from) >> 10);
+        fold_debug("adopted buffers: %zu KiB at %p grown by %zu KiB in fold memory%s",
+                   (size_t)(from - lo) >> 10, (void *)lo, (size_t)(end - from) >> 10,
+                   end < goal ? ", the buffer's start" : "");
     }
     return same;
 }
 
-/* The `passes`-th pass of [lo, hi) adopts it, while adoption goes on: 1 with *place. */
-static int adopt_at_pass(uintptr_t lo, uintptr_t hi, int passes, fold_mem_place_t *place)
+/* The bytes of [lo, hi) one call moves into fold memory where its adoption is spread
+ * over `steps` calls (at most 1: all of it): whole pages, so that it may take fewer
+ * calls than `steps`. */
+static size_t adopt_step(uintptr_t lo, uintptr_t hi, int steps)
 {
+    const size_t page = (size_t)sysconf(_SC_PAGESIZE), len = hi - lo;
+    if (steps <= 1) {
+        return len;
+    }
+    const size_t step = (len / (size_t)steps + page - 1) & ~(page - 1);
+    return step < page ? page : step;
+}
+
+/* Where the adoption of [lo, hi) stands: the end of what of it lies in fold memory
+ * (lo: nothing), and whether it is under way, started by an earlier pass and heading
+ * for hi or beyond. Under the lock. */
+static uintptr_t adopted_up_to(uintptr_t lo, uintptr_t hi, int *under_way)
+{
+    const piece_t *p = prefix_of(lo, hi);
+    *under_way = p != NULL && p->goal >= hi;
+    return p != NULL ? p->hi : lo;
+}
+
+/* The `passes`-th pass of [lo, hi), and every pass after it while the adoption it
+ * started goes on, moves the next part of it (adopt_step), while adoption goes on: 1
+ * with *place once the whole of it lies in fold memory. */
+static int adopt_at_pass(uintptr_t lo, uintptr_t hi, int passes, int steps,
+                         fold_mem_place_t *place)
+{
+    int under_way = 0;
     pthread_mutex_lock(&lock);
-    int go = adopting_goes_on() && passed_enough(lo, hi, passes);
+    (void)adopted_up_to(lo, hi, &under_way);
+    int go = adopting_goes_on() && (under_way || passed_enough(lo, hi, passes));
     pthread_mutex_unlock(&lock);
     if (!go) {
         return 0;
     }
     pthread_mutex_lock(&adopting);
     /* Another thread may have adopted it meanwhile. */
-    int found = look_up(lo, hi, place) ||
-                ((grow(lo, hi) || adopt_new(lo, hi)) && look_up(lo, hi, place));
+    int found = look_up(lo, hi, place);
+    if (!found) {
+        pthread_mutex_lock(&lock);
+        const uintptr_t from = adopted_up_to(lo, hi, &under_way);
+        pthread_mutex_unlock(&lock);
+        const size_t step = adopt_step(lo, hi, steps);
+        const uintptr_t end = hi - from > step ? from + step : hi;
+        found = ((from > lo && grow(lo, end, hi)) || adopt_new(lo, end, hi)) && end == hi &&
+                look_up(lo, hi, place);
+    }
     pthread_mutex_unlock(&adopting);
     return found;
 }
@@ -620,19 +669,27 @@ void fold_mem_adopt_note(const void *buf, size_t bytes)
     }
 }
 
-int fold_mem_adopt_would_after(const void *buf, size_t bytes, int passes)
+int fold_mem_adopt_would_in_steps(const void *buf, size_t bytes, int passes, int steps)
 {
     uintptr_t lo, hi;
     if (!whole_pages(buf, bytes, &lo, &hi) || !fold_mem_adopt_usable()) {
         return 0;
     }
     pthread_mutex_lock(&lock);
-    const int i = seen_at(lo, hi);
+    int under_way = 0;
+    const int i          = seen_at(lo, hi);
+    const uintptr_t from = adopted_up_to(lo, hi, &under_way);
+    const int starts     = i >= 0 && seen[i].passes + 1 >= (unsigned)passes;
     int would = exposed_holding(lo, hi) != NULL ||
-                (passes > 0 && adopting_goes_on() && i >= 0 &&
-                 seen[i].passes + 1 >= (unsigned)passes);
+                (passes > 0 && adopting_goes_on() && (under_way || starts) &&
+                 hi - from <= adopt_step(lo, hi, steps));
     pthread_mutex_unlock(&lock);
     return would;
+}
+
+int fold_mem_adopt_would_after(const void *buf, size_t bytes, int passes)
+{
+    return fold_mem_adopt_would_in_steps(buf, bytes, passes, 1);
 }
 
 int fold_mem_adopt_would(const void *buf, size_t bytes)
@@ -640,7 +697,8 @@ int fold_mem_adopt_would(const void *buf, size_t bytes)
     return fold_mem_adopt_would_after(buf, bytes, 2);
 }
 
-int fold_mem_adopt_after(const void *buf, size_t bytes, int passes, fold_mem_place_t *place)
+int fold_mem_adopt_in_steps(const void *buf, size_t bytes, int passes, int steps,
+                            fold_mem_place_t *place)
 {
     *place = (fold_mem_place_t){.fd = -1};
     uintptr_t lo, hi;
@@ -652,12 +710,31 @@ int fold_mem_adopt_after(const void *buf, size_t bytes, int passes, fold_mem_pla
             note_pass(lo, hi);
             return 0;
         }
-        if (!adopt_at_pass(lo, hi, passes < 2 ? 2 : passes, place)) {
+        if (!adopt_at_pass(lo, hi, passes < 2 ? 2 : passes, steps, place)) {
             return 0;
         }
     }
     place->pages_only = lo != (uintptr_t)buf || hi != (uintptr_t)buf + bytes;
     return 1;
+}
+
+int fold_mem_adopt_under_way(const void *buf, size_t bytes)
+{
+    uintptr_t lo, hi;
+    if (!whole_pages(buf, bytes, &lo, &hi) ||
+        atomic_load_explicit(&npieces, memory_order_acquire) == 0) {
+        return 0;
+    }
+    int under_way = 0;
+    pthread_mutex_lock(&lock);
+    (void)adopted_up_to(lo, hi, &under_way);
+    pthread_mutex_unlock(&lock);
+    return under_way;
+}
+
+int fold_mem_adopt_after(const void *buf, size_t bytes, int passes, fold_mem_place_t *place)
+{
+    return fold_mem_adopt_in_steps(buf, bytes, passes, 1, place);
 }
 
 int fold_mem_adopt(const void *buf, size_t bytes, fold_mem_place_t *place)

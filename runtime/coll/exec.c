@@ -374,6 +374,7 @@ int fold_exec_start(fold_comm_t *comm, const fold_exec_args_t *args, fold_reques
     req->single_copy = args->alg != NULL && (args->alg->flags & FOLD_ALG_SINGLE_COPY);
     req->memory      = args->memory;
     req->adopt_passes = args->adopt_passes;
+    req->adopt_steps  = args->adopt_steps;
     req->stream_out = args->cargs.count * esize >= comm->ctx->stream_min;
     fold_exec_trace_begin(req);
     fold_wire_request_init(req, args);
@@ -1186,7 +1187,7 @@ static int shm_turn(fold_request_t *req)
         call.call = req->turn.pos;   /* its place among the node's calls (node/resync.c) */
         fold_node_peer_publish(node, req->turn.epoch, req->buf[FOLD_BUF_IN],
                                req->buf[FOLD_BUF_OUT], &call, req->single_copy,
-                               req->adopt_passes);
+                               req->adopt_passes, req->adopt_steps);
         req->peer_published = 1;
     }
     return 1;

@@ -99,6 +99,7 @@ struct fold_request {
                                          buffers (FOLD_ALG_SINGLE_COPY) */
     int                 memory;       /* fold_exec_args_t's, for the fingerprint */
     int                 adopt_passes; /* fold_exec_args_t's */
+    int                 adopt_steps;  /* ... */
     int                 stream_out;   /* reductions into OUT stream their results
                                          (a call of at least ctx->stream_min bytes) */
     fold_node_turn_t    turn;         /* node-aware calls: its turn on the segment
@@ -124,6 +125,8 @@ typedef struct fold_exec_args {
                                         fold memory; the call's fingerprint says so */
     int               adopt_passes;  /* the pass of its buffers that adopts them
                                         (fold_select_adopt_passes); 0: never */
+    int               adopt_steps;   /* the calls its adoption is spread over
+                                        (fold_select_adopt_steps); <= 1: one */
 } fold_exec_args_t;
 
 int  fold_exec_start(fold_comm_t *comm, const fold_exec_args_t *args, fold_request_t **req_p);

@@ -85,6 +85,7 @@ int fold_coll_plan(fold_comm_t *comm, const fold_call_t *call, const fold_choice
         args->fast  = 1;
         args->memory = 0;
         args->adopt_passes = 0;
+        args->adopt_steps  = 0;
         return FOLD_OK;
     }
     *args = (fold_exec_args_t){

@@ -1378,7 +1378,7 @@ int fold_select_both(fold_comm_t *comm, fold_coll_t coll, size_t count, fold_dty
 }
 
 int fold_select_mappable(const fold_comm_t *comm, const void *in, const void *out, size_t bytes,
-                         int adopt_passes)
+                         int adopt_passes, int adopt_steps)
 {
     const fold_node_t *node = comm->node;
     if (node == NULL || !node->single_copy || node->xmap == NULL) {
@@ -1387,8 +1387,16 @@ int fold_select_mappable(const fold_comm_t *comm, const void *in, const void *ou
     if (in_fold_memory(in, out, bytes)) {
         return 1;
     }
-    return node->adopt && fold_mem_adopt_would_after(in, bytes, adopt_passes) &&
-           (out == NULL || out == in || fold_mem_adopt_would_after(out, bytes, adopt_passes));
+    return node->adopt && fold_mem_adopt_would_in_steps(in, bytes, adopt_passes, adopt_steps) &&
+           (out == NULL || out == in ||
+            fold_mem_adopt_would_in_steps(out, bytes, adopt_passes, adopt_steps));
+}
+
+/* What adopting a call's buffers costs a rank, in us: IN and OUT copied into fold
+ * memory at the calibration's rate. */
+static double adopt_cost_us(const fold_comm_t *comm, size_t bytes)
+{
+    return 2.0 * (double)bytes / (comm->ctx->model.adopt_gbs * 1e3);
 }
 
 int fold_select_adopt_passes(fold_comm_t *comm, fold_coll_t coll, size_t count,
@@ -1416,13 +1424,36 @@ int fold_select_adopt_passes(fold_comm_t *comm, fold_coll_t coll, size_t count,
      * the second pass adopts. */
     int passes = 2;
     if (heap->valid && mapped != NULL && mapped->valid) {
-        const double cost = 2.0 * (double)((size_t)1 << k) / (comm->ctx->model.adopt_gbs * 1e3);
-        passes = fold_select_break_even_passes(heap->us - mapped->us, cost);
+        passes = fold_select_break_even_passes(heap->us - mapped->us,
+                                               adopt_cost_us(comm, (size_t)1 << k));
     }
     if (heap->valid) {
         heap->adopt_passes = passes > 0 ? passes : -1;
     }
     return passes;
+}
+
+int fold_select_adopt_steps(fold_comm_t *comm, fold_coll_t coll, size_t count,
+                            fold_dtype_t dtype)
+{
+    if (coll > FOLD_COLL_REDUCE) {
+        return 1;
+    }
+    const size_t bytes = count * fold_dtype_size(dtype);
+    const fold_select_entry_t *heap = &comm->select.entry[coll][fold_select_class(bytes)];
+    if (!heap->valid) {
+        return 1;
+    }
+    return fold_select_adopt_steps_for(heap->us, adopt_cost_us(comm, bytes));
+}
+
+int fold_select_adopt_steps_for(double call_us, double cost_us)
+{
+    if (!(call_us > 0) || !(cost_us > call_us) || !(cost_us < INFINITY)) {
+        return 1;
+    }
+    const double steps = ceil(cost_us / call_us);
+    return steps < FOLD_SELECT_ADOPT_MAX_STEPS ? (int)steps : FOLD_SELECT_ADOPT_MAX_STEPS;
 }
 
 int fold_select_break_even_passes(double gain_us, double cost_us)

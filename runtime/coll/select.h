@@ -213,10 +213,10 @@ int fold_select_placed(fold_comm_t *comm, fold_coll_t coll, size_t count, fold_d
 int fold_select_both(fold_comm_t *comm, fold_coll_t coll, size_t count, fold_dtype_t dtype,
                      fold_op_t op, fold_choice_t *heap, fold_choice_t *mapped, int *differ);
 /* Whether this rank's buffers of a call lie in fold memory, or will once single copy
- * passes them (adopted buffers, mem.h: at the pass adopt_passes), on a node that maps
- * them. */
+ * passes them (adopted buffers, mem.h: at the pass adopt_passes, over adopt_steps
+ * calls), on a node that maps them. */
 int fold_select_mappable(const fold_comm_t *comm, const void *in, const void *out,
-                         size_t bytes, int adopt_passes);
+                         size_t bytes, int adopt_passes, int adopt_steps);
 /* The pass of a call's buffers at which adopting them has paid for itself (ski
  * rental): ceil(cost / gain) + 1, at least 2, where the cost is moving IN and OUT into
  * fold memory (2 x bytes at adopt_gbs) and the gain what a call in fold memory saves by
@@ -231,6 +231,17 @@ int fold_select_adopt_passes(fold_comm_t *comm, fold_coll_t coll, size_t count,
  * the pass would be FOLD_SELECT_ADOPT_MAX_PASSES or later. */
 #define FOLD_SELECT_ADOPT_MAX_PASSES 1000000
 int fold_select_break_even_passes(double gain_us, double cost_us);
+/* The calls an adoption of a call's buffers is spread over, so that none spends on it
+ * more than the model predicts the call itself takes on the heap: one stall of many
+ * calls' length is every rank's stall on a large job, and a solver's or a benchmark's
+ * loop sees it as a spike. The same on every rank (the heap choice's prediction and
+ * the calibration's adopt_gbs); 1 where the model did not decide. */
+int fold_select_adopt_steps(fold_comm_t *comm, fold_coll_t coll, size_t count,
+                            fold_dtype_t dtype);
+/* ... for a call predicted at call_us and an adoption costing cost_us: ceil(cost /
+ * call), 1 to FOLD_SELECT_ADOPT_MAX_STEPS. */
+#define FOLD_SELECT_ADOPT_MAX_STEPS 64
+int fold_select_adopt_steps_for(double call_us, double cost_us);
 /* Whether a blocking call asks what the last call of its collective asked (count,
  * datatype, op: the memo of fold_select) and that went to the node's tiny-message
  * path, which neither the buffers' placement nor online trials change: the call needs

@@ -273,10 +273,11 @@ size_t fold_node_peer_region_bytes(int local_size);
  * elsewhere among the node's calls. */
 struct fold_fingerprint;
 /* adopt_passes: the pass of a buffer at which it is adopted, or backed with huge
- * pages (fold_select_adopt_passes; <= 0: never). */
+ * pages (fold_select_adopt_passes; <= 0: never); adopt_steps: the calls its adoption
+ * is spread over (fold_select_adopt_steps; <= 1: one). */
 void   fold_node_peer_publish(fold_node_t *node, uint64_t epoch, const void *in, void *out,
                               const struct fold_fingerprint *call, int single_copy,
-                              int adopt_passes);
+                              int adopt_passes, int adopt_steps);
 /* len bytes from byte off_bytes of local rank `local`'s IN (from_out 0) or OUT into
  * dst; or from src into its OUT. On failure `why` says what happened. */
 int    fold_node_peer_read(const fold_node_t *node, int local, uint64_t epoch, int from_out,

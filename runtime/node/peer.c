@@ -128,37 +128,42 @@ static peer_line_t *line(const fold_node_t *node, int local)
 
 /* Where IN and OUT lie in fold memory, for peers to map instead of copying through
  * the kernel (fd -1: they do not); only a schedule that reads or writes them (single
- * copy) looks, another notes the pass for adoption. What the kernel will copy gets huge
+ * copy) looks, another counts the pass for adoption and moves its buffers on where
+ * adopting pays. What the kernel will copy gets huge
  * pages first (huge.c), before the line is rewritten: peers waiting on it would wait
  * through the kernel's work. */
 static void find_places(fold_node_t *node, const void *in, const void *out,
                         const fold_fingerprint_t *call, int single_copy, int passes,
-                        fold_mem_place_t p[2])
+                        int steps, fold_mem_place_t p[2])
 {
     const size_t bytes = call->count * fold_dtype_size((fold_dtype_t)call->dtype);
     p[0] = p[1] = (fold_mem_place_t){.fd = -1};
     const int adopt = node->adopt;
     if (!single_copy) {
-        if (adopt) {   /* its next pass may go to single copy (fold_mem_adopt_note) */
-            fold_mem_adopt_note(in, bytes);
+        /* Its next pass may go to single copy: the pass counts, and where adopting pays
+         * (selection's choice in fold memory differs), the adoption goes on. */
+        fold_mem_place_t unused;
+        if (adopt) {
+            fold_mem_adopt_in_steps(in, bytes, passes, steps, &unused);
             if (out != NULL && out != in) {
-                fold_mem_adopt_note(out, bytes);
+                fold_mem_adopt_in_steps(out, bytes, passes, steps, &unused);
             }
         }
         return;
     }
     if (!fold_mem_find(in, bytes, &p[0]) && adopt) {
-        fold_mem_adopt_after(in, bytes, passes, &p[0]);
+        fold_mem_adopt_in_steps(in, bytes, passes, steps, &p[0]);
     }
     if (out == in) {
         p[1] = p[0];
     } else if (!fold_mem_find(out, bytes, &p[1]) && adopt && out != NULL) {
-        fold_mem_adopt_after(out, bytes, passes, &p[1]);
+        fold_mem_adopt_in_steps(out, bytes, passes, steps, &p[1]);
     }
-    if (p[0].fd < 0) {
+    /* Pages on their way into fold memory are shared already: no huge page for them. */
+    if (p[0].fd < 0 && !fold_mem_adopt_under_way(in, bytes)) {
         fold_node_huge_back(&node->huge, in, bytes, passes);
     }
-    if (p[1].fd < 0 && out != in) {
+    if (p[1].fd < 0 && out != in && !fold_mem_adopt_under_way(out, bytes)) {
         fold_node_huge_back(&node->huge, out, bytes, passes);
     }
 }
@@ -175,11 +180,12 @@ static void publish_places(peer_line_t *me, const fold_mem_place_t p[2])
 }
 
 void fold_node_peer_publish(fold_node_t *node, uint64_t epoch, const void *in, void *out,
-                            const fold_fingerprint_t *call, int single_copy, int adopt_passes)
+                            const fold_fingerprint_t *call, int single_copy, int adopt_passes,
+                            int adopt_steps)
 {
     peer_line_t *me = line(node, node->local_rank);
     fold_mem_place_t places[2];
-    find_places(node, in, out, call, single_copy, adopt_passes, places);
+    find_places(node, in, out, call, single_copy, adopt_passes, adopt_steps, places);
     fold_fingerprint_t rest = *call;
     rest.count = 0;
     const uint64_t pos = call->call;

@@ -699,3 +699,15 @@ Test(select_adopt, break_even_pass_of_ski_rental)
     /* A buffer used twice: adopted only where one call's saving pays for it all. */
     cr_expect_gt(fold_select_break_even_passes(40, 2200), 2);
 }
+
+/* An adoption that costs many calls' time is spread over as many calls, none paying
+ * more than its own predicted time for it. */
+Test(select_adopt, adoption_steps_bound_what_a_call_pays)
+{
+    cr_expect_eq(fold_select_adopt_steps_for(3000, 37000), 13);
+    cr_expect_eq(fold_select_adopt_steps_for(3000, 3000), 1, "one call's worth: all at once");
+    cr_expect_eq(fold_select_adopt_steps_for(3000, 500), 1);
+    cr_expect_eq(fold_select_adopt_steps_for(1, 1e9), FOLD_SELECT_ADOPT_MAX_STEPS);
+    cr_expect_eq(fold_select_adopt_steps_for(0, 100), 1, "no prediction: all at once");
+    cr_expect_eq(fold_select_adopt_steps_for(100, INFINITY), 1);
+}

@@ -360,6 +360,81 @@ Test(mem_adopt, a_grown_buffer_is_adopted_again_by_the_maps_text, .init = own_pa
     grown_buffer_adopted_again();
 }
 
+/* An adoption spread over 4 calls moves a quarter of the buffer's pages at each pass
+ * from the one that starts it, the bytes written between the passes kept, and the
+ * buffer lies in fold memory from the pass that moves the last: one file, each page
+ * copied once, and no pass but the last said to end in fold memory. */
+static void adopted_in_steps(void)
+{
+    const size_t len = PAGES * page(), quarter = len / 4;
+    unsigned char *p = fresh_pages(len);
+    fill(p, len, 3);
+    fold_mem_adopt_stats_t before, s;
+    fold_mem_adopt_stats(&before);
+    fold_mem_place_t place;
+    cr_expect_eq(fold_mem_adopt_would_in_steps(p, len, 2, 4), 0, "the first pass only counts");
+    cr_expect_eq(fold_mem_adopt_in_steps(p, len, 2, 4, &place), 0);
+    cr_expect_eq(fold_mem_adopt_under_way(p, len), 0);
+    for (size_t step = 1; step <= 4; step++) {
+        cr_expect_eq(fold_mem_adopt_would_in_steps(p, len, 2, 4), step == 4,
+                     "pass %zu said to end in fold memory", step + 1);
+        const int whole = fold_mem_adopt_in_steps(p, len, 2, 4, &place);
+        cr_expect_eq(whole, step == 4, "pass %zu", step + 1);
+        fold_mem_adopt_stats(&s);
+        cr_expect_eq(s.adopted_bytes - before.adopted_bytes, step * quarter,
+                     "pass %zu moved %llu bytes in all", step + 1,
+                     (unsigned long long)(s.adopted_bytes - before.adopted_bytes));
+        cr_expect_eq(s.pieces, 1);
+        cr_expect_eq(fold_mem_adopt_under_way(p, len), step < 4);
+        cr_expect(filled(p, len, (unsigned)(step + 2)), "bytes lost at pass %zu", step + 1);
+        fill(p, len, (unsigned)(step + 3));   /* the program writes between its calls */
+    }
+    cr_assert_geq(place.fd, 0);
+    struct stat st;
+    cr_assert_eq(fstat(place.fd, &st), 0);
+    cr_expect_eq((size_t)st.st_size, len);
+    cr_expect_eq(place.bytes, len);
+    /* The last write went through the shared pages into the file. */
+    unsigned char byte = 0;
+    cr_assert_eq(pread(place.fd, &byte, 1, (off_t)(len - 3)), 1);
+    cr_expect_eq(byte, (unsigned char)((len - 3) * 7 + 7));
+    char perms[8];
+    perms_at(p + len - 1, perms);
+    cr_expect_eq(perms[3], 's', "the last page is not shared: %s", perms);
+    munmap(p, len);
+}
+
+Test(mem_adopt, an_adoption_in_steps_moves_a_share_a_pass, .init = own_pages)
+{
+    adopted_in_steps();
+}
+
+/* A buffer given back halfway through its adoption: what is left of it keeps its
+ * bytes, is no longer offered to peers, and its adoption does not go on. */
+Test(mem_adopt, a_buffer_released_halfway_through_its_adoption, .init = own_pages)
+{
+    const size_t len = PAGES * page();
+    unsigned char *p = fresh_pages(len);
+    fill(p, len, 5);
+    fold_mem_place_t place;
+    for (int pass = 0; pass < 3; pass++) {
+        cr_expect_eq(fold_mem_adopt_in_steps(p, len, 2, 4, &place), 0);
+    }
+    cr_assert_eq(fold_mem_adopt_under_way(p, len), 1);
+    /* Half of it moved: a release from a quarter in takes moved pages with it. */
+    cr_assert_eq(munmap(p + len / 4, len - len / 4), 0);
+    fold_mem_adopt_stats_t s;
+    fold_mem_adopt_stats(&s);
+    cr_expect_eq(s.exposed, 0, "a buffer released in part is still offered to peers");
+    cr_expect(filled(p, len / 4, 5));
+    cr_expect_eq(fold_mem_adopt_under_way(p, len / 4), 0, "the adoption goes on");
+    cr_expect_eq(fold_mem_adopt_in_steps(p, len / 4, 2, 4, &place), 0,
+                 "the rest of a released buffer adopted without its passes");
+    munmap(p, len / 4);
+    fold_mem_adopt_stats(&s);
+    cr_expect_eq(s.pieces, 0);
+}
+
 static void other_memory_left_alone(void)
 {
     const size_t len = PAGES * page();
@@ -594,8 +669,9 @@ static int in_fold_memory(const void *buf)
 }
 
 /* Adopting at 0.05 GB/s (a slow kernel's page faults): the calls must save its price
- * first. Sixteen pairs used twice each stay on the heap; one pair used on moves into
- * fold memory exactly at the pass selection priced, not before. */
+ * first. Sixteen pairs used twice each stay on the heap; one pair used on starts moving
+ * into fold memory exactly at the pass selection priced, not before, and lies there
+ * once the calls its adoption is spread over have each moved their share. */
 static int priced_rank(fold_context_t *ctx, int rank, int size, void *arg)
 {
     (void)arg;
@@ -616,8 +692,11 @@ static int priced_rank(fold_context_t *ctx, int rank, int size, void *arg)
     int bad = fold_allreduce(&x, &sum, 1, FOLD_FLOAT32, FOLD_OP_SUM, w) != FOLD_OK;   /* set-up */
     const int passes = fold_select_adopt_passes((fold_comm_t *)w, FOLD_COLL_ALLREDUCE, COUNT,
                                                 FOLD_FLOAT32, FOLD_OP_SUM);
-    if (passes < 3 || passes > 200) {
-        fprintf(stderr, "rank %d: adopting is priced to pay at pass %d\n", rank, passes);
+    const int steps = fold_select_adopt_steps((fold_comm_t *)w, FOLD_COLL_ALLREDUCE, COUNT,
+                                              FOLD_FLOAT32);
+    if (passes < 3 || passes > 200 || steps < 2 || steps > FOLD_SELECT_ADOPT_MAX_STEPS) {
+        fprintf(stderr, "rank %d: adopting is priced to pay at pass %d, in %d steps\n", rank,
+                passes, steps);
         bad = 1;
     }
     for (int c = 0; c < 2 * ROTATING && !bad; c++) {
@@ -638,14 +717,29 @@ static int priced_rank(fold_context_t *ctx, int rank, int size, void *arg)
         fprintf(stderr, "rank %d: adopted before pass %d\n", rank, passes);
         bad = 1;
     }
-    bad = bad || priced_call(w, rank, size, buf[0], buf[1], passes);
-    if (!bad && !(in_fold_memory(buf[0]) && in_fold_memory(buf[1]))) {
-        fprintf(stderr, "rank %d: not adopted at pass %d\n", rank, passes);
+    /* From that pass on, each moves a share of them (whole pages: the shares may take
+     * fewer passes than steps), and they lie in fold memory from the last. */
+    int last = 0;
+    for (int c = passes; c < passes + steps && last == 0 && !bad; c++) {
+        bad = priced_call(w, rank, size, buf[0], buf[1], c);
+        const int whole = in_fold_memory(buf[0]) && in_fold_memory(buf[1]);
+        const int moving = fold_mem_adopt_under_way(buf[0], COUNT * sizeof(float)) &&
+                           fold_mem_adopt_under_way(buf[1], COUNT * sizeof(float));
+        last = whole ? c : 0;
+        if (!bad && whole == moving) {
+            fprintf(stderr, "rank %d: pass %d of an adoption from %d in %d steps: %s\n", rank,
+                    c, passes, steps, whole ? "adopted and under way" : "not started");
+            bad = 1;
+        }
+    }
+    if (!bad && last < passes + steps / 2) {
+        fprintf(stderr, "rank %d: adopted at pass %d, from %d in %d steps\n", rank, last,
+                passes, steps);
         bad = 1;
     }
     /* Used on, as a loop that paid for it does (adoption counts buffers released
      * before their third use as waste, and stops after a few). */
-    for (int c = passes + 1; c < passes + 3 && !bad; c++) {
+    for (int c = last + 1; c < last + 3 && !bad; c++) {
         bad = priced_call(w, rank, size, buf[0], buf[1], c);
     }
     munmap(pages, 2 * ROTATING * bytes + 2 * ROTATING * page());
