@@ -9,6 +9,7 @@
 #include "guard.h"
 #include "hash.h"
 #include "log.h"
+#include "net_probe.h"
 #include "util/median.h"
 
 #include <pthread.h>
@@ -263,6 +264,15 @@ void fold_context_set_measured(fold_context_t *ctx, const fold_node_calib_t *cal
             break;
         }
         used += (size_t)n;
+    }
+    if (ctx->net_lat_us > 0 && ctx->net_gbs > 0) {
+        int n = snprintf(ctx->measured + used, room - used, "%sinter_lat_us=%.4g,inter_gbs=%.4g",
+                         used ? "," : "", ctx->net_lat_us, ctx->net_gbs);
+        if (n < 0 || (size_t)n >= room - used) {
+            ctx->measured[used] = '\0';
+        } else {
+            used += (size_t)n;
+        }
     }
     /* FOLD_MEASURED stands in for what was measured (another machine's figures). */
     const char *given = ctx->config.measured;
@@ -625,6 +635,23 @@ static int gather_addresses(fold_context_t *ctx, const address_head_t *heads, co
     return FOLD_OK;
 }
 
+/* The network between nodes, measured once the transport is up (net_probe.c), for
+ * the model to decide with; the in-process loopback has none to measure. */
+static int context_probe_network(fold_context_t *ctx)
+{
+    if (ctx->nnodes < 2 || ctx->tl_ops == &fold_tl_loopback_ops) {
+        return FOLD_OK;
+    }
+    int status = fold_net_probe(ctx, &ctx->net_lat_us, &ctx->net_gbs);
+    if (status != FOLD_OK || ctx->net_lat_us <= 0 || ctx->net_gbs <= 0) {
+        return status;
+    }
+    fold_context_set_measured(ctx, &ctx->calib);
+    fold_info("network measured: %.1f us a small message, %.3g GB/s a link", ctx->net_lat_us,
+              ctx->net_gbs);
+    return fold_select_configure(ctx);
+}
+
 /* Makes every rank's transport reachable; `local` is this rank's status so far (a
  * failed rank has no transport but still takes part). With a directory (PMIx) each
  * rank only publishes its address, and a transport fetches a peer's on its first
@@ -794,7 +821,8 @@ int fold_context_create(fold_bootstrap_t *bs, const char *transport, void *loopb
     if (local == FOLD_OK) {
         local = context_check_transport(ctx);
     }
-    if ((status = context_connect(ctx, local)) != FOLD_OK) {
+    if ((status = context_connect(ctx, local)) != FOLD_OK ||
+        (status = context_probe_network(ctx)) != FOLD_OK) {
         goto err;
     }
     ctx->magic = FOLD_CONTEXT_MAGIC;

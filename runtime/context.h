@@ -51,6 +51,9 @@ struct fold_context {
     char                 measured[512];    /* "name=value,..." of what fold_init measured,
                                              the same on every rank */
     struct fold_node_calib calib;         /* the same, agreed (what the string says) */
+    double               net_lat_us;      /* ... of the network between nodes
+                                             (net_probe.h); 0: not measured */
+    double               net_gbs;
     int                  cores_probed;    /* the world's node setup probed the cores */
     const fold_alg_t    *forced[FOLD_COLL_COUNT]; /* FOLD_ALLREDUCE_ALG, FOLD_REDUCE_ALG */
     size_t               forced_seg[FOLD_COLL_COUNT]; /* their @SIZE, 0: none */

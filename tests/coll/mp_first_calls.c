@@ -7,7 +7,8 @@
  *   - no online trial ran: every set of arguments still runs the model's pick
  *     (fold_selection_trying says no, fold_selected_algorithm says the pick);
  *   - the buffers moved into fold memory only where selection priced adopting to pay
- *     by then (fold_select_adopt_passes at most FIRST_CALLS), never earlier;
+ *     by then (fold_select_adopt_passes at most FIRST_CALLS), never earlier, and no
+ *     call moved more than its share of them (fold_select_adopt_steps);
  *   - no node was set up inside the calls (the world's was, at fold_init).
  * Every result is checked. Exits 0 when all holds.
  */
@@ -20,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #define FIRST_CALLS 10
 #define MIN_BYTES   ((size_t)4 << 10)
@@ -57,6 +59,14 @@ static int lies_in_fold_memory(const void *buf, size_t bytes)
     return fold_mem_adopt_would_after(buf, bytes, 0);
 }
 
+/* What one call may move into fold memory: its share of IN and OUT, whole pages. */
+static uint64_t share_of(size_t bytes, int steps)
+{
+    const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    const size_t share = steps > 1 ? (bytes / (size_t)steps + page - 1) / page * page : bytes;
+    return 2 * (uint64_t)share;
+}
+
 static void first_calls_of(fold_comm_h w, fold_coll_t coll, size_t bytes, float *in,
                            float *out)
 {
@@ -69,12 +79,22 @@ static void first_calls_of(fold_comm_h w, fold_coll_t coll, size_t bytes, float 
     for (int c = 0; c < FIRST_CALLS; c++) {
         fill(in, n, c);
         memset(out, 0, bytes);
+        fold_mem_adopt_stats_t before, after;
+        fold_mem_adopt_stats(&before);
         int st = coll == FOLD_COLL_ALLREDUCE
                      ? fold_allreduce(in, out, n, FOLD_FLOAT32, FOLD_OP_SUM, w)
                      : fold_reduce(in, out, n, FOLD_FLOAT32, FOLD_OP_SUM, 0, w);
         if (st != FOLD_OK) {
             fail(name, bytes, fold_status_string(st));
             return;
+        }
+        fold_mem_adopt_stats(&after);
+        const uint64_t moved = after.adopted_bytes - before.adopted_bytes;
+        if (moved > share_of(bytes, fold_select_adopt_steps(comm, coll, n, FOLD_FLOAT32))) {
+            char why[96];
+            snprintf(why, sizeof(why), "call %d moved %llu bytes into fold memory", c + 1,
+                     (unsigned long long)moved);
+            fail(name, bytes, why);
         }
         if ((coll == FOLD_COLL_ALLREDUCE || rank == 0) && !sum_ok(out, n, c)) {
             fail(name, bytes, "wrong sum");
