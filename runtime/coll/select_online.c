@@ -172,20 +172,21 @@ static fold_online_key_t *find(fold_online_t *o, fold_coll_t coll, size_t count,
         return NULL;
     }
     /* A loop of identical calls finds its key first. */
-    if (o->nkeys > 0 && matches(&o->key[o->last], coll, count, dtype, op, root)) {
-        return &o->key[o->last];
+    if (o->nkeys > 0 && matches(o->key[o->last], coll, count, dtype, op, root)) {
+        return o->key[o->last];
     }
     for (int i = 0; i < o->nkeys; i++) {
-        if (matches(&o->key[i], coll, count, dtype, op, root)) {
+        if (matches(o->key[i], coll, count, dtype, op, root)) {
             o->last = i;
-            return &o->key[i];
+            return o->key[i];
         }
     }
     return NULL;
 }
 
 /* A new key for the call's arguments, WAITING for its calls to pay for the least
- * trials could cost. NULL when the table is full. */
+ * trials could cost. NULL when the table is full. Keys come one at a time: a call
+ * adding one pays for its own few kilobytes, not for zeroing the whole table. */
 static fold_online_key_t *add(fold_comm_t *comm, const fold_call_t *call)
 {
     fold_online_t *o = comm->online;
@@ -195,8 +196,12 @@ static fold_online_key_t *add(fold_comm_t *comm, const fold_call_t *call)
     if (o->nkeys == FOLD_ONLINE_KEYS) {
         return NULL;
     }
+    fold_online_key_t *k = malloc(sizeof(*k));
+    if (k == NULL) {
+        return NULL;
+    }
     o->last = o->nkeys;
-    fold_online_key_t *k = &o->key[o->nkeys++];
+    o->key[o->nkeys++] = k;
     *k = (fold_online_key_t){.state = FOLD_ONLINE_WAITING, .coll = call->coll,
                              .count = call->count, .dtype = call->dtype, .op = call->op,
                              .root = call->root};
@@ -401,6 +406,10 @@ int fold_online_trying(const fold_comm_t *comm, fold_coll_t coll, size_t count,
 
 void fold_online_free(fold_comm_t *comm)
 {
-    free(comm->online);
+    fold_online_t *o = comm->online;
+    for (int i = 0; o != NULL && i < o->nkeys; i++) {
+        free(o->key[i]);
+    }
+    free(o);
     comm->online = NULL;
 }

@@ -93,7 +93,7 @@ typedef struct fold_online_key {
 } fold_online_key_t;
 
 typedef struct fold_online {
-    fold_online_key_t key[FOLD_ONLINE_KEYS];
+    fold_online_key_t *key[FOLD_ONLINE_KEYS];   /* nkeys of them allocated */
     int               nkeys;
     int               last;   /* the key found last */
 } fold_online_t;

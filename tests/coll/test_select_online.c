@@ -368,7 +368,7 @@ static int loop_of_calls(fold_context_t *ctx, int rank, int size, void *arg)
     s->trying[rank][4] = trying_of(w, "reduce", count, 0);
     s->agreed[rank] = bad ? NULL : fold_selected_algorithm(w, "allreduce", count, FOLD_FLOAT32);
     s->fast_calls[rank] = w->node != NULL ? w->node->fast_calls : 0;
-    const fold_online_key_t *k = w->online ? &w->online->key[0] : NULL;
+    const fold_online_key_t *k = w->online && w->online->nkeys > 0 ? w->online->key[0] : NULL;
     s->keys[rank]  = w->online ? w->online->nkeys : 0;
     s->state[rank] = k ? k->state : -1;
     s->ncand[rank] = k ? k->ncand : 0;
