@@ -24,9 +24,12 @@ cmake -S . -B "$prefix" -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$prefix" -j"$jobs"
 stage_done "release build"
 # Tests labelled pure run no ranks of their own (cmake/test_labels.cmake): nproc at a
-# time. Every other test starts ranks that spin, so it runs alone.
-(cd "$prefix" && ctest --output-on-failure -j"$jobs" -L '^pure$' && \
-     ctest --output-on-failure -j1 -LE '^pure$')
+# time. The other unit tests run their ranks as threads of one process and assert
+# nothing about time: nproc at a time too (under the sanitizers, where sharing the
+# cores makes them slower, alone). Every other test starts processes that spin, so it
+# runs alone.
+(cd "$prefix" && ctest --output-on-failure -j"$jobs" -L '^(pure|unit)$' && \
+     ctest --output-on-failure -j1 -LE '^(pure|unit)$')
 stage_done "release tests"
 
 # The install and package checks wait on cpack, dpkg and mpirun more than on the CPU:
