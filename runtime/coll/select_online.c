@@ -186,7 +186,7 @@ static fold_online_key_t *find(fold_online_t *o, fold_coll_t coll, size_t count,
 
 /* A new key for the call's arguments, WAITING for its calls to pay for the least
  * trials could cost. NULL when the table is full. Keys come one at a time: a call
- * adding one pays for its own few kilobytes, not for zeroing the whole table. */
+ * adding one pays for its own key, not for zeroing the whole table. */
 static fold_online_key_t *add(fold_comm_t *comm, const fold_call_t *call)
 {
     fold_online_t *o = comm->online;
