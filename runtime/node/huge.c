@@ -117,21 +117,30 @@ static struct fold_node_huge_range *take_entry(fold_node_huge_t *h)
     return r;
 }
 
-/* Asks the kernel for huge pages under [lo, hi); stops the node where it never will. */
+/* Asks the kernel for huge pages under [lo, hi), one page at a time: a kernel short of
+ * free huge pages collapses some and not others, and each one backed counts. Stops the
+ * node where it never will. */
 static void back(fold_node_huge_t *h, uintptr_t lo, uintptr_t hi)
 {
+    const size_t page = fold_node_huge_page_bytes();
     const double t0 = fold_util_time_now();
-    if (fold_node_huge_collapse((void *)lo, hi - lo) != 0) {
+    size_t backed = 0;
+    for (uintptr_t at = lo; at < hi && h->on; at += page) {
+        if (fold_node_huge_collapse((void *)at, page) == 0) {
+            backed += page;
+            continue;
+        }
         if (errno == EINVAL || errno == ENOSYS || errno == EPERM) {
             h->on = 0;   /* no such advice, or not for this process: never again */
+        } else {
+            h->short_bytes += page;
         }
-        fold_debug("huge pages: backing %zu KiB at %p: %s%s", (size_t)(hi - lo) >> 10,
-                   (void *)lo, strerror(errno), h->on ? "" : "; no more are asked for");
-        return;
+        fold_debug("huge pages: backing %zu KiB at %p: %s%s", page >> 10, (void *)at,
+                   strerror(errno), h->on ? "" : "; no more are asked for");
     }
-    h->backed_bytes += hi - lo;
-    fold_debug("huge pages: backed %zu KiB at %p in %.2f ms", (size_t)(hi - lo) >> 10,
-               (void *)lo, (fold_util_time_now() - t0) * 1e3);
+    h->backed_bytes += backed;
+    fold_debug("huge pages: backed %zu of %zu KiB at %p in %.2f ms", backed >> 10,
+               (size_t)(hi - lo) >> 10, (void *)lo, (fold_util_time_now() - t0) * 1e3);
 }
 
 void fold_node_huge_back(fold_node_huge_t *h, const void *buf, size_t bytes, int passes)

@@ -59,6 +59,7 @@ typedef struct fold_node_huge {
     unsigned unused;        /* backed ranges forgotten without having been passed
                                again */
     size_t   backed_bytes;  /* backed so far */
+    size_t   short_bytes;   /* asked for, and not backed: the kernel had no huge page free */
     struct fold_node_huge_range {
         uintptr_t lo, hi;   /* whole huge pages; hi 0: an empty entry */
         unsigned  uses;     /* calls that passed it */
