@@ -24,7 +24,7 @@ function(fold_mpi_shim_tests p mpi_c mpi_fortran have_f08 mpirun shim_target che
   foreach(program mpi_reduce_check mpi_fallback mpi_spawn mpi_solver mpi_threads
                   mpi_allreduce_bench mpi_serve_advice mpi_mismatch mpi_comm_churn
                   mpi_types_check mpi_userop_check mpi_derived_check mpi_alloc_mem
-                  mpi_first_calls mpi_struct_userop mpi_intercomm_check)
+                  mpi_first_calls mpi_struct_userop mpi_intercomm_check mpi_p2p_stream)
     string(REGEX REPLACE "^mpi_" "${p}_" target ${program})
     add_executable(${target} ${FOLD_MPI_TEST_DIR}/${program}.c)
     target_link_libraries(${target} PRIVATE fold_${p}_test_util Threads::Threads m)
