@@ -68,6 +68,7 @@ struct rank_sim {
     bool running = false;
     std::vector<std::pair<uint32_t, sg4::CommPtr>> watch;   /* its sends in flight */
     std::vector<uint32_t> to_start;   /* its sends another rank's receive let go */
+    sg4::Mailbox *box = nullptr;      /* its inbox: transfers to it start at once */
 };
 
 struct replay {
@@ -106,15 +107,24 @@ void hook_ring(void *arg, int rank)
 
 /* The sender's actor starts each of its transfers, as it is the one that waits for
  * them: a receive that lets a send go hands it to the sender's actor, which starts it
- * at once (its bell rings at once). */
+ * at once (its bell rings at once). A transfer is a put into the receiver's inbox,
+ * whose permanent receiver makes it start at once. Not Comm::sendto_async: SimGrid
+ * keeps its transfers in one list of all in flight and searches the whole list as
+ * each one ends, which grows with the ranks squared. */
 void start_transfer(replay *rp, int sender, uint32_t send)
 {
-    const int *node_of = rp->g->topo->node_of;
     const sim_step_t *st = &rp->g->steps[send];
-    sg4::CommPtr c = sg4::Comm::sendto_async(node_hosts[(size_t)node_of[sender]],
-                                             node_hosts[(size_t)node_of[st->peer]],
-                                             st->amount);
+    sg4::CommPtr c = rp->ranks[(size_t)st->peer].box->put_async(rp, st->amount);
     rp->ranks[(size_t)sender].watch.emplace_back(send, c);
+}
+
+/* Takes the transfers to `me` that have ended out of its inbox, which holds them until
+ * its receiver takes them. */
+void drain_inbox(rank_sim &me)
+{
+    while (me.box->ready()) {
+        me.box->get<void>();
+    }
 }
 
 void hook_start_msg(void *arg, int sender, uint32_t send, uint64_t, int)
@@ -151,6 +161,7 @@ void rank_actor(replay *rp, int rank)
     std::vector<sg4::ActivityPtr> acts;
     std::vector<int64_t> tags, ended;
     while (!sim_run_rank_done(rp->run, rank)) {
+        drain_inbox(me);
         for (uint32_t send : me.to_start) {
             start_transfer(rp, rank, send);
         }
@@ -213,6 +224,8 @@ void rank_actor(replay *rp, int rank)
         sim_run_kick(rp->run, rank, now);
     }
     me.running = false;
+    drain_inbox(me);
+    me.box->set_receiver(nullptr);
     if (me.bell != nullptr) {
         me.bell->cancel();
         me.bell = nullptr;
@@ -293,9 +306,11 @@ extern "C" int sim_engine_run(sim_prog_t *g, const fold_model_params_t *p, char 
     int status = 0;
     try {
         for (int r = 0; r < g->size; r++) {
-            sg4::Actor::create("rank-" + std::to_string(r),
-                               node_hosts[(size_t)g->topo->node_of[r]],
-                               [&rp, r] { rank_actor(&rp, r); });
+            std::string name = "rank-" + std::to_string(r);
+            sg4::ActorPtr a = sg4::Actor::create(name, node_hosts[(size_t)g->topo->node_of[r]],
+                                                 [&rp, r] { rank_actor(&rp, r); });
+            rp.ranks[(size_t)r].box = sg4::Mailbox::by_name(name);
+            rp.ranks[(size_t)r].box->set_receiver(a);
         }
         engine->run();
     } catch (const std::exception &e) {
