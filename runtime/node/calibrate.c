@@ -1,20 +1,19 @@
 /*
- * What fold_init measures of the node for the cost model (node.h), in about 20 ms
- * and 3 MiB per rank:
+ * What fold_init measures of the node for the cost model (node.h), in tens of
+ * milliseconds and 3 MiB per rank:
  *
  *   copy_gbs, shm_gbs   memcpy of 1 MiB in cache: the rate of copies and of the node
  *                       segment's transfers (shm_gbs: a core reading what another
- *                       core wrote; on the AMD EPYC this was written on, 70-90 GB/s
- *                       against 70 for a copy of one's own 1 MiB)
+ *                       core wrote, which can run as fast as a copy of one's own)
  *   reduce_gbs          fold's float32 c = a + b over 1 MiB, in cache
  *   copy_l2_gbs,        the same two over 64 KiB, within a core's own cache (L2, of
  *   reduce_l2_gbs,      l2_bytes, from sysconf): where the L2 is 2 MiB and the L3
- *   l2_bytes            slow, as on a Xeon VM, 1 MiB runs at the L3's rate (copy 24
- *                       GB/s, reduce 12) while a pipeline's 32-128 KiB chunks run at
- *                       the L2's (35 and 30); the model takes each by working set
+ *   l2_bytes            slow, as on some Xeons, 1 MiB runs at the L3's rate while a
+ *                       pipeline's 32-128 KiB chunks run at the L2's, a reduction up
+ *                       to twice as fast; the model takes each by working set
  *   copy_mem_gbs,       the same with the three buffers flushed from the caches
  *   reduce_mem_gbs      first (x86 clflush, Arm dc civac): the memory-bound rates,
- *                       within 5% of a 64 MiB stream here at a sixtieth of its cost
+ *                       close to a 64 MiB stream's at a small part of its cost
  *   reduce_stream_gbs   the reduction from memory again, its result written with
  *                       non-temporal stores: where that is faster, large calls
  *                       stream their results (context.c)
@@ -22,42 +21,41 @@
  *   reduce_loop_        ordinary stores and streamed (stream_rounds): where the
  *   stream_gbs          three buffers (rounds_bytes) are more than the L2 and
  *                       streaming wins although they fit the last level, results
- *                       stream from the L2's size on (context.c; on a Xeon VM with
- *                       2 MiB L2s and a slow mesh L3, 2-rank allreduce and reduce of
- *                       4-8 MiB ran 1.2-1.3x as fast so)
+ *                       stream from the L2's size on (context.c; it pays where the
+ *                       L2s are large and the L3 is a slow mesh)
  *   cma_gbs, cma_us     process_vm_readv of 1 MiB of this process's own memory, and
  *                       its cost per call (64-byte reads)
  *   cma_mem_gbs         the same out of cache, estimated: cma_gbs slowed by the
  *                       factor memcpy slows by (copy_mem_gbs / copy_gbs). The kernel
  *                       walks and pins each page and that work slows with the
- *                       region's footprint, not only its data's: on a Zen 5 VM a
- *                       1 MiB read with its lines flushed ran at 10-12 GB/s, but
- *                       reads streaming over 64 MiB at 5.5-7 (memcpy 20 either way),
- *                       which this puts at 5-8. Timing such a stream here would cost
- *                       fold_init 100 MiB per rank; fold_tune measures it.
+ *                       region's footprint, not only its data's: a 1 MiB read with
+ *                       its lines flushed runs well above reads streaming over 64
+ *                       MiB where memcpy runs alike, and this estimate lands near
+ *                       the stream's. Timing such a stream here would cost fold_init
+ *                       100 MiB per rank; fold_tune measures it.
  *   cma_huge_mem_gbs    the flushed read of 1 MiB that lies in a huge page: the rate
- *                       of buffers huge.c backs so (1-2 ms more, for the kernel to
- *                       collapse one). Here 6.0 GB/s where the estimate above said
- *                       3.6 and memcpy from memory 7.3; over 32 MiB streams the two
- *                       page sizes ran at 8.7-10.5 and 3.9-7.2 GB/s, memcpy 10-11.6.
+ *                       of buffers huge.c backs so (a millisecond or two more, for
+ *                       the kernel to collapse one), well above the estimate above
+ *                       (docs/results/node-data-path.md, "Huge pages under the
+ *                       kernel's copies").
  *   adopt_gbs           moving 1 MiB of private pages into fold memory as
  *                       mem_adopt.c does (a new memfd written, mapped over them,
  *                       every page touched again): the price of adopting a buffer,
  *                       which selection weighs against what its calls then save
  *
  * Why all of them: measuring only single copy and leaving the copy rates at their
- * generic defaults made selection take single copy on that EPYC, whose kernel path
- * runs at 17 GB/s while plain copies run at 70: 0.4-0.8x Open MPI from 32 KiB up.
- * The model must compare measured with measured. fold_tune measures on real
+ * generic defaults can make selection take single copy on a machine whose kernel path
+ * runs at a quarter of its plain copies, and fall behind Open MPI from 32 KiB up. The
+ * model must compare measured with measured. fold_tune measures on real
  * transfers and whole streams, and its file overrides all of these.
  *
- * In-cache rates are the best of many rounds over at least CALIBRATE_MIN_S: on this
- * project's virtual machine one run in seven measured memory at a third of its speed
- * for a few milliseconds of fold_init, and the best of 4 reads over 0.3 ms then made
- * selection run the wrong family for the whole job; over 10 ms, 110 runs of 110
- * measured it right. The ranks of a node measure at once, so the memory-bound rates
- * may come out low on a node with many ranks: that slows every algorithm's
- * out-of-cache copies alike in the model.
+ * In-cache rates are the best of many rounds over at least CALIBRATE_MIN_S: a virtual
+ * machine can run memory at a fraction of its speed for a few milliseconds, and a
+ * best of a few short reads caught in such a spell makes selection run the wrong
+ * family for the whole job; rounds over CALIBRATE_MIN_S outlast the spells. The ranks
+ * of a node measure at once, so the memory-bound rates may come out low on a node
+ * with many ranks: that slows every algorithm's out-of-cache copies alike in the
+ * model.
  */
 #define _GNU_SOURCE
 #include "node/node.h"
@@ -236,8 +234,8 @@ static int flushed_rounds(float *a, float *b, float *c, best_times_t *best)
 /* The in-cache reduction over the 1 MiB buffers, with ordinary stores and streamed,
  * each as a loop of calls of one kind runs it: a block of rounds of one, then of the
  * other (the streamed rounds leave c out of the cache, the ordinary ones in it; taken
- * by turns, each found the other's lines: ordinary 9 GB/s against streamed 7.5, where
- * blocks of each ran at 8 and 11-14). Seconds per reduction, best of each block. */
+ * by turns, each finds the other's lines, and the order of the two comes out reversed).
+ * Seconds per reduction, best of each block. */
 static void stream_rounds(const float *a, const float *b, float *c, double *ordinary,
                           double *streamed)
 {
@@ -402,8 +400,8 @@ static void measure(fold_node_calib_t *out)
 
 /* A process measures once: its later contexts (a library's own beside the
  * application's, a test's loopback ranks, which are threads of one process) run on the
- * same machine. Measured again, 33 loopback ranks on 2 cores took 15 ms each of each
- * other's cores, and measured one another's contention. */
+ * same machine. Measured again, many loopback ranks on a few cores would take each
+ * other's cores for the calibration's time, and measure one another's contention. */
 static fold_node_calib_t measured;
 static pthread_once_t    measured_once = PTHREAD_ONCE_INIT;
 

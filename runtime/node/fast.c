@@ -36,8 +36,8 @@
  *
  * A short row's lines each carry a sequence number, so a reader polls all of them at
  * once and they cross together, in one transfer time: with one number ahead of the
- * data, the data lines crossed only after it (0.1 us more from 64 B with the cores
- * apart). A line whose seq the reader acquires holds the data stored before that
+ * data, the data lines would cross only after it, a second transfer time between
+ * cores apart. A line whose seq the reader acquires holds the data stored before that
  * release. Every rank folds the same rows in the same order, so all get the same
  * bits, for any op.
  * Waits spin, yield once the node is oversubscribed, and fail after FOLD_TIMEOUT
@@ -66,9 +66,8 @@
 _Static_assert(LINED_MAX <= sizeof(((fold_node_t *)0)->fast_row), "a lined row fits fast_row");
 
 /* The ranks' tails share this many bytes of the segment: 64 KiB rows for 2 ranks,
- * 16 KiB for 8, 4 KiB from 32 on; never below 4 KiB (the 2 KiB the path took before,
- * and their size class). With 2 ranks a 32 KiB reduce took 2.5 us here, against 4.3
- * by single copy: the path is worth its megabyte. */
+ * 16 KiB for 8, 4 KiB from 32 on; never below 4 KiB. A 2-rank reduce of a row this
+ * size runs well ahead of the single copy, so the path is worth its megabyte. */
 #define TAILS_BUDGET ((size_t)1 << 20)
 #define LIMIT_MIN    ((size_t)4096)
 
@@ -203,9 +202,9 @@ static int other_path(fold_node_t *node, const fold_node_call_t *call, _Atomic u
 
 /* How many lines carry call k's seq: every line of a row of up to LINED_MAX bytes,
  * whose lines a reader then polls all at once, so that they cross together; the
- * first one alone of a longer row, whose data is in the tail. A reader polling 43
- * lines fought the poster for them, and a row of 48-byte pieces has 30% more lines
- * to cross: 2 KiB took 0.32 us instead of 0.27. */
+ * first one alone of a longer row, whose data is in the tail. Past LINED_MAX a reader
+ * polling every line fights the poster for them, and a row cut into pieces that small
+ * has more lines to cross than its data needs. */
 static size_t seq_lines(size_t bytes)
 {
     return bytes > LINED_MAX || bytes == 0 ? 1 : (bytes + LINE_DATA - 1) / LINE_DATA;
@@ -292,8 +291,9 @@ void fold_node_fast_init(fold_node_t *node)
     node->fast_region = start;
     node->fast_limit  = fold_node_fast_limit(seg->local_size);
     /* The region's pages mapped writable now rather than faulted in by the first tiny
-     * calls (1-3 us each, on the writer and on each reader). Only this region: mapping
-     * the whole segment at set-up costs ~4 ms per communicator (mp_shm_budget's churn). */
+     * calls (a fault each, on the writer and on each reader). Only this region: mapping
+     * the whole segment at set-up costs milliseconds per communicator, which a program
+     * creating many pays (mp_shm_budget's churn). */
     uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
     char *first = (char *)((uintptr_t)start & ~(page - 1));
 #ifdef MADV_POPULATE_WRITE
@@ -354,7 +354,7 @@ void fold_node_fast_skip(fold_node_t *node, uint64_t calls)
 }
 
 /* A lined row's data into a contiguous buffer. Whole lines are copies of a constant
- * size, which the compiler inlines: a call per line cost 0.1 us at 2 KiB. */
+ * size, which the compiler inlines, not a call per line. */
 static void gather(void *dst, const fast_slot_t *slot, size_t bytes)
 {
     size_t j = 0;
@@ -403,11 +403,10 @@ static const void *row_of(const fast_slot_t *slot, size_t bytes, void *buf)
  * its seq lines, and the first CLAIM_TAIL_MAX bytes of a longer row's tail. The others
  * have read them since this rank last wrote there, and the first store to a line
  * another core shares waits for it in the store buffer, with every store behind it (a
- * call's way down the API pushes a hundred): a reduce's non-root spent 460 cycles a
- * call instead of 190; on 2 ranks 32-256 B reduce took 0.21-0.23 us instead of
- * 0.12-0.14, 1 KiB 0.44 instead of 0.20, and 2 KiB allreduce 1.04 instead of 0.80.
- * From 16 KiB on the copy's own stream of requests keeps up (claiming all of it was
- * 0-5% slower). Rows of the same size are the rule; a wrong guess costs a few lines. */
+ * call's way down the API pushes a hundred), which more than doubles a small reduce's
+ * time on its non-root ranks. From 16 KiB on the copy's own stream of requests keeps
+ * up, and claiming all of it gains nothing. Rows of the same size are the rule; a
+ * wrong guess costs a few lines. */
 #define CLAIM_TAIL_MAX ((size_t)8192)
 
 static void claim_for_write(const void *p)
@@ -517,7 +516,7 @@ int fold_node_fast_reduction(fold_node_t *node, const fold_node_call_t *call)
     }
     /* The posts say what each rank was asked: fold nothing if they differ. This rank's
      * own line is never loaded: its stores may still wait in the store buffer for the
-     * line, and a load there waited with them (8 B allreduce: 0.07 us a call). */
+     * line, and a load there would wait with them. */
     for (int r = 0; r < size; r++) {
         if (r == me_rank) {
             continue;
@@ -556,8 +555,8 @@ int fold_node_fast_reduction(fold_node_t *node, const fold_node_call_t *call)
     /* A reduce's root: the others' next slots, which non-roots running ahead have
      * already filled; their lines cross now, while the caller computes, rather than in
      * the next call. Not an allreduce's: its peers fill their next slots only after
-     * this call, and pulling those lines made the posters take them back (8 B-256 B
-     * 0-10% slower; an 8 KiB tail 4.3 us instead of 2.6). */
+     * this call, and pulling those lines makes the posters take them back, which
+     * slows small calls a little and a tail by half again. */
     for (int r = 0; r < size && !allreduce; r++) {
         const fast_slot_t *next = slot_of(node, topo->local_of[r], (b + 1) % FOLD_FAST_SLOTS);
         for (size_t j = 0; r != me_rank && j < lines; j++) {

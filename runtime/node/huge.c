@@ -3,23 +3,22 @@
  *
  * process_vm_readv and process_vm_writev pin the other process's pages one by one.
  * Over 4 KiB pages that walk costs as much as the copy itself once the region
- * outgrows the caches: two processes here, each reading half of the other's input
- * and writing half of its output through the kernel (cma's allreduce), took 743 us
- * at 4 MiB and 10.3-11.1 ms at 32 MiB over 4 KiB pages, 479 us and 6.8-7.1 ms when the
- * peer's buffers lay in 2 MiB pages (which pages the copier's own buffers lie in
- * made no difference). So before a rank publishes buffers the kernel will copy, it asks the
- * kernel to back their whole huge pages with huge pages (madvise MADV_COLLAPSE, Linux
- * 6.1): the bytes stay as they are, nothing outside the buffer is touched, and the
- * kernel refuses where the program said MADV_NOHUGEPAGE or has THP disabled, and moves
- * no page that something holds pinned (a NIC's registration, a device's): those stay.
+ * outgrows the caches, and much less over 2 MiB pages; which pages the copier's own
+ * buffers lie in makes no difference (docs/results/node-data-path.md, "Huge pages
+ * under the kernel's copies"). So before a rank publishes buffers the kernel will
+ * copy, it asks the kernel to back their whole huge pages with huge pages (madvise
+ * MADV_COLLAPSE, Linux 6.1): the bytes stay as they are, nothing outside the buffer is
+ * touched, and the kernel refuses where the program said MADV_NOHUGEPAGE or has THP
+ * disabled, and moves no page that something holds pinned (a NIC's registration, a
+ * device's): those stay.
  *
- * Backing costs about what touching the buffer the first time did (10-12 ms for
- * 32 MiB here; 28 ms in a process's first), more than the call it would speed up: a
- * buffer is backed when it is passed a second time, never for a call that uses it
- * once. The last FOLD_NODE_HUGE_RANGES buffers are remembered (a model's gradient
- * buckets, say), and one backed is not asked for again. A program that passes each
- * new buffer exactly twice would pay without gain, so the node stops after
- * HUGE_UNUSED_LIMIT backed ranges were forgotten without having been passed again.
+ * Backing costs about what touching the buffer the first time did, more than the call
+ * it would speed up: a buffer is backed when it is passed a second time, never for a
+ * call that uses it once. The last FOLD_NODE_HUGE_RANGES buffers are remembered (a
+ * model's gradient buckets, say), and one backed is not asked for again. A program
+ * that passes each new buffer exactly twice would pay without gain, so the node stops
+ * after HUGE_UNUSED_LIMIT backed ranges were forgotten without having been passed
+ * again.
  */
 #define _GNU_SOURCE
 #include "node/node.h"

@@ -395,8 +395,8 @@ typedef struct fold_node_calib {
     double adopt_gbs;       /* moving private pages into fold memory (calibrate.c) */
 } fold_node_calib_t;
 /* Measures the copy paths on this process's own memory, interleaved so that all
- * see the same conditions (about 15 ms), on the process's first call; later calls
- * get the same figures. */
+ * see the same conditions, on the process's first call; later calls get the same
+ * figures. */
 void   fold_node_calibrate(fold_node_calib_t *out);
 
 /* probe.c: what the node's first and last local ranks measure of each other through

@@ -1,12 +1,12 @@
 /*
  * The segment of the last communicator a process freed, kept mapped for the next
  * communicator of the same ranks. Backing a new segment's pages (posix_fallocate,
- * segment.c) is most of a node setup's cost: about 1 ms for 4 MiB here, which a
- * program that duplicates and frees a communicator around a few calls paid every
- * time. A setup reuses the kept segment on a node only where every rank of that node
- * kept the very same one (its nonce, shared when it was made), so they are the ranks
- * that held it, and none of them is still inside a call on it: each kept it when it
- * freed its communicator, and is now in the new one's setup (setup.c).
+ * segment.c) is most of a node setup's cost, which a program that duplicates and
+ * frees a communicator around a few calls would pay every time. A setup reuses the
+ * kept segment on a node only where every rank of that node kept the very same one
+ * (its nonce, shared when it was made), so they are the ranks that held it, and none
+ * of them is still inside a call on it: each kept it when it freed its communicator,
+ * and is now in the new one's setup (setup.c).
  *
  * One segment per context (a process may hold several, each with its own mapping:
  * the loopback harness runs every rank as a context in one process): a setup that

@@ -7,10 +7,9 @@
  * into the rank's own buffer, both cores at once as in a call, and the kernel's copy
  * (cross-memory attach) of 64 KiB the other core just wrote. calibrate.c
  * measures one core on its own memory; these are what the node segment's steps pay.
- * On the AMD EPYC VM this was written on the same two vCPUs moved between sharing an L3
- * (round trip 0.10 us) and not (0.50 us), and a reduction reading the other core's
- * data ran at 35 GB/s against 48 on its own: the model costed shm_flat and dpml at
- * 64 KiB as 2.8 and 2.6 us where they took 3.4 and 3.8.
+ * The same two vCPUs of a VM can move between sharing an L3 and not, which changes the
+ * flag's round trip fivefold and a reduction reading the other core's data by a
+ * quarter, so a node's costs come from what its cores measure of each other now.
  *
  * Layout in the segment's data, which no schedule uses before setup returns (the
  * allgather after the probe orders them): A's and B's words on their own lines, then
@@ -38,7 +37,7 @@
 #define PROBE_TRIPS    64
 #define PROBE_BATCHES  4
 #define PROBE_ROUNDS   8
-#define PROBE_BUDGET_S 0.05    /* about 0.3 ms where both ranks have a core */
+#define PROBE_BUDGET_S 0.05    /* at most; far less where both ranks have a core */
 #define PROBE_ABORT    UINT64_MAX
 
 typedef struct probe {
@@ -119,13 +118,12 @@ static double round_trip_us(probe_t *pr, int is_a, uint64_t *seq)
 /* The kernel's copy of what the other core just wrote, as a single-copy read of a
  * peer's buffer takes it (through this process's own mapping of the segment: the
  * same lines), in seconds: process_vm_readv of all of it, less that of one line of
- * this rank's own (the call's cost, timed on a second call: the first of a round
- * took 10-14 us under AddressSanitizer, more than the whole copy); 0 where that
- * leaves nothing to time, -1 where the kernel refuses. On the Xeon VM the
- * kernel's copy ran at 12-14 GB/s from the other core's cache and at 13 from its
- * own, where memcpy fell from 24 to 13: scaling single copy's own rate like memcpy's
- * put it at 7 and the model at 2.3x its time, and it took dpml for 1 MiB allreduce
- * at twice single copy's time. */
+ * this rank's own (the call's cost, timed on a second call: the first of a round can
+ * take longer than the whole copy, under AddressSanitizer most); 0 where that leaves
+ * nothing to time, -1 where the kernel refuses. It is measured, not scaled from
+ * calibrate.c's rate on the rank's own memory: the kernel's copy from the other
+ * core's cache need not slow as memcpy does, and scaling it so can price single copy
+ * at twice its time. */
 static double kernel_read_s(const probe_t *pr, float *out)
 {
     const pid_t self = getpid();
@@ -174,10 +172,9 @@ static double read_gbs(probe_t *pr, float *out, uint64_t *seq, int kernel)
 /* A leader's reduction into the segment, as dpml's leaders do it: both write their
  * buffer, then sum their own with the other's into their result area of the segment
  * (fold_reduce_local_shared, the executor's path), whose lines the other core read
- * in the round before; then each reads the other's result. Timing the sum into a
- * private buffer instead measured 40-45 GB/s with the cores sharing their L3, where
- * dpml's steps ran at 29, and the model took dpml over shm_flat for a 64 KiB
- * allreduce that it ran 25% slower. */
+ * in the round before; then each reads the other's result. A sum into a private
+ * buffer runs markedly faster than dpml's steps do, and timing that would make the
+ * model prefer dpml where it is slower. */
 static double shared_reduce_gbs(probe_t *pr, const float *own, float *out, uint64_t *seq)
 {
     double t[PROBE_ROUNDS];
@@ -206,12 +203,11 @@ static double shared_reduce_gbs(probe_t *pr, const float *own, float *out, uint6
 
 /* shm_flat's steps: both copy `bytes` of their own into their buffer, over lines
  * the other core read the round before, then sum their own data with the other's
- * into a buffer of their own. With the cores sharing an L3 the sum ran at 46 GB/s
- * for 64 KiB rows and 30 for 1 MiB (the other core's lines no longer in its L2),
- * where the model had costed it at the copy rate, 45 at every size, and took
- * shm_flat for 512 KiB-2 MiB allreduces that dpml ran 15-18% faster. With the cores
- * apart the copy in ran at 45 GB/s where a copy out of the segment ran at 25. The
- * median rates of both into *write (unless NULL) and *fold. */
+ * into a buffer of their own. The sum slows from rows that fit the L2 to rows whose
+ * lines the other core's L2 no longer holds, where the copy rate does not, so both
+ * sizes are timed; and with the cores apart a copy into the segment and one out of it
+ * run at different rates. The median rates of both into *write (unless NULL) and
+ * *fold. */
 static void fold_gbs(probe_t *pr, size_t bytes, const float *own, float *out, uint64_t *seq,
                      double *write, double *fold)
 {
