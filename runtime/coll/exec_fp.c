@@ -10,9 +10,9 @@
  *
  *   payload <= FP_TINY_MAX     8 bytes (fold_fingerprint_pack) ride behind the
  *                              data: a transport's cheapest message holds a few
- *                              dozen bytes (UCX over shared memory here: payloads
- *                              up to 28 bytes take 0.55 us, from 32 bytes 0.75 us),
- *                              and a tiny call's message should stay in it
+ *                              dozen bytes (UCX over shared memory: a payload
+ *                              past 28 bytes costs a third more), and a tiny
+ *                              call's message should stay in it
  *   payload <= FP_INLINE_MAX   24 bytes (with a magic word) ride behind the data:
  *                              the sender copies both into the request's arena, the
  *                              receiver takes them into the arena and copies the

@@ -31,9 +31,9 @@
  *               own cache (l2_bytes), a rank whose own working set (its IN, OUT and
  *               TMP extents) fits half of it copies and reduces at copy_l2_gbs and
  *               reduce_l2_gbs instead of the in-cache rates, moving to them the same
- *               way up to twice it: on a Xeon whose 2 MiB L2s sit on a slow mesh, a
- *               single-copy allreduce's folds of 32 KiB chunks ran at 17 GB/s where
- *               the 1 MiB calibration (in the L3) said 12.
+ *               way up to twice it: where large L2s sit on a slow mesh, a pipeline's
+ *               small chunks fold well above the rate the 1 MiB calibration (in the
+ *               L3) measures.
  *   messages    the k-th send from a to b carries the k-th receive b posts from a
  *               (matched before the simulation; counts must agree). A send is
  *               posted when its CPU slot ends; its data is ready to move then if it
@@ -74,8 +74,8 @@
  *
  * Size: predict builds one rank's schedule at a time and keeps a 48-byte record per
  * step plus 4 bytes per dependency, so a ring allreduce on 1000 ranks (5 million
- * steps) takes about 250 MB. The work is about linear in the steps: 0.05-0.1 us per
- * step on this machine, half of it building and finalizing schedules.
+ * steps) takes about 250 MB. The work is about linear in the steps, half of it
+ * building and finalizing schedules (docs/results/decisions-at-scale.md).
  *
  * Cheaper, same answers (selection's questions; test_model_fast checks each against
  * its reference bit for bit):
@@ -168,9 +168,8 @@ uint64_t fold_model_hash(const fold_model_params_t *p, uint64_t h)
 
 /*
  * A generic current server node on a 100 Gb/s network; a calibration replaces
- * them. The per-core figures are deliberately below a fast core's peak (this
- * machine's Zen 5 streams c += a at ~60 GB/s): a typical node is older, and its
- * ranks share the memory controllers.
+ * them. The per-core figures are deliberately below a fast core's peak: a typical
+ * node is older, and its ranks share the memory controllers.
  */
 void fold_model_defaults(fold_model_params_t *p)
 {
@@ -203,12 +202,10 @@ void fold_model_defaults(fold_model_params_t *p)
                                      (15 / 40) */
         .cma_us         = 1,      /* ... per call (the kernel pins the pages) */
         .adopt_gbs      = 1,      /* a page copied into a new file and faulted in
-                                     again: ~4 us per 4 KiB page */
-        /* FOLD_TRACE on 2 ranks of an AMD EPYC, cores sharing an L3: a 4 MiB
-         * reduce's folds from the segment took 0.84 us per 32 KiB and 3.12 per
-         * 128 KiB, an 8 MiB one's 1.10 and 3.88: 0.06-0.13 us more per step at 32
-         * KiB than the bytes account for. Without it the model cut 4-8 MiB
-         * reduces into 32 KiB segments that ran 8-13% slower. */
+                                     again */
+        /* A step costs more than its bytes account for (FOLD_TRACE shows it on a
+         * large reduce's folds from the segment); without it the model cuts large
+         * reduces into small segments that run slower than larger ones. */
         .move_us        = 0.1,
     };
 }
@@ -221,9 +218,8 @@ void fold_model_mapped(const fold_model_params_t *p, fold_model_params_t *mapped
      * no kernel call. The peer's published line (where its buffer lies) is in the
      * cache by then: the wait for the peer's post before it checked the line
      * (exec.c, shm_wait_check). Priced at a flag hop instead, single copy's two
-     * steps made a 2-rank allreduce of 16 KiB in fold memory look slower than
-     * shm_flat (1.50 against 1.39 us) where it ran 1.5x faster (0.81 against 1.19;
-     * the trace: 0.14 us per 8 KiB read or write, cores sharing an L3). */
+     * steps make a small allreduce in fold memory look slower than shm_flat where
+     * it runs faster. */
     mapped->cma_gbs = fmin(p->shm_gbs, p->shm_write_gbs);
     mapped->cma_us  = p->move_us;
     /* A read whose reduction folds its bytes where they lie copies nothing. */
@@ -238,10 +234,10 @@ void fold_model_tiny(const fold_model_params_t *p, fold_model_params_t *tiny)
     /* shm_flat's protocol run straight by the calling thread: no executor to dequeue,
      * post and retire steps, and no stream to start per row: a reader polls every
      * row's lines at once, so that they cross together (node/fast.c). Its copies and
-     * folds by their bytes, and the flag hop, cost what the schedule's do (a 2-rank
-     * 4-16 KiB reduce: 0.62-1.52 us measured, against 1.34-3.7 for the schedule and
-     * single copy). With move_us per row a 64-rank node's 8 B allreduce came to 6.6
-     * us, 63 rows' starts in a row, and lost to a flat algorithm's six rounds. */
+     * folds by their bytes, and the flag hop, cost what the schedule's do; a step's
+     * start does not (it runs at about half the schedule's time). With move_us per
+     * row a 64-rank node's 8 B allreduce would pay 63 rows' starts in a row and lose
+     * to a flat algorithm's six rounds. */
     *tiny = *p;
     tiny->step_us = 0;
     tiny->move_us = 0;
@@ -907,8 +903,8 @@ static cpu_floor_t cpu_floor_of(const fold_model_params_t *p)
 
 /* A copy's or reduction's start, move_us, grows with its bytes up to MOVE_RAMP: the
  * prefetchers ramp over the first pages of a stream, and a step of a few lines has
- * none to ramp. At move_us per 8-byte step, dpml's five on a 2x2 allreduce's
- * critical path cost 0.5 us of its predicted 3.2, against a flat algorithm's two. */
+ * none to ramp. At move_us per 8-byte step, dpml's five on a small allreduce's
+ * critical path would cost a sixth of its time, against a flat algorithm's two. */
 #define MOVE_RAMP 4096.0
 
 static double move_cost(double move_us, double bytes)
@@ -1477,14 +1473,13 @@ static double local_cost(const model_sim_t *m, int rank, const model_step_t *st)
      * through the cache-coherence fabric, and a line another core read last is
      * fetched for ownership before it is written. Each kind of step that touches
      * the segment moves at most at the cores probe's rate for it: a copy out of it
-     * at shm_gbs, into it at shm_write_gbs (with the cores apart 45 GB/s against
-     * 25 out), a reduction into it at shm_reduce_gbs, and a reduction out of it into
+     * at shm_gbs, into it at shm_write_gbs (with the cores apart the two differ
+     * most), a reduction into it at shm_reduce_gbs, and a reduction out of it into
      * the rank's own buffer at fold_us (shm_fold_gbs .. shm_fold_far_gbs, by what the
      * writers of the rows touch). Costing every reduction that read the segment at
-     * shm_reduce_gbs made shm_flat's root look 1.6x slower than it runs (2 ranks,
-     * cores apart: 3.9-4.6 us per 128 KiB where the model said 6.8); costing the
-     * folds at the copy rate made it look faster than dpml from 512 KiB, where it is
-     * 8-23% slower with the cores sharing an L3. */
+     * shm_reduce_gbs makes shm_flat's root look much slower than it runs (2 ranks,
+     * cores apart); costing the folds at the copy rate makes it look faster than
+     * dpml from 512 KiB, where it is slower with the cores sharing an L3. */
     if (st->kind == FOLD_STEP_REDUCE && st->shm_access) {
         per_byte = max2(per_byte, (st->shm_access & SHM_WRITES) != 0 ? m->shm_reduce_us
                                                                     : m->fold_us[rank]);
@@ -1554,10 +1549,9 @@ static double miss_fraction(double working_set, double cache_bytes)
  * of their own: the cores probe's rate for 64 KiB rows (the other side touching
  * 128 KiB) up to that, its rate for 1 MiB rows (2 MiB) from that on, and between
  * the two linearly in the logarithm of the size. The more the writers touch, the
- * fewer of the rows' lines are still in their L2s. With the cores sharing an L3,
- * shm_flat's folds ran at 46, 37 and 30 GB/s for allreduces of 64 KiB, 256 KiB and
- * 1 MiB (this gives 46, 36, 30), and at 37 and 33 for reduces of 512 KiB and 1 MiB,
- * whose other rank touches only its input (36, 33). */
+ * fewer of the rows' lines are still in their L2s. With the cores sharing an L3 this
+ * follows shm_flat's folds within a few percent from 64 KiB to 1 MiB, for allreduces
+ * and for reduces, whose other rank touches only its input. */
 static double fold_us_for(const fold_model_params_t *p, double theirs)
 {
     const double near = 128.0 * 1024, far = 2048.0 * 1024;

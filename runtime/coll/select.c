@@ -143,10 +143,10 @@ const fold_tune_rule_t *fold_select_find_rule(const fold_context_t *ctx, fold_co
 #define DEFAULT_SEGMENT_BYTES (128 * 1024)
 
 /* What the model tries for a node-aware algorithm, the default first so that it
- * keeps ties. Small segments overlap a reduce's copy in with its root's fold (a
- * 2-rank 128 KiB shm_flat reduce: 12 -> 8 us with the cores apart) and pipeline the
- * leaders' exchange across nodes; large ones pay fewer flag hops and sends (the
- * model's 4x16 allreduce of 8 MiB, dpml_pipelined, 1.14x faster at 512 KiB). */
+ * keeps ties. Small segments overlap a reduce's copy in with its root's fold and
+ * pipeline the leaders' exchange across nodes; large ones pay fewer flag hops and
+ * sends, which the model finds faster for multi-megabyte allreduces on many ranks a
+ * node. */
 const size_t fold_select_seg_tries[FOLD_SELECT_SEG_TRIES] = {DEFAULT_SEGMENT_BYTES,
                                                              32 * 1024, 512 * 1024};
 
@@ -1622,9 +1622,8 @@ int fold_select_alternatives(fold_comm_t *comm, fold_coll_t coll, size_t count,
     }
     /* Single copy in 512 KiB chunks: in 128 KiB ones too. The model prices its copies
      * and folds by the call's working set, not a chunk's; a smaller chunk is still in
-     * the L2 when it is folded and written on (2 ranks of the Xeon VM, 1 MiB allreduce
-     * 83 us against 98, 4 MiB 621 against 685), where from 8 MiB the larger chunks'
-     * fewer kernel calls won (1235 against 1332). */
+     * the L2 when it is folded and written on, which wins up to a few MiB where the
+     * caches are large, while from there the larger chunks' fewer kernel calls win. */
     if ((picked->alg->flags & FOLD_ALG_SINGLE_COPY) && seg_open && max > 1 &&
         picked->seg_bytes > DEFAULT_SEGMENT_BYTES) {
         fold_choice_t c;

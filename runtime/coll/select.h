@@ -245,9 +245,8 @@ int fold_select_adopt_steps_for(double call_us, double cost_us);
 /* Whether a blocking call asks what the last call of its collective asked (count,
  * datatype, op: the memo of fold_select) and that went to the node's tiny-message
  * path, which neither the buffers' placement nor online trials change: the call needs
- * no selection (fold_coll_tiny_ready, fold_exec_tiny). A loop of 8 B reduces spent
- * 70-100 ns a call in the selection, the online check and the plan on each rank, a
- * third of its time: Open MPI's 32-256 B reduce was 10% faster. */
+ * no selection (fold_coll_tiny_ready, fold_exec_tiny). The selection, the online
+ * check and the plan would otherwise be a third of a loop of 8 B reduces' time. */
 struct fold_call;
 int fold_select_repeats_tiny(const fold_comm_t *comm, const struct fold_call *call);
 /* The choice for buffers in fold memory on every rank, were the node able to map them
@@ -283,7 +282,8 @@ double fold_select_evaluate_mapped(fold_comm_t *comm, fold_coll_t coll, const fo
                                    size_t bytes, fold_choice_t *choice);
 /* Blocking calls of at least this many bytes agree on their buffers' placement
  * (coll_api.c): a call of 1 MiB moves at least 2 MiB through each rank's memory, tens
- * of microseconds anywhere, and the agreement takes one tiny allreduce (0.3-1 us). */
+ * of microseconds anywhere, and the agreement takes one tiny allreduce, a few percent
+ * of that. */
 #define FOLD_SELECT_AGREE_MIN_BYTES ((size_t)1 << 20)
 /* The same where it is below bound; otherwise any value >= bound, found sooner
  * (the replays stop once they reach it), with *choice one of alg's configurations.

@@ -48,9 +48,9 @@ int fold_select_advice_class(fold_comm_t *comm, fold_coll_t coll, int k)
     /* A loop's buffers move into fold memory where the node adopts them: through single
      * copy passing them (below FOLD_SELECT_AGREE_MIN_BYTES, where the heap's choice is
      * single copy), or as the ranks agree (coll_api.c). Such a call runs as the
-     * choice for fold memory does: priced on the heap, a 2-rank allreduce of 64 MiB
-     * looked level with a flat algorithm (20.3 ms) and went to Open MPI, 50 ms,
-     * where fold took 7. */
+     * choice for fold memory does: priced on the heap, a large 2-rank allreduce looks
+     * level with a flat algorithm and goes to the MPI library, which takes several
+     * times fold's time. */
     const fold_node_t *node = comm->node;
     if (node != NULL && node->adopt && fold_mem_adopt_usable() &&
         (at >= FOLD_SELECT_AGREE_MIN_BYTES || (choice.alg->flags & FOLD_ALG_SINGLE_COPY)) &&

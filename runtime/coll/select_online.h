@@ -141,10 +141,10 @@ int    fold_online_trial_calls(int ncand, int nlive, int trials);
 /* After the first pass: the model's pick (candidate 0) and the candidates whose
  * scores (one per candidate) are within FOLD_ONLINE_CULL of the least, in order, into
  * live[]; returns how many. The pick always has its second block: its first one comes
- * first, where the first calls with new arguments pay for touching their pages (2-rank
- * 4 MiB allreduce after 2 MiB ones: 1204, 1277, 805, 623 us, then 500-520 whatever
- * runs them), and culled on that block single copy in 512 KiB chunks lost to 128 KiB
- * ones, 2-7% slower, in 4 of 5 launches. */
+ * first, where the first calls with new arguments pay for touching their pages (a
+ * large allreduce's first calls after smaller ones take up to 2.5x what later calls
+ * take, whatever runs them), and culled on that block the pick would lose to a rival
+ * a few percent slower. */
 int    fold_online_cull(const double *score, int n, int *live);
 /* A candidate's score from its row of times: the least over the passes it ran
  * (`passes`: 1 or fold_online_passes) of each pass's median (fold_online_median of
