@@ -66,8 +66,8 @@ static int completed_request(fold_request_t **req_p)
  * (adopted buffers, passed before): a rank whose buffers lie elsewhere keeps all on the
  * heap's choice instead of failing the call apart (FOLD_ERR_MISMATCH), and a loop's
  * buffers move into fold memory even where the heap's choice is another algorithm
- * (2-rank reduce of 32-64 MiB: dpml_pipelined, 4.5-5.6 ms at 32, until then). Smaller
- * calls, and non-blocking ones, decide alone (fold_select_placed). */
+ * (a large 2-rank reduce's is dpml_pipelined). Smaller calls, and non-blocking ones,
+ * decide alone (fold_select_placed). */
 static int select_agreed(fold_comm_t *comm, const fold_call_t *call, int agree,
                          fold_choice_t *choice)
 {

@@ -447,9 +447,9 @@ static int create_group(fold_context_t *ctx, int size, const int *ctx_ranks, int
     }
     /* Its node state now, over the caller's allgather (an MPI layer's, already
      * connected), rather than at its first call over fold's transport, whose first
-     * messages connect the peers first. Through the shim, the first call on an
-     * MPI_Comm_dup of the world (which makes this communicator) took 1.6-2.6 ms
-     * that way and 1.3-1.7 ms this way, most of it backing the new segment's pages. */
+     * messages connect the peers first, which the first call on a communicator the
+     * shim makes (an MPI_Comm_dup of the world) would pay on top of backing the new
+     * segment's pages. */
     if (fold_comm_node_wanted(c, FOLD_COLL_ALLREDUCE) ||
         fold_comm_node_wanted(c, FOLD_COLL_REDUCE)) {
         status = node_setup(c, oob_allgather, &oob);

@@ -335,9 +335,9 @@ int fold_context_set_cores(fold_context_t *ctx, const fold_node_calib_t *all, in
                                     offsetof(fold_node_calib_t, xfold_far_gbs),
                                     offsetof(fold_node_calib_t, flag_us)};
     /* flag_us is logged, not the model's: the executor notices a flag through its
-     * poll loop, and a call's hop took 0.15-0.5 us where the bare cache line's trip
-     * took 0.05; costed at 0.05, dpml's three hops looked cheaper than shm_flat's
-     * one at 32-128 KiB, where it is 10-15% slower. */
+     * poll loop, and a call's hop takes several times the bare cache line's trip;
+     * costed at the trip, dpml's three hops look cheaper than shm_flat's one at
+     * 32-128 KiB, where it is slower. */
     double *v = malloc((size_t)n * sizeof(double));
     if (v == NULL) {
         return FOLD_ERR_NO_MEMORY;

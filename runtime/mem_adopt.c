@@ -62,7 +62,7 @@
 #define ADOPT_WASTE_LIMIT 4
 #define ADOPT_FILE_NAME   "fold-adopted"   /* its mappings are named "/memfd:fold-adopted" */
 /* The least whole pages a buffer that starts or ends inside a page moves with: the
- * partial pages then cost two kernel calls in a call (~1 us each here). */
+ * partial pages then cost two kernel calls in a call, small beside the call. */
 #define ADOPT_MIN_PAGES_ONLY (256u << 10)
 
 typedef struct piece {

@@ -3,8 +3,8 @@
  * message's latency (inter_lat_us) and one link's bandwidth (inter_gbs), between the
  * leaders (first ranks) of nodes 2k and 2k + 1 over the context's own transport, all
  * pairs at once. Without it the model prices every network as its generic 100 Gb/s one
- * with 2 us messages: over TCP (tens of us, a few GB/s, or 0.125 GB/s on a 1 Gbit/s
- * link) that misjudges where segments and leaders pay.
+ * with 2 us messages: over TCP (tens of microseconds and a few GB/s, or far less on
+ * a 1 Gbit/s link) that misjudges where segments and leaders pay.
  *
  * Each pair first exchanges WARM_TRIPS round trips, which also set up the connection
  * (a TCP transport connects on the first message, in milliseconds) so that the job's
@@ -12,8 +12,8 @@
  * median half is the latency, and BW_TRIPS streams of BW_MSGS messages of BW_BYTES
  * one way, answered once all arrived, whose best time less two latencies is theirs on
  * the link. Every rank then takes the medians of
- * what the pairs measured (the bootstrap's allgather), so that all decide alike. On
- * TCP between namespaced nodes this costs about 2 ms; on a 1 Gbit/s link about 20 ms.
+ * what the pairs measured (the bootstrap's allgather), so that all decide alike. It
+ * costs milliseconds over TCP, about ten times more on a 1 Gbit/s link.
  */
 #include "net_probe.h"
 #include "log.h"

@@ -17,7 +17,7 @@
  * Speed: RLE wins on size only when runs are long (fewer than n/32 runs for
  * float32), so reading and validating go a segment at a time, long literal
  * stretches by vector kernels, and writing a bitmap word at a time. Interleaved
- * data (every element a coin flip) is slow, ~1 GB/s, and Bits is smaller there.
+ * data (every element a coin flip) is slow, and Bits is smaller there.
  * Each loop is built for each width.
  */
 #include "codec/codec_impl.h"

@@ -405,10 +405,9 @@ int fold_op_dtype_valid(fold_op_t op, fold_dtype_t dtype)
 
 /* Runs the kernel over the elements before dst's first cache-line boundary on their
  * own, then over the rest, whose vector stores then never straddle two lines. glibc
- * gives a buffer of 128 KiB or more 16 bytes past a page: every other 32-byte store
- * straddled, and a float32 sum in the L2 ran 1.33x slower (20.6-21.8 GB/s against
- * 27-29, 32-512 KiB). Buffers from one allocator share the offset, so the loads
- * align too. */
+ * gives a buffer of 128 KiB or more 16 bytes past a page, where every other 32-byte
+ * store would straddle and a sum in the L2 runs a quarter slower. Buffers from one
+ * allocator share the offset, so the loads align too. */
 static void run_aligned(kernel_fn kernel, size_t elem_size, const char *left,
                         const char *right, char *dst, size_t count)
 {

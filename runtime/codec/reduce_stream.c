@@ -4,24 +4,20 @@
  * Into shared memory (fold_reduce_local_shared): a reduction into the node segment
  * writes lines another core read last (the previous call's readers of this slot)
  * and will read next. With the kernel's plain stores each line is first fetched for
- * ownership from that core's cache: on an AMD EPYC whose two cores shared no L3 the
- * non-root leader of a 2 MiB reduce spent 15 us per 128 KiB block on it against 4 us
- * for the root reducing into its own buffer, and every algorithm through the segment
- * ran at 0.6-0.9x Open MPI. memcpy's string stores take whole lines without that
- * fetch, so the result is folded into a block that stays in L1 and copied out from
- * there: 9 us there, and no slower where the cores share their cache (2 ranks,
- * 128 KiB-2 MiB allreduce 1.26 -> 1.34x Open MPI). The cores probe (node/probe.c)
- * times this very path for the cost model.
+ * ownership from that core's cache, which with two cores that share no L3 takes
+ * several times the reduction itself and puts every algorithm through the segment
+ * behind Open MPI. memcpy's string stores take whole lines without that fetch, so
+ * the result is folded into a block that stays in L1 and copied out from there: that
+ * costs a fraction of the fetch, and nothing where the cores share their cache. The
+ * cores probe (node/probe.c) times this very path for the cost model.
  *
  * Streamed to memory: dst = left op right with
  * non-temporal stores, which write whole cache lines without first reading them
  * (no read for ownership) and leave the caches to the inputs. For a result that is
  * larger than the cache and not read again by the call, that is one memory stream
- * of four saved: on the AMD EPYC (Zen 5) this was written on, float32 sum of 32 MiB
- * from memory ran at 21 GB/s of result against 16 with ordinary stores, and a
- * 2-rank reduce of 32-64 MiB took 20-45% less time. In cache it is 2x slower: the
- * executor streams only a call's large results, where the calibration found it
- * faster (calibrate.c, exec.c).
+ * of four saved, and a large reduce takes a good part less time. In cache it is
+ * slower: the executor streams only a call's large results, where the calibration
+ * found it faster (calibrate.c, exec.c).
  *
  * Only the ops whose vector form is the same IEEE or integer operation as the
  * ordinary kernel's, so that the bits agree: sum and product, and the bitwise ops
@@ -211,10 +207,9 @@ void fold_copy_stream(void *dst, const void *src, size_t bytes)
 #define SHARED_BOUNCE_BYTES 8192
 
 /* glibc's memcpy takes its string stores (rep movsb) only below
- * x86_rep_movsb_stop_threshold, the L2's size on AMD (1 MiB here); above, its vector
- * loop fetches every line first. dpml's copies of 1 MiB into the segment ran at
- * 10 GB/s that way, against 24 for dpml_pipelined's 512 KiB ones, and made its
- * 16-64 MiB reduces 1.6-2.7x slower. */
+ * x86_rep_movsb_stop_threshold, the L2's size on AMD; above, its vector loop fetches
+ * every line first, which runs copies of 1 MiB into the segment at less than half
+ * the rate of smaller ones and makes large reduces through dpml much slower. */
 #define SHARED_COPY_PIECE ((size_t)256 << 10)
 
 void fold_copy_shared(void *dst, const void *src, size_t bytes)
@@ -287,7 +282,7 @@ int fold_reduce_local_rows(fold_op_t op, fold_dtype_t dtype, const void *const *
         return FOLD_ERR_INVALID_ARG;
     }
     /* One block into a buffer of this core's is its own L1 block: no copy out of a
-     * bounce (8 rows of 2 KiB: 0.50 -> 0.44 us). */
+     * bounce. */
     const int in_dst = how == FOLD_ROWS_PRIVATE && also == NULL &&
                        count * esize <= SHARED_BOUNCE_BYTES;
     _Alignas(64) char bounce[SHARED_BOUNCE_BYTES];

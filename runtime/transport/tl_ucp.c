@@ -8,9 +8,9 @@
  * status. FOLD_UCX_ERR_MODE=none opens them without: UCX may then pick transports
  * that cannot report a failure (cross-memory attach for rendezvous), and a dead peer
  * is noticed by the executor's FOLD_TIMEOUT at best: UCX's cma transport aborts the
- * process when the peer it reads from is gone (tests/fault/run.sh, ucp+errnone). Measured (2 ranks of one AMD EPYC
- * node, rabenseifner 64 KiB-16 MiB): none is 1.5-2.8x slower there, since its
- * process_vm_readv runs at ~14 GB/s against ~55 GB/s for UCX's shared-memory copies.
+ * process when the peer it reads from is gone (tests/fault/run.sh, ucp+errnone). Within
+ * a node none is markedly slower, since its process_vm_readv runs at a fraction of
+ * the rate of UCX's shared-memory copies.
  *
  * Tags on the wire: the caller's FOLD_TL_TAG_BITS-bit tag in the low bits and the
  * sender's rank in the bits above; receives use a full mask, so a receive matches
