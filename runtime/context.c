@@ -237,11 +237,11 @@ void fold_context_set_measured(fold_context_t *ctx, const fold_node_calib_t *cal
         }
         /* Single copy was timed reading this process's own memory; in a call it reads
          * what another core wrote. The cores probe times that (xcma_gbs); without it,
-         * single copy is taken to slow as memcpy does on such data. With the cores of
-         * an AMD EPYC apart (0.44 of the local copy rate) the model took cma for a
-         * 2-rank allreduce of 4 MiB at 0.48x dpml, rating single copy as if they
-         * shared their cache; on the Xeon VM the kernel's copy did not slow at all
-         * where memcpy did (probe.c). */
+         * single copy is taken to slow as memcpy does on such data. Rated from its
+         * local rate alone, where the cores share no cache, single copy looks much
+         * faster than it runs and the model takes it at half dpml's speed; on other
+         * machines the kernel's copy does not slow at all where memcpy does
+         * (probe.c). */
         if (measured_fields[i].offset == offsetof(fold_node_calib_t, cma_gbs)) {
             if (calib->xcma_gbs > 0) {
                 v = calib->xcma_gbs;

@@ -118,10 +118,9 @@ void fold_context_free_virtual(fold_context_t *ctx);
  * the reduction from memory faster with streaming stores, from FOLD_STREAM_MIN,
  * whose auto is the node's last-level cache (the model's cache_bytes) over the
  * ranks on the node: from there the node's inputs and outputs span twice the
- * cache, where the model counts every byte as a miss. Measured on 2 ranks of an
- * AMD EPYC (32 MiB L3): streaming gained 15-30% on reduce from 16 MiB, and the
- * final copies of allreduce 5-7% at 32-64 MiB, but cost 15-20% at 8 MiB, whose
- * output the next call still found in the cache. */
+ * cache, where the model counts every byte as a miss. Below that a call's output is
+ * still in the cache for the next call, and streaming it out costs more than it
+ * saves. */
 size_t fold_context_stream_min(const fold_context_t *ctx);
 
 struct fold_node_calib;

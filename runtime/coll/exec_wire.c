@@ -132,9 +132,8 @@ typedef enum wire_path {
     WIRE_LOCAL_PEER_DENSE
 } wire_path_t;
 
-/* Measured with 2 ranks on one node of this machine (2 MiB L2 per core; README,
- * codecs): below 1 MiB the codecs gain from 90% zeros up; to 4 MiB from ~97% up;
- * at 16 MiB 99% zeros still lose 15-25% and only ~99.5% gain. */
+/* Within a node the codecs gain only on very sparse data, the sparser the larger
+ * the message, since a dense copy is cheap there (docs/design/codecs.md). */
 #define WIRE_LOCAL_SMALL_BYTES  (1024 * 1024)
 #define WIRE_LOCAL_MEDIUM_BYTES (8 * 1024 * 1024)
 

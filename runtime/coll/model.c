@@ -1532,12 +1532,12 @@ static void sim_ready(model_sim_t *m, int rank, uint32_t g, double t)
  * size does not stay in it whole: other data competes for it, a victim cache (AMD's
  * L3, Intel's since Skylake-SP) only holds what the L2s evicted, and a stream
  * cycling through more than an LRU-like cache misses on every line. But it does not
- * all miss either: the L2s hold their share, and replacement is not LRU. On the
- * AMD EPYC this was written on (32 MiB L3), memcpy over a 16 MiB working set ran
- * at the in-cache rate, over 24 MiB a quarter of the way to the memory rate, over
- * 32 MiB 40%; a 2-rank reduce of 8 MiB (28 MiB touched) a quarter of the way, of
- * 32 MiB (100 MiB) 70-80%. Ending the ramp at the cache's size made the model take
- * single copy for that 8 MiB reduce at 0.5x the node segment's pipeline. */
+ * all miss either: the L2s hold their share, and replacement is not LRU. memcpy
+ * over working sets of half, three quarters and all of an L3 runs at the in-cache
+ * rate, a quarter of the way and less than half of the way to the memory rate, and
+ * a reduce touching three times the cache still well short of it. Ending the ramp
+ * at the cache's size makes the model take single copy for such a reduce at half
+ * the node segment pipeline's speed. */
 static double miss_fraction(double working_set, double cache_bytes)
 {
     double fill = working_set / cache_bytes;
