@@ -1,6 +1,6 @@
 /*
  * A transport's peers, by context rank, made on first use: a process keeps state
- * only for the ranks it talks to, not an entry per rank of the job (issue 15). An
+ * only for the ranks it talks to, not an entry per rank of the job. An
  * open-addressing hash table of pointers to the backend's own peer records (which
  * therefore never move), with the last lookup remembered: collectives talk to the
  * same few peers again and again.
