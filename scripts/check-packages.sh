@@ -29,6 +29,13 @@ fi
 for d in "${debs[@]}"; do
     echo "check-packages: $(basename "$d"): $(dpkg-deb -f "$d" Depends)"
 done
+# The tools' man pages the build made (cmake/man.cmake) are in fold-tools.
+tools_contents=$(dpkg-deb -c "$work"/fold-tools_*.deb)
+for page in "$build"/man/*.1; do
+    [ -e "$page" ] || continue
+    grep -q "/usr/share/man/man1/$(basename "$page")\$" <<<"$tools_contents" ||
+        { echo "check-packages: fold-tools lacks $(basename "$page")" >&2; exit 1; }
+done
 if [ "$(id -u)" -ne 0 ]; then
     echo "check-packages: not root, so the packages were built but not installed"
     exit 0

@@ -434,30 +434,36 @@ static int print_context(void)
     return fold_finalize(ctx) == FOLD_OK ? 0 : 1;
 }
 
-static void usage(FILE *out, const char *prog)
+static void usage(FILE *out)
 {
-    fprintf(out,
-            "Usage: %s [options]\n"
-            "Prints what this fold build provides. Without options, prints everything.\n"
-            "  -v        version\n"
-            "  -t        transports, and the libfabric providers found\n"
-            "  -c        configuration variables (fold's, the MPI shim's, the tools'): defaults,\n"
-            "            values from the environment, descriptions\n"
-            "  --markdown  with -c: defaults and descriptions as Markdown tables (the\n"
-            "            environment is not read)\n"
-            "  -a        algorithms and the default selection rules\n"
-            "  -m        the cost model's parameters in effect\n"
-            "  -S SHAPE  what selection picks on a communicator of that shape, without running\n"
-            "            it: NODESxPPN (8x64) or the ranks of each node (2,1,1)\n"
-            "  -p        with -S: the model's prediction of every algorithm, as CSV\n"
-            "  -L        the launcher and bootstrap fold_init would use here (PMIx server,\n"
-            "            Slurm, Open MPI), the node as the launcher and hwloc see it, and the\n"
-            "            MPI library the shim was built for\n"
-            "  -C        under a launcher (mpirun -n N fold_info -C): start a context and print,\n"
-            "            per rank, the transport it runs over (UCX's transports; why without\n"
-            "            shared memory, if so) and the world communicator's node path\n"
-            "  -h        this help\n",
-            prog);
+    fputs("Usage: fold_info [options]\n"
+          "Prints what this fold build provides. Without options, prints everything.\n"
+          "\n"
+          "Options:\n"
+          "  -v, --version          version\n"
+          "  -t, --transports       transports, and the libfabric providers found\n"
+          "  -c, --config           configuration variables (fold's, the MPI shim's, the\n"
+          "                         tools'): defaults, values from the environment,\n"
+          "                         descriptions\n"
+          "      --markdown         with -c: defaults and descriptions as Markdown tables\n"
+          "                         (the environment is not read)\n"
+          "  -a, --algorithms       algorithms and the default selection rules\n"
+          "  -m, --model            the cost model's parameters in effect\n"
+          "  -S, --shape SHAPE      what selection picks on a communicator of that shape,\n"
+          "                         without running it: NODESxPPN (8x64) or the ranks of\n"
+          "                         each node (2,1,1)\n"
+          "  -p, --predictions      with -S: the model's prediction of every algorithm, as\n"
+          "                         CSV\n"
+          "  -L, --launcher         the launcher and bootstrap fold_init would use here\n"
+          "                         (PMIx server, Slurm, Open MPI), the node as the launcher\n"
+          "                         and hwloc see it, and the MPI library the shim was built\n"
+          "                         for\n"
+          "  -C, --context          under a launcher (mpirun -n N fold_info -C): start a\n"
+          "                         context and print, per rank, the transport it runs over\n"
+          "                         (UCX's transports; why without shared memory, if so)\n"
+          "                         and the world communicator's node path\n"
+          "  -h, --help             this help\n",
+          out);
 }
 
 int main(int argc, char **argv)
@@ -466,8 +472,12 @@ int main(int argc, char **argv)
     int all_predictions = 0, want_context = 0, want_launcher = 0, markdown = 0;
     const char *shape = NULL;
     static const struct option long_options[] = {
-        {"markdown", no_argument, NULL, 'M'},
-        {NULL, 0, NULL, 0},
+        {"version", no_argument, NULL, 'v'},     {"transports", no_argument, NULL, 't'},
+        {"config", no_argument, NULL, 'c'},      {"markdown", no_argument, NULL, 'M'},
+        {"algorithms", no_argument, NULL, 'a'},  {"model", no_argument, NULL, 'm'},
+        {"shape", required_argument, NULL, 'S'}, {"predictions", no_argument, NULL, 'p'},
+        {"launcher", no_argument, NULL, 'L'},    {"context", no_argument, NULL, 'C'},
+        {"help", no_argument, NULL, 'h'},        {NULL, 0, NULL, 0},
     };
     while ((opt = getopt_long(argc, argv, "vtcamS:pLCh", long_options, NULL)) != -1) {
         switch (opt) {
@@ -481,19 +491,19 @@ int main(int argc, char **argv)
         case 'p': all_predictions = 1; break;
         case 'L': want_launcher = 1; break;
         case 'C': want_context = 1; break;
-        case 'h': usage(stdout, argv[0]); return 0;
-        default: usage(stderr, argv[0]); return 2;
+        case 'h': usage(stdout); return 0;
+        default: usage(stderr); return 2;
         }
     }
     if (optind < argc) {
-        fprintf(stderr, "%s: unexpected argument '%s'\n", argv[0], argv[optind]);
-        usage(stderr, argv[0]);
+        fprintf(stderr, "fold_info: unexpected argument '%s'\n", argv[optind]);
+        usage(stderr);
         return 2;
     }
     if (markdown) {
         if (!want_cfg) {
-            fprintf(stderr, "%s: --markdown goes with -c\n", argv[0]);
-            usage(stderr, argv[0]);
+            fprintf(stderr, "fold_info: --markdown goes with -c\n");
+            usage(stderr);
             return 2;
         }
         print_config_markdown();
