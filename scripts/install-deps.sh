@@ -11,7 +11,7 @@ packages=(build-essential cmake pkg-config libucx-dev libfabric-dev libhwloc-dev
           mpich libmpich-dev          # the MPI shim built for MPICH too (libfold-mpich.so)
           slurmctld slurmd slurm-client munge    # Slurm on namespaced nodes (tests/multinode)
           libsimgrid-dev                         # fold_sim's replays (sim/)
-          help2man)                              # the tools' man pages (cmake/man.cmake)
+          help2man groff-base)                   # the tools' man pages (cmake/man.cmake)
 python_packages=(python3-dev python3-numpy python3-mpi4py python3-torch libtorch-dev
                  pybind11-dev)
 

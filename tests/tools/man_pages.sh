@@ -17,7 +17,7 @@ for tool in "$@"; do
     if [ -n "$warnings" ]; then
         echo "man_pages: $name.1 renders with warnings:"; echo "$warnings"; fail=1
     fi
-    text=$(MANWIDTH=100 man -l "$page" 2>/dev/null | col -b)
+    text=$(groff -man -Tascii -P-cbou -rLL=100n "$page" 2>/dev/null)
     for section in NAME SYNOPSIS DESCRIPTION OPTIONS "SEE ALSO"; do
         if ! printf '%s\n' "$text" | grep -q "^$section\$"; then
             echo "man_pages: $name.1 has no $section section"; fail=1
