@@ -87,7 +87,8 @@ int fold_node_huge_collapse(void *lo, size_t len)
 
 void fold_node_huge_init(fold_node_huge_t *h, int on)
 {
-    *h = (fold_node_huge_t){.on = on && fold_node_huge_page_bytes() > 0};
+    *h = (fold_node_huge_t){.on = on && fold_node_huge_page_bytes() > 0,
+                            .collapse = fold_node_huge_collapse};
 }
 
 /* The entry holding [lo, hi), or NULL. */
@@ -117,20 +118,27 @@ static struct fold_node_huge_range *take_entry(fold_node_huge_t *h)
 }
 
 /* Asks the kernel for huge pages under [lo, hi), one page at a time: a kernel short of
- * free huge pages collapses some and not others, and each one backed counts. Stops the
- * node where it never will. */
+ * free huge pages collapses some and not others, and each one backed counts. Once it
+ * could not allocate one (ENOMEM, after trying to compact memory for it), the rest of
+ * the range is counted short without asking: each further try would cost the call
+ * another compaction. Stops the node where it never will. */
 static void back(fold_node_huge_t *h, uintptr_t lo, uintptr_t hi)
 {
     const size_t page = fold_node_huge_page_bytes();
     const double t0 = fold_util_time_now();
     size_t backed = 0;
     for (uintptr_t at = lo; at < hi && h->on; at += page) {
-        if (fold_node_huge_collapse((void *)at, page) == 0) {
+        if (h->collapse((void *)at, page) == 0) {
             backed += page;
             continue;
         }
         if (errno == EINVAL || errno == ENOSYS || errno == EPERM) {
             h->on = 0;   /* no such advice, or not for this process: never again */
+        } else if (errno == ENOMEM) {
+            h->short_bytes += hi - at;
+            fold_debug("huge pages: no free huge page for %zu KiB at %p; the rest of the "
+                       "buffer is not asked for", (size_t)(hi - at) >> 10, (void *)at);
+            break;
         } else {
             h->short_bytes += page;
         }

@@ -59,7 +59,10 @@ typedef struct fold_node_huge {
     unsigned unused;        /* backed ranges forgotten without having been passed
                                again */
     size_t   backed_bytes;  /* backed so far */
-    size_t   short_bytes;   /* asked for, and not backed: the kernel had no huge page free */
+    size_t   short_bytes;   /* wanted and not backed: the kernel had no huge page free
+                               (after it said so, the rest of a buffer is not asked) */
+    int    (*collapse)(void *lo, size_t len);   /* fold_node_huge_collapse; tests put
+                                                   a kernel of their own here */
     struct fold_node_huge_range {
         uintptr_t lo, hi;   /* whole huge pages; hi 0: an empty entry */
         unsigned  uses;     /* calls that passed it */

@@ -4,13 +4,16 @@
  * nothing around it; its bytes stay; a buffer passed once is never backed, one backed
  * is not asked for again, and a node stops after buffers that were backed and not
  * passed again. Where the kernel backs no memory with huge pages (THP off, an old
- * kernel), the tests say so and skip.
+ * kernel), the tests say so and skip. A kernel of the tests' own decides what happens
+ * when the real one is short of huge pages or refuses: asking stops for the buffer at
+ * ENOMEM, goes on past a transient refusal, and stops for good at EINVAL.
  */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
 
 #include "node/node.h"
 
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -201,4 +204,70 @@ Test(node_huge, off_or_small_leaves_buffers_as_they_are)
     cr_expect_eq(huge_bytes_at(r.first), 0);
     check_bytes(&r);
     munmap(r.raw, r.len);
+}
+
+/* A kernel of the test's own (fold_node_huge_t's collapse): it backs pages until the
+ * one numbered fail_at and then fails with fail_errno; it only counts, touching no
+ * memory, so the buffers below need not exist. */
+static int fake_calls, fake_fail_at, fake_errno;
+
+static int fake_collapse(void *lo, size_t len)
+{
+    (void)lo;
+    (void)len;
+    if (fake_calls++ < fake_fail_at) {
+        return 0;
+    }
+    errno = fake_errno;
+    return -1;
+}
+
+/* Backs 8 whole huge pages at a made-up, aligned address with the fake kernel. */
+static fold_node_huge_t back_with_fake(int fail_at, int err)
+{
+    const size_t page = fold_node_huge_page_bytes();
+    if (page == 0) {
+        cr_skip_test("this system has no transparent huge pages");
+    }
+    fold_node_huge_t h;
+    fold_node_huge_init(&h, 1);
+    h.collapse = fake_collapse;
+    fake_calls = 0;
+    fake_fail_at = fail_at;
+    fake_errno = err;
+    const void *buf = (const void *)(uintptr_t)(page * 64);
+    fold_node_huge_back(&h, buf, 8 * page, 2);   /* first seen: nothing asked */
+    cr_expect_eq(fake_calls, 0, "asked at the buffer's first pass");
+    fold_node_huge_back(&h, buf, 8 * page, 2);
+    return h;
+}
+
+Test(node_huge, stops_asking_for_a_buffer_once_the_kernel_has_no_huge_page)
+{
+    fold_node_huge_t h = back_with_fake(3, ENOMEM);
+    const size_t page = fold_node_huge_page_bytes();
+    cr_expect_eq(fake_calls, 4, "asked %d times: 3 backed, the 4th failed, no more", fake_calls);
+    cr_expect_eq(h.backed_bytes, 3 * page);
+    cr_expect_eq(h.short_bytes, 5 * page, "the 5 pages from the failed one are short");
+    cr_expect(h.on, "a shortage does not turn backing off");
+}
+
+Test(node_huge, asks_for_every_page_past_a_transient_refusal)
+{
+    fold_node_huge_t h = back_with_fake(2, EAGAIN);
+    const size_t page = fold_node_huge_page_bytes();
+    cr_expect_eq(fake_calls, 8, "asked %d times for 8 pages", fake_calls);
+    cr_expect_eq(h.backed_bytes, 2 * page);
+    cr_expect_eq(h.short_bytes, 6 * page);
+    cr_expect(h.on);
+}
+
+Test(node_huge, a_kernel_without_the_advice_turns_backing_off)
+{
+    fold_node_huge_t h = back_with_fake(1, EINVAL);
+    const size_t page = fold_node_huge_page_bytes();
+    cr_expect_eq(fake_calls, 2);
+    cr_expect_eq(h.backed_bytes, page);
+    cr_expect_eq(h.short_bytes, 0);
+    cr_expect_not(h.on, "EINVAL means never: backing stays off");
 }
