@@ -15,35 +15,30 @@
 #include <stdlib.h>
 #include <string.h>
 
-static double stream(char *buf, int bytes, int n, int rank)
+/* Microseconds per message of n messages of `bytes` from rank 1 to rank 0, each one
+ * answered when `reply` (a ping-pong: then half a round trip each); a stream ends once
+ * rank 0 has them all. */
+static double exchange(char *buf, int bytes, int n, int rank, int reply)
 {
     MPI_Barrier(MPI_COMM_WORLD);
     const double t0 = MPI_Wtime();
     for (int i = 0; i < n; i++) {
         if (rank == 1) {
             MPI_Send(buf, bytes, MPI_CHAR, 0, 0, MPI_COMM_WORLD);
+            if (reply) {
+                MPI_Recv(buf, bytes, MPI_CHAR, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            }
         } else if (rank == 0) {
             MPI_Recv(buf, bytes, MPI_CHAR, 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            if (reply) {
+                MPI_Send(buf, bytes, MPI_CHAR, 1, 0, MPI_COMM_WORLD);
+            }
         }
     }
-    MPI_Barrier(MPI_COMM_WORLD);
-    return (MPI_Wtime() - t0) / n * 1e6;
-}
-
-static double ping_pong(char *buf, int bytes, int n, int rank)
-{
-    MPI_Barrier(MPI_COMM_WORLD);
-    const double t0 = MPI_Wtime();
-    for (int i = 0; i < n; i++) {
-        if (rank == 1) {
-            MPI_Send(buf, bytes, MPI_CHAR, 0, 0, MPI_COMM_WORLD);
-            MPI_Recv(buf, bytes, MPI_CHAR, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-        } else if (rank == 0) {
-            MPI_Recv(buf, bytes, MPI_CHAR, 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-            MPI_Send(buf, bytes, MPI_CHAR, 1, 0, MPI_COMM_WORLD);
-        }
+    if (!reply) {
+        MPI_Barrier(MPI_COMM_WORLD);
     }
-    return (MPI_Wtime() - t0) / n / 2 * 1e6;
+    return (MPI_Wtime() - t0) / n / (reply ? 2 : 1) * 1e6;
 }
 
 int main(int argc, char **argv)
@@ -75,8 +70,8 @@ int main(int argc, char **argv)
         }
         double s = 0, p = 0;
         for (int pass = 0; pass < 2; pass++) {
-            s = stream(buf, bytes, n, rank);
-            p = ping_pong(buf, bytes, n, rank);
+            s = exchange(buf, bytes, n, rank, 0);
+            p = exchange(buf, bytes, n, rank, 1);
         }
         if (rank == 0) {
             printf("%8d  %17.2f  %18.2f\n", bytes, s, p);
