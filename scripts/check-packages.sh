@@ -24,6 +24,9 @@ packages=(libfold0 libfold-dev fold-tools libfold-mpi0)
 if [ -e "$build/mpi-shim/libfold-mpich.so" ]; then
     packages+=(libfold-mpich0)
 fi
+if [ -e "$build/python/fold/__init__.py" ]; then
+    packages+=(python3-fold)
+fi
 [ ${#debs[@]} -eq ${#packages[@]} ] ||
     { echo "check-packages: expected ${#packages[@]} packages, got ${#debs[@]}" >&2; exit 1; }
 for d in "${debs[@]}"; do
@@ -93,5 +96,30 @@ if [[ " ${packages[*]} " == *" libfold-mpich0 "* ]]; then
     served libfold-mpich.so "$(mpiexec.mpich -n 2 -genv LD_PRELOAD libfold-mpich.so \
         -genv FOLD_MPI_VERBOSE 1 -genv FOLD_MPI_ALLREDUCE_MIN 0 \
         -genv FOLD_MPI_ALLREDUCE_MAX inf "$work/mpi-mpich" 2>&1)"
+fi
+# The installed Python package, imported from Debian's dist-packages (not the build
+# tree), runs the installed fold_info, and where the backend was built, an allreduce
+# over torch.distributed on 2 processes.
+if [[ " ${packages[*]} " == *" python3-fold "* ]]; then
+    (cd "$work" && env -u PYTHONPATH /usr/bin/python3 - <<'PY'
+import fold
+assert fold.__file__.startswith("/usr/lib/python3/dist-packages/fold/"), fold.__file__
+assert "FOLD_TIMEOUT" in fold.config(), "fold.config()"
+print("check-packages: python3-fold", fold.__version__, "from", fold.__file__,
+      "backend", fold.backend_available)
+PY
+    )
+    if ls "$build"/python/fold/_C*.so >/dev/null 2>&1; then
+        (cd "$work" && mpirun --allow-run-as-root --oversubscribe -n 2 -x PYTHONPATH= \
+            /usr/bin/python3 -c '
+import fold, torch, torch.distributed as dist
+assert fold.backend_available and fold.__file__.startswith("/usr/lib/python3/")
+dist.init_process_group("fold")
+t = torch.full((1000,), float(dist.get_rank() + 1))
+dist.all_reduce(t)
+assert torch.all(t == 3.0), t[:4]
+dist.destroy_process_group()')
+        echo "check-packages: the installed torch backend reduced over 2 processes"
+    fi
 fi
 echo "check-packages: ${packages[*]} install, link and run"
