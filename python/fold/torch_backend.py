@@ -3,9 +3,10 @@
 Each process group gets its own fold context. fold bootstraps over the group's c10d
 Store (the env:// rendezvous' TCPStore; FOLD_TORCH_BOOTSTRAP=store) or, under a PMIx
 launcher when the group is the launcher's whole job, through PMIx itself
-(FOLD_TORCH_BOOTSTRAP=pmix); the default, auto, picks. Only one context per process
-may bootstrap through PMIx: contexts publish their addresses under the same PMIx keys,
-so a second one would make peers reach the first's; later groups use the store. Collectives fold does not serve
+(FOLD_TORCH_BOOTSTRAP=pmix); the default, auto, picks. Every group of the whole job may
+bootstrap through PMIx: each context publishes under keys of its own, numbered in the
+order the process makes them, which is the same on every rank since torch makes groups
+collectively. Collectives fold does not serve
 go to a gloo process group made beside it (FOLD_TORCH_DELEGATE=gloo, the default) or
 raise (none). all_reduce and reduce of at most FOLD_TORCH_BLOCKING_MAX bytes (default
 2048; fold's size syntax: 64k, 1M, inf) run blocking, larger ones on fold's requests.
@@ -15,7 +16,6 @@ import os
 import re
 
 _registered = False
-_pmix_taken = False   # a context of this process bootstrapped through PMIx
 
 try:
     import torch.distributed as _dist
@@ -33,9 +33,6 @@ def library_version():
 
 def _bootstrap(rank: int, size: int) -> str:
     choice = os.environ.get("FOLD_TORCH_BOOTSTRAP", "auto")
-    if choice == "pmix" and _pmix_taken:
-        raise ValueError("FOLD_TORCH_BOOTSTRAP=pmix: this process has a fold group "
-                         "bootstrapped through PMIx already, and fold can have one")
     if choice in ("store", "pmix"):
         return choice
     if choice != "auto":
@@ -43,7 +40,7 @@ def _bootstrap(rank: int, size: int) -> str:
     # PMIx knows the launcher's job only: use it when this group is that job, in order.
     pmix_rank = os.environ.get("PMIX_RANK")
     job_size = os.environ.get("OMPI_COMM_WORLD_SIZE")
-    if not _pmix_taken and pmix_rank is not None and job_size is not None and \
+    if pmix_rank is not None and job_size is not None and \
             int(pmix_rank) == rank and int(job_size) == size:
         return "pmix"
     return "store"
@@ -70,12 +67,9 @@ def _blocking_max() -> int:
 
 
 def _create_process_group(store, rank, size, timeout):
-    global _pmix_taken
     delegate = _delegate(store, rank, size, timeout)
-    pg = _C.ProcessGroupFold(store, rank, size, _bootstrap(rank, size), delegate,
-                             _blocking_max())
-    _pmix_taken = _pmix_taken or pg.bootstrap == "pmix"
-    return pg
+    return _C.ProcessGroupFold(store, rank, size, _bootstrap(rank, size), delegate,
+                               _blocking_max())
 
 
 def register_backend() -> bool:

@@ -120,13 +120,14 @@ def finish_async(work, style):
     c.check(work.is_completed(), f"is_completed() after {style}")
 
 
-# A second fold group, without a delegate, made before the first one reached any peer:
-# its own context (over the store: one context per process may use PMIx, which keeps
-# one address per rank) must not take the first one's peers.
+# A second fold group of the whole job, without a delegate, made before the first one
+# reached any peer: its own context, bootstrapped as the first was (through PMIx under
+# mpirun, over the store under env://), must not take the first one's peers or keys.
 os.environ["FOLD_TORCH_DELEGATE"] = "none"
 group = dist.new_group(backend="fold")
 del os.environ["FOLD_TORCH_DELEGATE"]
-c.check(group.bootstrap == "store", f"a second fold group bootstrapped by {group.bootstrap}")
+c.check(group.bootstrap == world.bootstrap,
+        f"a second fold group bootstrapped by {group.bootstrap}, the first by {world.bootstrap}")
 for g in (None, group):
     t = torch.full((5000,), float(rank + 1))
     dist.all_reduce(t, group=g)
