@@ -40,9 +40,10 @@ sanitizer_env=(ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:log_path=$reports/as
                UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:log_path=$reports/ubsan
                FOLD_TEST_REDUCED=1)   # the release stage runs the full algorithm matrix
 
-# Every other release test starts processes that spin, so it runs alone; they leave
-# about a core idle between and inside launches (mpirun's start and end), which the
-# sanitizer build and its pure tests take at the lowest priority beside them.
+# Every other release test but the fuzzers starts processes that spin, so it runs
+# alone; they leave about a core idle between and inside launches (mpirun's start and
+# end), which the sanitizer build, its pure tests and the fuzzers (one thread each,
+# nothing timed) take at the lowest priority beside them.
 background_log="$PWD/$prefix/sanitizer-build.log"
 (
     set -e
@@ -55,10 +56,14 @@ background_log="$PWD/$prefix/sanitizer-build.log"
     echo "== sanitizers: the pure tests"
     cd "$prefix-asan"
     env "${sanitizer_env[@]}" nice -n 19 ctest --output-on-failure -j"$jobs" -L '^pure$'
+    echo "== the fuzzers (release build)"
+    cd - >/dev/null
+    cd "$prefix"
+    nice -n 19 ctest --output-on-failure -j1 -L '^fuzz$'
 ) >"$background_log" 2>&1 &
 background=$!
 trap 'pkill -P "$background" 2>/dev/null; kill "$background" 2>/dev/null || true' EXIT
-(cd "$prefix" && ctest --output-on-failure -j1 -LE '^(pure|unit)$')
+(cd "$prefix" && ctest --output-on-failure -j1 -LE '^(pure|unit|fuzz)$')
 stage_done "release multi-process tests (the sanitizer build beside)"
 
 # The install and package checks wait on cpack, dpkg and mpirun more than on the CPU:
@@ -72,10 +77,10 @@ wait "$background" || background_status=$?
 trap - EXIT
 cat "$background_log"
 if [ "$background_status" -ne 0 ]; then
-    echo "test.sh: the sanitizer build or its pure tests failed" >&2
+    echo "test.sh: the sanitizer build, its pure tests or the fuzzers failed" >&2
     exit "$background_status"
 fi
-stage_done "packaging, the sanitizer build and pure tests"
+stage_done "packaging, the sanitizer build and pure tests, the fuzzers"
 
 export "${sanitizer_env[@]}"
 status=0
