@@ -131,6 +131,7 @@ static int shape_kept(size_t s)
 {
     return !fold_test_reduced() || s % 2 == 0;
 }
+
 static const size_t sizes[] = {64, 4096, 65536, 1 << 20, 8 << 20};
 
 static void flat_case_within(fold_coll_t coll, const fold_alg_t *alg, int max_ppn)
