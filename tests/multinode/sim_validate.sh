@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # sim_validate.sh: fold_sim against measured runs on the namespaced harness. For each
 # shape and link cap it runs fold_perf across the harness's nodes (mnrun.sh, UCX over
-# TCP), reads the network fold_init measured there, and replays each measured row
-# (collective, algorithm and segment, size) in fold_sim on a platform built from that
-# measurement (harness_platform below). Prints one table row per measured row:
+# TCP) and replays each measured row (collective, algorithm and segment, size) in
+# fold_sim on a platform built from the network fold_init measures on 2 nodes x 1 rank
+# at that cap (harness_platform and probe_link below). Prints one table row per measured row:
 # measured median, simulated time, fold's model of the same schedules, and simulated /
 # measured.
 #
@@ -30,7 +30,7 @@ algorithms+=" reduce:binomial,rabenseifner,ring,chain,bintree,greedy,dpml,dpml_p
 begin=64K end=16M factor=4
 build="$repo/build"
 out=""
-uncapped_gbs=""
+readonly PROBES=3
 
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -121,6 +121,33 @@ harness_platform() {
     printf '  </zone>\n</platform>\n'
 }
 
+# probe_link RATE: "LAT_US GBS", the medians of PROBES fold_init measurements between 2
+# nodes of 1 rank at that cap. Every shape's platform takes them: with more ranks than
+# the machine has cores (2x2 and 4x1 on 2 cores) the probe can time the scheduler.
+probe_link() {
+    local rate_args=() i lat gbs
+    [ "$1" = none ] || rate_args=(--rate "$1")
+    for ((i = 0; i < PROBES; i++)); do
+        "$here/mnrun.sh" --nodes 2 --ppn 1 "${rate_args[@]}" -x UCX_TLS=tcp,self \
+            -x FOLD_LOG_LEVEL=info --mca btl tcp,self --mca pml ob1 -- "$perf" -b 8 -e 8 \
+            >"$out/probe-$1-$i.log" 2>&1 || { echo "sim_validate.sh: probe failed" >&2; exit 1; }
+        network "$out/probe-$1-$i.log"
+    done >"$out/probe-$1.txt"
+    [ "$(wc -l <"$out/probe-$1.txt")" -eq "$PROBES" ] || return 1
+    lat=$(cut -d' ' -f1 "$out/probe-$1.txt" | sort -g | sed -n "$(((PROBES + 1) / 2))p")
+    gbs=$(cut -d' ' -f2 "$out/probe-$1.txt" | sort -g | sed -n "$(((PROBES + 1) / 2))p")
+    echo "$lat $gbs"
+}
+
+declare -A link
+link_gbs_uncapped=""
+for rate in none $rates; do
+    [ -z "${link[$rate]:-}" ] || continue
+    link[$rate]=$(probe_link "$rate") || { echo "sim_validate.sh: no network measurement" \
+                                                  "at $rate" >&2; exit 1; }
+done
+read -r _ link_gbs_uncapped <<<"${link[none]}"
+
 printf '| shape | link | collective | algorithm | bytes | measured us | simulated us | '
 printf 'model us | simulated / measured |\n|---|---|---|---|---|---|---|---|---|\n'
 for shape in $shapes; do
@@ -135,25 +162,20 @@ for shape in $shapes; do
             [ -n "$list" ] || continue
             tag="$shape-$rate-$coll"
             if ! "$here/mnrun.sh" --nodes "$nodes" --ppn "$ppn" "${rate_args[@]}" \
-                    -x UCX_TLS=tcp,self -x FOLD_LOG_LEVEL=info --mca btl tcp,self \
+                    -x UCX_TLS=tcp,self --mca btl tcp,self \
                     --mca pml ob1 -- "$perf" -c "$coll" -A "$list" -b "$begin" -e "$end" \
                     -f "$factor" --csv "$out/$tag.csv" >"$out/$tag.log" 2>&1; then
                 echo "sim_validate.sh: the run of $tag failed; its log:" >&2
                 tail -n 20 "$out/$tag.log" >&2
                 exit 1
             fi
-            read -r lat gbs < <(network "$out/$tag.log") || true
-            if [ -z "${gbs:-}" ]; then
-                echo "sim_validate.sh: $tag: no network measurement in its log" >&2
-                exit 1
+            read -r lat gbs <<<"${link[$rate]}"
+            # The uncapped link measures the machine's TCP rate; a capped one, its cap.
+            tcp_gbs=$gbs cap=""
+            if [ "$rate" != none ]; then
+                tcp_gbs=${link_gbs_uncapped:-$(awk -v g="$gbs" 'BEGIN { print 10 * g }')}
+                cap=$gbs
             fi
-            # The uncapped runs measure the machine's TCP rate; a capped one, its cap.
-            if [ "$rate" = none ]; then
-                tcp_gbs=$gbs cap=""
-            else
-                tcp_gbs=${uncapped_gbs:-$(awk -v g="$gbs" 'BEGIN { print 10 * g }')} cap=$gbs
-            fi
-            [ "$rate" != none ] || uncapped_gbs=$gbs
             harness_platform "$nodes" "$ppn" "$lat" "$tcp_gbs" "$cap" >"$out/$tag.xml"
             # Rows: collective,algorithm,...,bytes (4),...,median_us (10).
             tail -n +2 "$out/$tag.csv" | while IFS=, read -r c alg _ bytes _ _ _ _ _ median _; do
