@@ -109,7 +109,7 @@ function(fold_mpi_shim_tests p mpi_c mpi_fortran have_f08 mpirun shim_target che
 
   # The first-calls benchmark, briefly, through the shim (docs/results/first-calls.md).
   test(first_calls_np2 ${launch} 2 LD_PRELOAD=${shim} -- ${mpi_first_calls} -b 4096
-    -e 262144 -n 12 -k 2)
+    -e 262144 -n 12 -k 2 -v -a)
 
   # The held-out check, where an OSU micro-benchmarks build for this library is given
   # (-DFOLD_OSU_MPI_DIR=... for Open MPI, -DFOLD_OSU_MPICH_DIR=... for MPICH: the

@@ -6,17 +6,32 @@
  * before every call, outside the timing. It knows nothing of fold: run it with and
  * without LD_PRELOAD=libfold-mpi.so to compare.
  *
- *   mpi_first_calls [-c allreduce|reduce] [-b BYTES] [-e BYTES] [-n CALLS] [-k PAIRS]
+ *   mpi_first_calls [-c allreduce|reduce] [-b BYTES] [-e BYTES] [-n CALLS] [-k PAIRS] [-v]
+ *                   [-a]
  *
  * Per size, from the slowest rank's time of each call: the first call, the worst of
- * calls 2-10, the median of calls 11-N and the first ten together, in us.
+ * calls 2-10, the median of calls 11-N and the first ten together, in us; with -v also
+ * every call's, in call order, on a line of its own. With -a (ranks of one machine) a
+ * call's time runs from the moment the last rank left the barrier to the last rank's
+ * return instead: a barrier's ranks leave it up to ~100 us apart (an MPI library's
+ * first barriers after MPI_Init), and a reduce's root, timing from its own exit, counts
+ * the wait for a late peer as its call's.
  */
 #include <mpi.h>
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
+
+/* One clock for every process of the machine. */
+static double monotonic_us(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e6 + (double)t.tv_nsec / 1e3;
+}
 
 static int by_value(const void *a, const void *b)
 {
@@ -29,10 +44,12 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     int rank;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    int reduce = 0, pairs = 1, calls = 30, c;
+    int reduce = 0, pairs = 1, calls = 30, every = 0, aligned = 0, c;
     size_t lo = 8, hi = (size_t)64 << 20;
-    while ((c = getopt(argc, argv, "c:k:n:b:e:")) != -1) {
+    while ((c = getopt(argc, argv, "c:k:n:b:e:va")) != -1) {
         switch (c) {
+        case 'a': aligned = 1; break;
+        case 'v': every = 1; break;
         case 'c': reduce = strcmp(optarg, "reduce") == 0; break;
         case 'k': pairs = atoi(optarg); break;
         case 'n': calls = atoi(optarg); break;
@@ -41,7 +58,7 @@ int main(int argc, char **argv)
         default:
             if (rank == 0) {
                 fprintf(stderr, "usage: %s [-c allreduce|reduce] [-b BYTES] [-e BYTES] "
-                        "[-n CALLS] [-k PAIRS]\n", argv[0]);
+                        "[-n CALLS] [-k PAIRS] [-v] [-a]\n", argv[0]);
             }
             MPI_Abort(MPI_COMM_WORLD, 2);
         }
@@ -57,6 +74,9 @@ int main(int argc, char **argv)
     float **out = malloc((size_t)pairs * sizeof(*out));
     double *mine = malloc((size_t)calls * sizeof(double));
     double *slowest = malloc((size_t)calls * sizeof(double));
+    double *started = malloc((size_t)calls * sizeof(double));   /* -a: monotonic us */
+    double *ended = malloc((size_t)calls * sizeof(double));
+    double *last = malloc((size_t)calls * sizeof(double));
     for (int k = 0; k < pairs; k++) {
         in[k] = malloc(hi);
         out[k] = malloc(hi);
@@ -79,6 +99,7 @@ int main(int argc, char **argv)
                 x[j] = (float)(i + j % 7);
             }
             MPI_Barrier(MPI_COMM_WORLD);
+            started[i] = monotonic_us();
             double t0 = MPI_Wtime();
             if (reduce) {
                 MPI_Reduce(x, out[i % pairs], n, MPI_FLOAT, MPI_SUM, 0, MPI_COMM_WORLD);
@@ -86,8 +107,23 @@ int main(int argc, char **argv)
                 MPI_Allreduce(x, out[i % pairs], n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
             }
             mine[i] = (MPI_Wtime() - t0) * 1e6;
+            ended[i] = monotonic_us();
         }
         MPI_Allreduce(mine, slowest, calls, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+        if (aligned) {
+            MPI_Allreduce(started, last, calls, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+            MPI_Allreduce(ended, slowest, calls, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+            for (int i = 0; i < calls; i++) {
+                slowest[i] -= last[i];
+            }
+        }
+        if (rank == 0 && every) {
+            printf("%10zu calls_us", bytes);
+            for (int i = 0; i < calls; i++) {
+                printf(" %.2f", slowest[i]);
+            }
+            printf("\n");
+        }
         if (rank == 0) {
             double worst = 0, first10 = 0;
             for (int i = 0; i < 10; i++) {
