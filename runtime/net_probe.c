@@ -10,10 +10,10 @@
  * (a TCP transport connects on the first message, in milliseconds) so that the job's
  * first call across nodes does not; then LAT_TRIPS round trips of 8 bytes, whose
  * quickest half is the latency (a trip can only be slowed: on a node with more ranks
- * than cores, by the partner waiting for a core), and BW_TRIPS streams of BW_MSGS messages of BW_BYTES
- * one way, answered once all arrived, whose best time less two latencies is theirs on
- * the link. Every rank then takes the medians of
- * what the pairs measured (the bootstrap's allgather), so that all decide alike. It
+ * than cores, by the partner waiting for a core), and BW_TRIPS streams of BW_MSGS
+ * messages of BW_BYTES one way, answered once all arrived, whose best time less two
+ * latencies is theirs on the link. Every rank then takes the medians of what the
+ * pairs measured (the bootstrap's allgather), so that all decide alike. It
  * costs milliseconds over TCP, about ten times more on a 1 Gbit/s link.
  */
 #include "net_probe.h"

@@ -20,8 +20,9 @@ if [ "$status" -ne 0 ]; then
     exit "$status"   # 77: no namespaces here
 fi
 cat "$work/table.md"
-rows=$(grep -cE '^\| 2x1 \| none \([0-9.]+ us, [0-9.e+-]+ GB/s\) \| reduce \| binomial \| (65536|262144) \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \|$' \
-       "$work/table.md" || true)
+number='[0-9.]+'
+head="^\\| 2x1 \\| none \\($number us, [0-9.e+-]+ GB/s\\) \\| reduce \\| binomial \\| (65536|262144)"
+rows=$(grep -cE "$head( \\| $number){4} \\|\$" "$work/table.md" || true)
 if [ "$rows" -ne 2 ]; then
     echo "mn_sim_validate_test: FAILED: $rows well-formed rows of 2"
     exit 1

@@ -54,7 +54,8 @@ for shape in $shapes; do
         best_flat="" best_flat_us=""
         for f in recursive_doubling rabenseifner ring; do
             read -r us _ < <(predicted "$shape" 0 allreduce "$f" "$bytes")
-            if [ -z "$best_flat_us" ] || awk -v x="$us" -v y="$best_flat_us" 'BEGIN { exit !(x < y) }'; then
+            if [ -z "$best_flat_us" ] ||
+               awk -v x="$us" -v y="$best_flat_us" 'BEGIN { exit !(x < y) }'; then
                 best_flat=$f best_flat_us=$us
             fi
         done
@@ -85,9 +86,9 @@ for shape in $shapes; do
             BEGIN {
                 p = h * ppn
                 eq1 = lg(p) * (a + n / (gbs * 1e3) + n / (red * 1e3))
-                printf "| %s | %d | %d | %s (%s) | %.0f | %s | %.0f | %s | %s | %.0f / %.0f | %.0f | %.1f | %.2f |\n",
-                       shape, p, n, alg, L, pick, bf, bfu, dpml, pipe, eq7(1), eq7(ppn), eq1,
-                       eq1 / eq7(ppn), bfu / pick }'
+                row = "| %s | %d | %d | %s (%s) | %.0f | %s | %.0f | %s | %s | %.0f / %.0f |"
+                printf row " %.0f | %.1f | %.2f |\n", shape, p, n, alg, L, pick, bf, bfu,
+                       dpml, pipe, eq7(1), eq7(ppn), eq1, eq1 / eq7(ppn), bfu / pick }'
     done
 done
 [ "$failures" -eq 0 ] || exit 1
