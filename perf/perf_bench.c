@@ -264,6 +264,13 @@ static int iteration_of(const perf_env_t *env, const perf_buffers_t *b, perf_cas
         return FOLD_OK;
     }
     write_call_input(o, b, pc, call);
+    if (us != NULL && o->barrier) {
+        int failed = which == RUN_MPI ? perf_mpi_barrier() != 0 : fold_barrier(env->comm) != 0;
+        if (failed) {
+            return report_failure(env, pc, which == RUN_MPI ? "MPI" : "fold",
+                                  "the barrier before the call failed");
+        }
+    }
     double start = us != NULL ? perf_now_us() : 0;
     int status = which == RUN_MPI ? perf_mpi_collective(pc->coll, send, recv, pc->count,
                                                         o->dtype, o->op, o->root, o->inplace)

@@ -216,6 +216,7 @@ int main(int argc, char **argv)
     info->rotate          = opts.rotate;
     info->buffers         = opts.buffers > 0;
     info->fresh           = opts.fresh;
+    info->barrier         = opts.barrier;
     info->settle          = opts.settle;
     info->batch           = opts.batch;
     info->fold_memory     = opts.fold_memory;

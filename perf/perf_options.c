@@ -432,6 +432,15 @@ static int opt_fresh(perf_options_t *o, const char *arg, char *why, size_t whyle
     return 0;
 }
 
+static int opt_barrier(perf_options_t *o, const char *arg, char *why, size_t whylen)
+{
+    (void)arg;
+    (void)why;
+    (void)whylen;
+    o->barrier = 1;
+    return 0;
+}
+
 static int opt_batch(perf_options_t *o, const char *arg, char *why, size_t whylen)
 {
     (void)arg;
@@ -617,6 +626,10 @@ static const perf_option_t perf_option_table[] = {
      "untimed, as an application that has just computed it: a peer's input is then in its "
      "owner's cache, not still in the reader's from the call before (default: inputs are "
      "written once, as OSU's are)"}, opt_fresh},
+    {{"barrier", 0, NULL, "every timed call after a barrier of its own library "
+     "(fold_barrier or MPI_Barrier), untimed: a call's latency from a common start, as a "
+     "single call sees it (default: calls back to back, where a reduce's non-roots run "
+     "ahead into the next call and a pipeline is timed by its period)"}, opt_barrier},
     {{"batch", 0, NULL, "time each library's calls in runs of 100 back-to-back calls (the "
      "libraries take turns run by run), two clock reads a run, and give every call of a run "
      "the run's mean: the rate of a loop of blocking calls, without the clock's ~0.04 us a "
@@ -778,6 +791,11 @@ static int options_validate(const perf_options_t *o, char *err, size_t errlen)
     if (is_complex && o->op != FOLD_OP_SUM && o->op != FOLD_OP_PROD) {
         snprintf(err, errlen, "--op %s does not take complex datatypes (sum and prod do), "
                  "not %s", fold_op_name(o->op), fold_dtype_name(o->dtype));
+        return -1;
+    }
+    if (o->batch && o->barrier) {
+        snprintf(err, errlen, "--batch times calls back to back: it cannot put a barrier "
+                 "between them (--barrier)");
         return -1;
     }
     if (o->batch && o->fresh) {

@@ -65,6 +65,7 @@ typedef struct perf_options {
     int         buffers;        /* --buffers K: K pairs, each call's input rewritten with new
                                    data; 0 unless given */
     int         fresh;          /* rewrite the input before every call, untimed */
+    int         barrier;        /* a barrier before every timed call, untimed */
     int         settle;         /* untimed calls until fold's online trials settle */
     int         batch;          /* time runs of calls together, not each call */
     int         check;

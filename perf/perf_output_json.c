@@ -51,6 +51,7 @@ static void json_run_info(FILE *f, const perf_run_info_t *info)
     fprintf(f, ",\n  \"rotate\": %d,\n  \"buffers\": %s,\n  \"fresh\": %s,\n"
             "  \"settle\": %s,\n", info->rotate, info->buffers ? "true" : "false",
             info->fresh ? "true" : "false", info->settle ? "true" : "false");
+    fprintf(f, "  \"barrier\": %s,\n", info->barrier ? "true" : "false");
     fprintf(f, "  \"batch\": %s,\n  \"memory\": \"%s\",\n"
             "  \"sparsity\": %.6g,\n  \"distribution\": \"%s\",\n",
             info->batch ? "true" : "false",

@@ -15,6 +15,10 @@ void perf_table_print_header(FILE *out, const perf_run_info_t *info)
             info->fold_memory ? "buffers in fold memory" : "buffers on the heap",
             info->buffers ? ", every call's input written with new data before it"
             : info->fresh ? ", inputs rewritten before every call" : "");
+    if (info->barrier) {
+        fprintf(out, "# every timed call after a barrier of its own library, untimed "
+                "(--barrier): latencies from a common start\n");
+    }
     if (info->settle) {
         fprintf(out, "# fold's online trials untimed before anything is timed (--settle): "
                 "untimed counts those calls, first_us comes after them\n");

@@ -21,6 +21,7 @@ typedef struct perf_run_info {
     int          rotate;
     int          buffers;        /* --buffers: every call's input written, new data */
     int          fresh;          /* --fresh: inputs rewritten before every call */
+    int          barrier;        /* --barrier: every timed call after a barrier */
     int          settle;         /* --settle: fold's online trials run untimed first */
     int          batch;          /* --batch: calls timed in runs */
     int          fold_memory;    /* buffers from fold_mem_alloc (--memory fold) */

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # sim_validate.sh: fold_sim against measured runs on the namespaced harness. For each
 # shape and link cap it runs fold_perf across the harness's nodes (mnrun.sh, UCX over
-# TCP) and replays each measured row (collective, algorithm and segment, size) in
+# TCP), every timed call after a barrier (--barrier: a call's latency, as the replay
+# of one call gives it, not a loop's period), and replays each measured row (collective, algorithm and segment, size) in
 # fold_sim on a platform built from the network fold_init measures on 2 nodes x 1 rank
 # at that cap (harness_platform and probe_link below). Prints one table row per measured row:
 # measured median, simulated time, fold's model of the same schedules, and simulated /
@@ -164,7 +165,7 @@ for shape in $shapes; do
             if ! "$here/mnrun.sh" --nodes "$nodes" --ppn "$ppn" "${rate_args[@]}" \
                     -x UCX_TLS=tcp,self --mca btl tcp,self \
                     --mca pml ob1 -- "$perf" -c "$coll" -A "$list" -b "$begin" -e "$end" \
-                    -f "$factor" --csv "$out/$tag.csv" >"$out/$tag.log" 2>&1; then
+                    -f "$factor" --barrier --csv "$out/$tag.csv" >"$out/$tag.log" 2>&1; then
                 echo "sim_validate.sh: the run of $tag failed; its log:" >&2
                 tail -n 20 "$out/$tag.log" >&2
                 exit 1

@@ -101,6 +101,16 @@ for inplace in "" -i; do
     grep -q '"fresh": true' "$TMP/fresh.json" || fail "--json does not say the inputs were fresh"
 done
 
+# Every timed call after a barrier (--barrier): checked right, said in the header and
+# the JSON; --batch refuses it.
+"$@" "$PERF" -c allreduce,reduce -b 8 -e 256k -f 32 -n 20 --barrier --check \
+    --probe-size 0 --json "$TMP/barrier.json" >"$TMP/out7" 2>"$TMP/err7"
+expect_checked 7 8 "--barrier" $?
+expect_in out7 "every timed call after a barrier of its own library"
+grep -q '"barrier": true' "$TMP/barrier.json" || fail "--json does not say --barrier"
+"$PERF" --batch --barrier >"$TMP/out7" 2>&1 && fail "--batch --barrier was accepted"
+expect_in out7 "cannot put a barrier between them"
+
 # K buffer pairs in turn, every call's input written with new data (--buffers), beside
 # the MPI library where there is one, in place and not: each row's check runs on the pair
 # and the data set of its call, and the JSON says so.
