@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # sim_validate.sh: fold_sim against measured runs on the namespaced harness. For each
 # shape and link cap it runs fold_perf across the harness's nodes (mnrun.sh, UCX over
-# TCP), every timed call after a barrier (--barrier: a call's latency, as the replay
-# of one call gives it, not a loop's period), and replays each measured row (collective, algorithm and segment, size) in
-# fold_sim on a platform built from the network fold_init measures on 2 nodes x 1 rank
-# at that cap (harness_platform and probe_link below). Prints one table row per measured row:
-# measured median, simulated time, fold's model of the same schedules, and simulated /
-# measured.
+# TCP), every timed call after a barrier (--barrier: a call's latency, as the replay of
+# one call gives it, not a loop's period), and replays each measured row (collective,
+# algorithm and segment, size) in fold_sim on a platform built from the network
+# fold_init measures on 2 nodes x 1 rank at that cap (harness_platform and probe_link
+# below). Prints one table row per measured row: measured median, simulated time,
+# fold's model of the same schedules, and simulated / measured.
 #
 #   tests/multinode/sim_validate.sh [options]
 #     --shapes "2x1 2x2 4x1"     NODESxPPN shapes (default: these three)
