@@ -102,18 +102,14 @@ static int round_trip(fold_context_t *ctx, int peer, int pinger, char *buf, size
 static int time_trips(fold_context_t *ctx, int peer, int pinger, char *buf, size_t len,
                       int trips, double deadline, double *us)
 {
-    double t[LAT_TRIPS];
     for (int i = 0; i < trips; i++) {
         const double t0 = fold_util_time_now();
         int status = round_trip(ctx, peer, pinger, buf, len, deadline);
         if (status != FOLD_OK) {
             return status;
         }
-        t[i] = (fold_util_time_now() - t0) * 1e6;
-    }
-    *us = t[0];
-    for (int i = 1; i < trips; i++) {
-        *us = t[i] < *us ? t[i] : *us;
+        const double t = (fold_util_time_now() - t0) * 1e6;
+        *us = i == 0 || t < *us ? t : *us;
     }
     return FOLD_OK;
 }

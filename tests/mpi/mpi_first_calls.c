@@ -74,9 +74,9 @@ int main(int argc, char **argv)
     float **out = malloc((size_t)pairs * sizeof(*out));
     double *mine = malloc((size_t)calls * sizeof(double));
     double *slowest = malloc((size_t)calls * sizeof(double));
-    double *started = malloc((size_t)calls * sizeof(double));   /* -a: monotonic us */
+    double *started = malloc((size_t)calls * sizeof(double));   /* monotonic us */
     double *ended = malloc((size_t)calls * sizeof(double));
-    double *last = malloc((size_t)calls * sizeof(double));
+    double *last = malloc((size_t)calls * sizeof(double));      /* -a: the last start */
     for (int k = 0; k < pairs; k++) {
         in[k] = malloc(hi);
         out[k] = malloc(hi);
@@ -100,22 +100,22 @@ int main(int argc, char **argv)
             }
             MPI_Barrier(MPI_COMM_WORLD);
             started[i] = monotonic_us();
-            double t0 = MPI_Wtime();
             if (reduce) {
                 MPI_Reduce(x, out[i % pairs], n, MPI_FLOAT, MPI_SUM, 0, MPI_COMM_WORLD);
             } else {
                 MPI_Allreduce(x, out[i % pairs], n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
             }
-            mine[i] = (MPI_Wtime() - t0) * 1e6;
             ended[i] = monotonic_us();
+            mine[i] = ended[i] - started[i];
         }
-        MPI_Allreduce(mine, slowest, calls, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
         if (aligned) {
             MPI_Allreduce(started, last, calls, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
             MPI_Allreduce(ended, slowest, calls, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
             for (int i = 0; i < calls; i++) {
                 slowest[i] -= last[i];
             }
+        } else {
+            MPI_Allreduce(mine, slowest, calls, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
         }
         if (rank == 0 && every) {
             printf("%10zu calls_us", bytes);

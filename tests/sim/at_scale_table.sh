@@ -31,13 +31,24 @@ param() {   # param NAME: the generic model's value
 a=$(param inter_lat_us) gbs=$(param inter_gbs) a1=$(param flag_us) shm=$(param shm_gbs)
 red=$(param reduce_gbs)
 
+# Every prediction of a shape, per leader count (0: the model's best), written once:
+# fold_info -S -p prices every algorithm at every size in one run.
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+predictions() {   # predictions SHAPE LEADERS: the file holding them
+    local file="$work/$1-$2.csv" env=()
+    if [ ! -e "$file" ]; then
+        [ "$2" -eq 0 ] || env=(FOLD_DPML_LEADERS="$2")
+        env "${env[@]}" "$info" -S "$1" -p >"$file"
+    fi
+    echo "$file"
+}
+
 # predicted SHAPE LEADERS COLL ALG BYTES: fold's model of ALG (us), with LEADERS per
 # node (0: the model's best).
 predicted() {
-    local env=()
-    [ "$2" -eq 0 ] || env=(FOLD_DPML_LEADERS="$2")
-    env "${env[@]}" "$info" -S "$1" -p | awk -F, -v c="$3" -v a="$4" -v b="$5" \
-        '$1 == c && $2 == a && $3 == b { print $5 " " $4; exit }'
+    awk -F, -v c="$3" -v a="$4" -v b="$5" \
+        '$1 == c && $2 == a && $3 == b { print $5 " " $4; exit }' "$(predictions "$1" "$2")"
 }
 
 printf '| shape | ranks | bytes | fold picks | us | best flat | us | dpml, leaders: us |'
